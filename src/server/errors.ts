@@ -1,0 +1,43 @@
+/** Error codes of the Read API (spec §9). */
+export type ErrorCode = 'bad_request' | 'unauthorized' | 'not_found' | 'method_not_allowed' | 'payload_too_large';
+
+const codeByStatus: Record<number, ErrorCode> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  413: 'payload_too_large',
+};
+
+/** An error the server answers with a 4xx JSON body of the spec's shape. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly headers: Record<string, string>;
+
+  constructor(status: keyof typeof codeByStatus & number, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = codeByStatus[status] ?? 'bad_request';
+    this.headers = headers;
+  }
+
+  body(): { status: number; message: string; error: { code: ErrorCode; message: string } } {
+    return { status: this.status, message: this.message, error: { code: this.code, message: this.message } };
+  }
+}
+
+export const badRequest = (message: string): ApiError => new ApiError(400, message);
+export const notFound = (message: string): ApiError => new ApiError(404, message);
+
+/** Quotes a user-supplied value for an error message, cut short so a huge value cannot flood a log. */
+export function quote(value: unknown): string {
+  let text: string;
+  try {
+    text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return JSON.stringify(text.length > 80 ? `${text.slice(0, 77)}...` : text);
+}

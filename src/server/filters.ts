@@ -1,0 +1,214 @@
+import { badRequest, quote } from './errors.ts';
+import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
+import {
+  column,
+  compare,
+  type Comparable,
+  isEmptyValue,
+  type Kind,
+  kindOf,
+  metaKind,
+  type Normalized,
+  readGiven,
+  type ValueSource,
+} from './values.ts';
+
+/**
+ * Filters (spec §4): a list of conditions joined by AND, where an `or` entry starts a new
+ * branch; AND binds tighter than OR. Compiled once per request into a predicate.
+ */
+
+export const operators = [
+  'equal', 'notEqual', 'greaterThan', 'greaterThanEqual', 'lessThan', 'lessThanEqual',
+  'like', 'notLike', 'empty', 'notEmpty', 'in', 'notIn',
+] as const;
+export type Operator = (typeof operators)[number];
+const operatorSet = new Set<string>(operators);
+
+export type Predicate = (record: PreparedRecord, locale: LocaleView) => boolean;
+
+/** A parsed filter path `<contentType|*>.<fields|meta>.<name>`. */
+export interface FilterPath extends ValueSource {
+  contentType: string; // '*' for any
+}
+
+export function parseFilterPath(path: string, option = 'filters'): FilterPath {
+  const parts = path.split('.');
+  if (parts.length !== 3 || parts.some((p) => p === '') || (parts[1] !== 'fields' && parts[1] !== 'meta')) {
+    throw badRequest(`Malformed path ${quote(path)} in ${option}: expected <contentType|*>.<fields|meta>.<name>, such as *.fields.title`);
+  }
+  const [contentType, scope, name] = parts as [string, 'fields' | 'meta', string];
+  if (scope === 'meta' && !metaKind(name)) {
+    throw badRequest(`Unknown meta name ${quote(name)} in ${option}: use id, contentType, revision, tags, createdAt or updatedAt`);
+  }
+  return { contentType, scope, name };
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Turns `filters` as sent (a JSON array, or the bracket form's object keyed by index) into a list of entries. */
+function entriesOf(filters: unknown): unknown[] {
+  if (Array.isArray(filters)) return filters;
+  if (isPlainObject(filters)) {
+    const keys = Object.keys(filters);
+    if (keys.length > 0 && keys.every((k) => /^\d+$/.test(k))) {
+      return keys.sort((a, b) => a.length - b.length || (a < b ? -1 : 1)).map((k) => filters[k]);
+    }
+    return [filters];
+  }
+  throw badRequest(`Invalid filters ${quote(filters)}: expected a list of conditions such as [{"*.fields.title":{"equal":"x"}}]`);
+}
+
+/** Compiles `filters` into a predicate, or `undefined` when there are none. */
+export function compileFilters(repository: PreparedRepository, filters: unknown, locale: LocaleView): Predicate | undefined {
+  const branches: Predicate[][] = [];
+  for (const entry of entriesOf(filters)) {
+    if (!isPlainObject(entry)) throw badRequest(`Invalid filter ${quote(entry)}: expected an object such as {"*.fields.title":{"equal":"x"}}`);
+    const keys = Object.keys(entry);
+    let join: 'and' | 'or' = 'and';
+    let condition: Record<string, unknown> = entry;
+    if (keys.length === 1 && /^(and|or)$/i.test(keys[0]!)) {
+      join = keys[0]!.toLowerCase() as 'and' | 'or';
+      const inner = entry[keys[0]!];
+      if (!isPlainObject(inner)) throw badRequest(`Invalid filter ${quote(entry)}: "${keys[0]}" must wrap a condition object`);
+      condition = inner;
+    } else if (keys.some((k) => /^(and|or)$/i.test(k))) {
+      throw badRequest(`Invalid filter ${quote(entry)}: "and"/"or" must be the only key of its entry`);
+    }
+    if (Object.keys(condition).length === 0) throw badRequest(`Invalid filter ${quote(entry)}: the condition is empty`);
+    const predicate = compileCondition(repository, condition, locale);
+    if (join === 'or' || branches.length === 0) branches.push([predicate]);
+    else branches[branches.length - 1]!.push(predicate);
+  }
+  if (branches.length === 0) return undefined;
+  return (record, view) => branches.some((branch) => branch.every((p) => p(record, view)));
+}
+
+function compileCondition(repository: PreparedRepository, condition: Record<string, unknown>, locale: LocaleView): Predicate {
+  const parts: Predicate[] = [];
+  for (const [path, tests] of Object.entries(condition)) {
+    const source = parseFilterPath(path);
+    if (!isPlainObject(tests) || Object.keys(tests).length === 0) {
+      throw badRequest(`Invalid filter on ${quote(path)}: expected {"<operator>": <value>}, such as {"equal": "x"}`);
+    }
+    for (const [operator, given] of Object.entries(tests)) {
+      if (!operatorSet.has(operator)) {
+        throw badRequest(`Unknown filter operator ${quote(operator)} on ${quote(path)}: use one of ${operators.join(', ')}`);
+      }
+      parts.push(compileTest(repository, source, operator as Operator, given, locale));
+    }
+  }
+  return (record, view) => parts.every((p) => p(record, view));
+}
+
+type Test = (value: Normalized, record: PreparedRecord, view: LocaleView) => boolean;
+
+interface Matcher {
+  kind: Kind;
+  test: Test;
+}
+
+function compileTest(repository: PreparedRepository, source: FilterPath, operator: Operator, given: unknown, locale: LocaleView): Predicate {
+  const what = `filter ${source.contentType}.${source.scope}.${source.name} ${operator}`;
+  const collator = repository.collator(locale);
+  const matcherFor = (kind: Kind, type?: string): Matcher => ({
+    kind,
+    test: makeTest(operator, kind, given, what, collator, source, type),
+  });
+
+  // One matcher per kind the name has across the content types in scope; relation and asset fields are refused.
+  const matchers = new Map<string, Matcher>(); // content type → matcher
+  if (source.scope === 'fields') {
+    const byType = repository.fieldsByName.get(source.name);
+    for (const [contentType, field] of byType ?? []) {
+      if (source.contentType !== '*' && source.contentType !== contentType) continue;
+      const kind = kindOf(field.type);
+      if (!kind) throw badRequest(`Cannot filter on ${quote(`${source.contentType}.fields.${source.name}`)}: filters do not work on ${field.type} fields`);
+      matchers.set(contentType, matcherFor(kind, field.type));
+    }
+    if (!byType) return () => false; // a field name no content type has matches nothing
+  }
+  const metaMatcher = source.scope === 'meta' ? matcherFor(metaKind(source.name)!) : undefined;
+  // A document whose type lacks the field: the field is missing (spec §4).
+  const whenMissing = operator === 'notEqual' || operator === 'notLike' || operator === 'notIn' || operator === 'empty';
+  const columns = new Map<LocaleView, Normalized[]>();
+
+  return (record, view) => {
+    if (source.contentType !== '*' && record.contentType !== source.contentType) return false;
+    const matcher = metaMatcher ?? matchers.get(record.contentType);
+    if (!matcher) return whenMissing;
+    let values = columns.get(view);
+    if (!values) columns.set(view, (values = column(repository, source, view)));
+    return matcher.test(values[record.index], record, view);
+  };
+}
+
+function makeTest(
+  operator: Operator,
+  kind: Kind,
+  given: unknown,
+  what: string,
+  collator: Intl.Collator,
+  source: ValueSource,
+  type?: string,
+): Test {
+  const cmp = (a: Comparable, b: Comparable) => compare(a, b, kind, collator);
+  const anyOf = (value: Normalized, test: (v: Comparable) => boolean): boolean =>
+    value === undefined ? false : Array.isArray(value) && kind !== 'location' ? (value as Comparable[]).some(test) : test(value as Comparable);
+
+  switch (operator) {
+    case 'empty':
+    case 'notEmpty': {
+      const wantEmpty = operator === 'empty';
+      return (_value, record, view) => isEmptyValue(rawValue(record, source, view), type as never) === wantEmpty;
+    }
+    case 'in':
+    case 'notIn': {
+      const list = Array.isArray(given) ? given : typeof given === 'string' ? given.split(',') : [given];
+      if (list.length === 0 || list.some((v) => v === null || typeof v === 'object')) {
+        throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a list, such as ["a","b"] or a,b`);
+      }
+      const values = list.map((v) => readGiven(typeof v === 'string' && kind !== 'text' ? v.trim() : v, kind, what));
+      const isIn = (value: Normalized) => anyOf(value, (v) => values.some((w) => cmp(v, w) === 0));
+      return operator === 'in' ? (value) => isIn(value) : (value) => !isIn(value);
+    }
+    case 'like':
+    case 'notLike': {
+      if (typeof given !== 'string' && typeof given !== 'number') throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a pattern such as abc%`);
+      const pattern = new RegExp(`^${String(given).split('%').map(escapeRegExp).join('[\\s\\S]*')}$`, 'iu');
+      const isLike: Test = (value, record, view) =>
+        value !== undefined && likeText(value, record, source, kind, view).some((text) => pattern.test(text));
+      return operator === 'like' ? isLike : (value, record, view) => !isLike(value, record, view);
+    }
+    default: {
+      const operand = readGiven(given, kind, what);
+      const test = {
+        equal: (v: Comparable) => cmp(v, operand) === 0,
+        notEqual: (v: Comparable) => cmp(v, operand) === 0,
+        greaterThan: (v: Comparable) => cmp(v, operand) > 0,
+        greaterThanEqual: (v: Comparable) => cmp(v, operand) >= 0,
+        lessThan: (v: Comparable) => cmp(v, operand) < 0,
+        lessThanEqual: (v: Comparable) => cmp(v, operand) <= 0,
+      }[operator];
+      return operator === 'notEqual' ? (value) => !anyOf(value, test) : (value) => anyOf(value, test);
+    }
+  }
+}
+
+/** The value as the document holds it in the filter's locale, before normalisation. */
+function rawValue(record: PreparedRecord, source: ValueSource, view: LocaleView): unknown {
+  return source.scope === 'meta' ? record.meta[source.name as keyof PreparedRecord['meta']] : record.value(source.name, view);
+}
+
+/** The texts `like` matches against: strings as they are, numbers and ids in decimal, dates as stored. */
+function likeText(value: Normalized, record: PreparedRecord, source: ValueSource, kind: Kind, view: LocaleView): string[] {
+  if (kind === 'date') return [String(rawValue(record, source, view))];
+  if (kind === 'boolean') return [value ? 'true' : 'false'];
+  if (kind === 'location') return [(value as readonly number[]).join(',')];
+  return (Array.isArray(value) ? value : [value]).map(String);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -1,0 +1,263 @@
+import { createHash } from 'node:crypto';
+import {
+  assetContentType,
+  type ContentTypeDefinition,
+  type FieldDefinition,
+  type Snapshot,
+  type SnapshotRecord,
+} from './snapshot.ts';
+
+/**
+ * A snapshot prepared for serving: records by id, aliases, fallback chains, and per-locale
+ * views, search text and sort ranks computed once (eagerly or on first use) and then shared
+ * by every request. A prepared repository never changes; a reload builds a new one.
+ */
+
+export type Reference = { meta: { id: string; contentType: string } };
+export type LocaleView = string; // a locale key, or 'all'
+
+export interface TypeInfo {
+  definition: ContentTypeDefinition;
+  fields: Map<string, FieldDefinition>;
+  /** Relation and asset fields, in content-type order. */
+  referenceFields: FieldDefinition[];
+}
+
+export function isReference(value: unknown): value is Reference {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && typeof (value as Reference).meta?.id === 'string';
+}
+
+export class PreparedRecord {
+  readonly index: number;
+  readonly id: string;
+  readonly idBig: bigint;
+  readonly contentType: string;
+  readonly type: TypeInfo;
+  readonly raw: SnapshotRecord;
+  readonly meta: SnapshotRecord['meta'] & { repository: string };
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly #repository: PreparedRepository;
+  readonly #views = new Map<LocaleView, Record<string, unknown>>();
+  readonly #json = new Map<string, string>();
+  readonly #search = new Map<LocaleView, string>();
+
+  constructor(repository: PreparedRepository, raw: SnapshotRecord, index: number, type: TypeInfo) {
+    this.#repository = repository;
+    this.index = index;
+    this.raw = raw;
+    this.id = raw.meta.id;
+    this.idBig = BigInt(raw.meta.id);
+    this.contentType = raw.meta.contentType;
+    this.type = type;
+    const { id, contentType, revision, tags, createdAt, updatedAt } = raw.meta;
+    this.meta = { id, contentType, repository: repository.info.id, revision, tags, createdAt, updatedAt };
+    this.createdAt = Date.parse(createdAt);
+    this.updatedAt = Date.parse(updatedAt);
+  }
+
+  /**
+   * The record's fields as answered for a locale: localized values resolved along the fallback
+   * chain (`null` when no locale of the chain has one), or every locale's own value for `all`.
+   */
+  fields(locale: LocaleView): Record<string, unknown> {
+    let view = this.#views.get(locale);
+    if (view) return view;
+    view = {};
+    const chain = locale === 'all' ? undefined : this.#repository.chains.get(locale)!;
+    for (const [name, stored] of Object.entries(this.raw.fields)) {
+      const field = this.type.fields.get(name)!;
+      let value: unknown = stored ?? null;
+      if (field.localized && value !== null) {
+        const byLocale = value as Record<string, unknown>;
+        if (chain) {
+          value = null;
+          for (const key of chain) {
+            if (byLocale[key] !== undefined && byLocale[key] !== null) {
+              value = byLocale[key];
+              break;
+            }
+          }
+        } else {
+          value = Object.fromEntries(Object.entries(byLocale).filter(([, v]) => v !== undefined && v !== null));
+        }
+      }
+      view[name] = this.#repository.absolutize(this, name, value);
+    }
+    this.#views.set(locale, view);
+    return view;
+  }
+
+  /** The value a filter, sort or search reads: the locale's value after fallback, the default locale's for `all`. */
+  value(name: string, locale: LocaleView): unknown {
+    return this.fields(locale === 'all' ? this.#repository.defaultLocale : locale)[name];
+  }
+
+  /** Ids this record references through a field, in order (every locale's for `all`). */
+  references(field: FieldDefinition, locale: LocaleView): string[] {
+    const value = this.fields(locale)[field.apiId];
+    const values = locale === 'all' && field.localized && value && typeof value === 'object' ? Object.values(value) : [value];
+    const ids: string[] = [];
+    for (const v of values) {
+      for (const ref of Array.isArray(v) ? v : [v]) if (isReference(ref) && !ids.includes(ref.meta.id)) ids.push(ref.meta.id);
+    }
+    return ids;
+  }
+
+  /** Lower-cased text of every text, richtext and select value, for `search`. */
+  searchText(locale: LocaleView): string {
+    let text = this.#search.get(locale);
+    if (text !== undefined) return text;
+    const parts: string[] = [];
+    const add = (field: FieldDefinition, value: unknown): void => {
+      if (value === null || value === undefined) return;
+      if (field.type === 'text') parts.push(String(value));
+      else if (field.type === 'richtext') parts.push(String((value as { plain: string }).plain));
+      else if (field.type === 'select') parts.push(...(Array.isArray(value) ? value.map(String) : [String(value)]));
+    };
+    const view = this.fields(locale);
+    for (const field of this.type.definition.fields) {
+      const value = view[field.apiId];
+      if (locale === 'all' && field.localized && value && typeof value === 'object') {
+        for (const v of Object.values(value)) add(field, v);
+      } else add(field, value);
+    }
+    text = parts.join('\u0000').toLowerCase();
+    this.#search.set(locale, text);
+    return text;
+  }
+
+  /** `{ fields, meta }` as an object. */
+  toObject(locale: LocaleView): { fields: Record<string, unknown>; meta: PreparedRecord['meta'] } {
+    return { fields: this.fields(locale), meta: this.meta };
+  }
+
+  /** `{ fields, meta }` as JSON, serialised once per locale and reused by every answer. */
+  toJson(locale: LocaleView, embedAssets: boolean): string {
+    const key = embedAssets ? `${locale}+embed` : locale;
+    let json = this.#json.get(key);
+    if (json === undefined) {
+      json = JSON.stringify(embedAssets ? this.#repository.embedAssets(this, locale) : this.toObject(locale));
+      this.#json.set(key, json);
+    }
+    return json;
+  }
+}
+
+export class PreparedRepository {
+  readonly snapshot: Snapshot;
+  readonly apiId: string;
+  readonly info: { id: string; apiId: string; name: string; defaultLocale: string; locales: { key: string; fallback?: string }[] };
+  readonly apiKeys: Set<string>;
+  readonly defaultLocale: string;
+  /** Locale key → the keys to try in order: the locale, its fallback, …, the default locale. */
+  readonly chains = new Map<string, string[]>();
+  readonly types = new Map<string, TypeInfo>();
+  /** Field name → content type → definition, for filters and sorting on `*`. */
+  readonly fieldsByName = new Map<string, Map<string, FieldDefinition>>();
+  /** Documents (not assets) in snapshot order. */
+  readonly documents: PreparedRecord[];
+  readonly byId = new Map<string, PreparedRecord>();
+  readonly aliases = new Map<string, string>();
+  /** Documents by `meta.createdAt` descending, ties on `meta.id` descending: the default list order. */
+  readonly defaultOrder: PreparedRecord[];
+  /** A fingerprint of the snapshot's content, for ETags. */
+  readonly version: string;
+  /** Memoised per-snapshot work (sort ranks, compiled collections), keyed by its purpose. */
+  readonly memo = new Map<string, unknown>();
+  readonly #filesOrigin: string;
+  readonly #collators = new Map<string, Intl.Collator>();
+
+  constructor(snapshot: Snapshot, filesOrigin: string) {
+    this.snapshot = snapshot;
+    const { id, apiId, name, defaultLocale, locales, apiKeys } = snapshot.repository;
+    this.apiId = apiId;
+    this.info = { id, apiId, name, defaultLocale, locales: locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })) };
+    this.apiKeys = new Set(apiKeys);
+    this.defaultLocale = defaultLocale;
+    this.#filesOrigin = filesOrigin.replace(/\/$/, '');
+    this.version = createHash('sha1').update(JSON.stringify(snapshot)).update(this.#filesOrigin).digest('base64url').slice(0, 16);
+
+    for (const locale of locales) {
+      const chain = [locale.key];
+      let next = locale.fallback;
+      while (next !== undefined) {
+        chain.push(next);
+        next = locales.find((l) => l.key === next)?.fallback;
+      }
+      this.chains.set(locale.key, chain);
+    }
+    for (const definition of [...snapshot.contentTypes, assetContentType]) {
+      const fields = new Map(definition.fields.map((f) => [f.apiId, f]));
+      const referenceFields = definition.fields.filter((f) => f.type === 'relation' || f.type === 'asset');
+      this.types.set(definition.apiId, { definition, fields, referenceFields });
+      if (definition.apiId === '_asset') continue;
+      for (const field of definition.fields) {
+        let byType = this.fieldsByName.get(field.apiId);
+        if (!byType) this.fieldsByName.set(field.apiId, (byType = new Map()));
+        byType.set(definition.apiId, field);
+      }
+    }
+    this.documents = snapshot.documents.map((raw, i) => new PreparedRecord(this, raw, i, this.types.get(raw.meta.contentType)!));
+    const assets = snapshot.assets.map((raw, i) => new PreparedRecord(this, raw, this.documents.length + i, this.types.get('_asset')!));
+    for (const record of [...this.documents, ...assets]) this.byId.set(record.id, record);
+    for (const alias of snapshot.aliases) this.aliases.set(alias.apiId, alias.document);
+    this.defaultOrder = [...this.documents].sort(
+      (a, b) => b.createdAt - a.createdAt || (a.idBig < b.idBig ? 1 : a.idBig > b.idBig ? -1 : 0),
+    );
+  }
+
+  /** The collator for comparing text in a locale (`de_DE` → `de-DE`; the default locale for `all`). */
+  collator(locale: LocaleView): Intl.Collator {
+    const key = locale === 'all' ? this.defaultLocale : locale;
+    let collator = this.#collators.get(key);
+    if (!collator) {
+      try {
+        collator = new Intl.Collator(key.replace('_', '-'));
+      } catch {
+        collator = new Intl.Collator('en');
+      }
+      this.#collators.set(key, collator);
+    }
+    return collator;
+  }
+
+  memoize<T>(key: string, compute: () => T): T {
+    if (this.memo.has(key)) return this.memo.get(key) as T;
+    const value = compute();
+    this.memo.set(key, value);
+    return value;
+  }
+
+  /** Rewrites a relative `file.url` of an asset to an absolute URL under `/files/<repo>/`. */
+  absolutize(record: PreparedRecord, field: string, value: unknown): unknown {
+    if (record.contentType !== '_asset' || field !== 'file' || !value || typeof value !== 'object') return value;
+    const file = value as { url: string };
+    if (/^[a-z][a-z0-9+.-]*:/i.test(file.url) || file.url.startsWith('//')) return value;
+    const path = file.url.replace(/^\.?\//, '').split('/').map(encodeURIComponent).join('/');
+    return { ...file, url: `${this.#filesOrigin}/files/${encodeURIComponent(this.apiId)}/${path}` };
+  }
+
+  /** The record with every asset reference in its fields replaced by the asset record. */
+  embedAssets(record: PreparedRecord, locale: LocaleView): { fields: Record<string, unknown>; meta: PreparedRecord['meta'] } {
+    const fields = record.fields(locale);
+    const assetFields = record.type.referenceFields.filter((f) => f.type === 'asset' && fields[f.apiId]);
+    if (assetFields.length === 0) return record.toObject(locale);
+    const embed = (refs: unknown): unknown =>
+      Array.isArray(refs)
+        ? refs.map((ref) => {
+            const asset = isReference(ref) ? this.byId.get(ref.meta.id) : undefined;
+            return asset && asset.contentType === '_asset' ? asset.toObject(locale) : ref;
+          })
+        : refs;
+    const out = { ...fields };
+    for (const field of assetFields) {
+      const value = fields[field.apiId];
+      out[field.apiId] =
+        locale === 'all' && field.localized && value && typeof value === 'object' && !Array.isArray(value)
+          ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, embed(v)]))
+          : embed(value);
+    }
+    return { fields: out, meta: record.meta };
+  }
+}

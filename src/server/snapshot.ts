@@ -1,0 +1,292 @@
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+
+/**
+ * The repository snapshot format of `spec/read-api.md` §1, as zod schemas.
+ * Structure is checked by `snapshotSchema`; field values are checked per content type by
+ * `fieldsSchema`, and the cross-references (ids, locales, aliases) by `checkReferences`.
+ */
+
+export const fieldTypes = [
+  'text', 'richtext', 'number', 'date', 'boolean', 'location', 'select', 'color', 'relation', 'asset', 'json',
+] as const;
+export type FieldType = (typeof fieldTypes)[number];
+const localizableTypes = new Set<FieldType>(['text', 'richtext', 'number', 'select', 'asset']);
+
+const apiId = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be 1-100 letters, digits, "_" or "-"');
+const documentId = z.string().regex(/^\d{1,20}$/, 'must be a string of 1-20 digits');
+const localeKey = z.string().regex(/^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/, 'must be a language key such as en_US');
+const timestamp = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/, 'must be an ISO 8601 UTC timestamp such as 2024-01-31T12:00:00.000Z')
+  .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
+const date = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?Z)?$/, 'must be an ISO 8601 UTC date or timestamp')
+  .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
+
+const fieldSchema = z.strictObject({
+  apiId,
+  type: z.enum(fieldTypes),
+  localized: z.boolean().optional(),
+});
+
+const contentTypeSchema = z.strictObject({
+  apiId,
+  name: z.string().optional(),
+  fields: z.array(fieldSchema),
+});
+
+const metaSchema = z.strictObject({
+  id: documentId,
+  contentType: z.string().min(1),
+  repository: z.string().optional(),
+  revision: z.number().int().nonnegative(),
+  tags: z.array(z.string()),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
+const recordSchema = z.strictObject({
+  fields: z.record(z.string(), z.unknown()),
+  meta: metaSchema,
+});
+
+const fileSchema = z.strictObject({
+  url: z.string().min(1),
+  fileName: z.string().min(1),
+  mimeType: z.string().min(1),
+  size: z.number().int().nonnegative(),
+  width: z.number().int().positive().optional(),
+  height: z.number().int().positive().optional(),
+});
+
+const tagList = z.array(z.string());
+
+const collectionSchema = z.strictObject({
+  apiId,
+  name: z.string().optional(),
+  contentType: apiId.optional(),
+  filters: z.array(z.record(z.string(), z.unknown())).optional(),
+  includeTags: tagList.optional(),
+  excludeTags: tagList.optional(),
+  sorting: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
+});
+
+export const snapshotSchema = z.strictObject({
+  repository: z.strictObject({
+    id: documentId,
+    apiId,
+    name: z.string(),
+    defaultLocale: localeKey,
+    locales: z.array(z.strictObject({ key: localeKey, fallback: localeKey.optional() })).min(1),
+    apiKeys: z.array(z.string().min(1)).min(1),
+  }),
+  contentTypes: z.array(contentTypeSchema),
+  documents: z.array(recordSchema),
+  assets: z.array(recordSchema).default([]),
+  collections: z.array(collectionSchema).default([]),
+  aliases: z.array(z.strictObject({ apiId, document: documentId })).default([]),
+});
+
+export type Snapshot = z.infer<typeof snapshotSchema>;
+export type SnapshotRecord = z.infer<typeof recordSchema>;
+export type ContentTypeDefinition = z.infer<typeof contentTypeSchema>;
+export type FieldDefinition = z.infer<typeof fieldSchema>;
+export type CollectionDefinition = z.infer<typeof collectionSchema>;
+
+const reference = (contentType?: string) =>
+  z.strictObject({
+    meta: z.strictObject({ id: documentId, contentType: contentType ? z.literal(contentType) : z.string().min(1) }),
+  });
+
+const valueSchemas: Record<FieldType, z.ZodType> = {
+  text: z.string(),
+  color: z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour such as #1a2b3c'),
+  richtext: z.strictObject({ html: z.string(), plain: z.string() }),
+  number: z.number(),
+  date,
+  boolean: z.boolean(),
+  location: z.strictObject({ lat: z.number().min(-90).max(90), lng: z.number().min(-180).max(180) }),
+  select: z.union([z.string(), z.array(z.string())]),
+  relation: z.union([reference(), z.array(reference())]),
+  asset: z.array(reference('_asset')),
+  json: z.unknown(),
+};
+
+/** The asset record's fields, as if `_asset` were a content type. */
+export const assetContentType: ContentTypeDefinition = {
+  apiId: '_asset',
+  fields: [
+    { apiId: 'title', type: 'text', localized: true },
+    { apiId: 'description', type: 'text', localized: true },
+    { apiId: 'file', type: 'json' },
+  ],
+};
+
+function fieldsSchema(type: ContentTypeDefinition, locales: string[]): z.ZodType {
+  const shape: Record<string, z.ZodType> = {};
+  for (const field of type.fields) {
+    const value = type.apiId === '_asset' && field.apiId === 'file' ? fileSchema : valueSchemas[field.type];
+    shape[field.apiId] = (field.localized ? z.partialRecord(z.enum(locales), value.nullable()) : value).nullable().optional();
+  }
+  return z.strictObject(shape);
+}
+
+/** A snapshot that breaks the format; the message names the file and the JSON path of the first problem. */
+export class SnapshotError extends Error {
+  readonly file: string;
+  readonly path: string;
+  constructor(file: string, path: string, problem: string) {
+    super(`${file}: ${path}: ${problem}`);
+    this.name = 'SnapshotError';
+    this.file = file;
+    this.path = path;
+  }
+}
+
+/** `['documents', 3, 'fields', 'title']` → `$.documents[3].fields.title` */
+export function jsonPath(path: readonly PropertyKey[]): string {
+  let out = '$';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else if (/^[A-Za-z_$][\w$]*$/.test(String(key))) out += `.${String(key)}`;
+    else out += `[${JSON.stringify(String(key))}]`;
+  }
+  return out;
+}
+
+function check<T>(schema: z.ZodType<T>, value: unknown, file: string, base: PropertyKey[]): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  let message = issue.message;
+  if (issue.code === 'unrecognized_keys') message = `unknown key ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+  throw new SnapshotError(file, jsonPath([...base, ...issue.path]), message);
+}
+
+/** Parses and validates a snapshot; `file` only labels error messages. */
+export function parseSnapshot(raw: unknown, file: string): Snapshot {
+  const snapshot = check(snapshotSchema, raw, file, []);
+  const { repository } = snapshot;
+  const fail = (path: PropertyKey[], problem: string): never => {
+    throw new SnapshotError(file, jsonPath(path), problem);
+  };
+
+  const localeKeys = repository.locales.map((l) => l.key);
+  const seenLocales = new Set<string>();
+  repository.locales.forEach((locale, i) => {
+    if (seenLocales.has(locale.key)) fail(['repository', 'locales', i, 'key'], `duplicate locale ${JSON.stringify(locale.key)}`);
+    seenLocales.add(locale.key);
+  });
+  if (!seenLocales.has(repository.defaultLocale)) {
+    fail(['repository', 'defaultLocale'], `${JSON.stringify(repository.defaultLocale)} is not one of the locales (${localeKeys.join(', ')})`);
+  }
+  repository.locales.forEach((locale, i) => {
+    const path = ['repository', 'locales', i, 'fallback'];
+    if (locale.key === repository.defaultLocale) {
+      if (locale.fallback) fail(path, 'the default locale cannot have a fallback');
+      return;
+    }
+    const visited = new Set([locale.key]);
+    let next = locale.fallback;
+    while (next !== undefined && next !== repository.defaultLocale) {
+      if (!seenLocales.has(next)) fail(path, `fallback ${JSON.stringify(next)} is not one of the locales`);
+      if (visited.has(next)) fail(path, `fallback chain of ${JSON.stringify(locale.key)} has a cycle`);
+      visited.add(next);
+      next = repository.locales.find((l) => l.key === next)?.fallback;
+    }
+    if (locale.fallback !== undefined && next === undefined) {
+      fail(path, `fallback chain of ${JSON.stringify(locale.key)} must end at the default locale ${repository.defaultLocale}`);
+    }
+  });
+
+  const types = new Map<string, ContentTypeDefinition>();
+  snapshot.contentTypes.forEach((type, i) => {
+    if (type.apiId === '_asset') fail(['contentTypes', i, 'apiId'], '"_asset" is reserved for assets');
+    if (types.has(type.apiId)) fail(['contentTypes', i, 'apiId'], `duplicate content type ${JSON.stringify(type.apiId)}`);
+    types.set(type.apiId, type);
+    const names = new Set<string>();
+    type.fields.forEach((field, j) => {
+      if (names.has(field.apiId)) fail(['contentTypes', i, 'fields', j, 'apiId'], `duplicate field ${JSON.stringify(field.apiId)}`);
+      names.add(field.apiId);
+      if (field.localized && !localizableTypes.has(field.type)) {
+        fail(['contentTypes', i, 'fields', j, 'localized'], `a ${field.type} field cannot be localized (only text, richtext, number, select and asset)`);
+      }
+    });
+  });
+
+  const schemas = new Map<string, z.ZodType>();
+  const schemaFor = (type: ContentTypeDefinition) => {
+    let schema = schemas.get(type.apiId);
+    if (!schema) schemas.set(type.apiId, (schema = fieldsSchema(type, localeKeys)));
+    return schema;
+  };
+  const ids = new Map<string, string>();
+  const records = [
+    ...snapshot.documents.map((record, i) => ({ record, path: ['documents', i] as PropertyKey[] })),
+    ...snapshot.assets.map((record, i) => ({ record, path: ['assets', i] as PropertyKey[] })),
+  ];
+  for (const { record, path } of records) {
+    const isAsset = path[0] === 'assets';
+    const type = isAsset ? assetContentType : types.get(record.meta.contentType);
+    if (isAsset && record.meta.contentType !== '_asset') fail([...path, 'meta', 'contentType'], 'an asset must have contentType "_asset"');
+    if (!type) fail([...path, 'meta', 'contentType'], `unknown content type ${JSON.stringify(record.meta.contentType)}`);
+    if (ids.has(record.meta.id)) fail([...path, 'meta', 'id'], `duplicate id ${record.meta.id} (also at ${ids.get(record.meta.id)})`);
+    ids.set(record.meta.id, jsonPath(path));
+    if (Date.parse(record.meta.updatedAt) < Date.parse(record.meta.createdAt)) fail([...path, 'meta', 'updatedAt'], 'is before createdAt');
+    check(schemaFor(type!), record.fields, file, [...path, 'fields']);
+  }
+
+  // A reference whose target exists must name the target's real content type; dangling ones are allowed.
+  const contentTypeOf = new Map<string, string>();
+  for (const { record } of records) contentTypeOf.set(record.meta.id, record.meta.contentType);
+  snapshot.documents.forEach((record, i) => {
+    const type = types.get(record.meta.contentType)!;
+    for (const field of type.fields) {
+      if (field.type !== 'relation' && field.type !== 'asset') continue;
+      const raw = record.fields[field.apiId];
+      const values = field.localized && raw && typeof raw === 'object' && !Array.isArray(raw) ? Object.entries(raw) : [['', raw]];
+      for (const [locale, value] of values as [string, unknown][]) {
+        const refs = (Array.isArray(value) ? value : value ? [value] : []) as { meta: { id: string; contentType: string } }[];
+        refs.forEach((ref, k) => {
+          const actual = contentTypeOf.get(ref.meta.id);
+          if (actual !== undefined && actual !== ref.meta.contentType) {
+            const at = ['documents', i, 'fields', field.apiId, ...(locale ? [locale] : []), ...(Array.isArray(value) ? [k] : []), 'meta', 'contentType'];
+            fail(at, `reference to ${ref.meta.id} says ${JSON.stringify(ref.meta.contentType)} but that record is a ${JSON.stringify(actual)}`);
+          }
+        });
+      }
+    }
+  });
+
+  const collections = new Set<string>();
+  snapshot.collections.forEach((collection, i) => {
+    if (collections.has(collection.apiId)) fail(['collections', i, 'apiId'], `duplicate collection ${JSON.stringify(collection.apiId)}`);
+    collections.add(collection.apiId);
+    if (collection.contentType && !types.has(collection.contentType)) {
+      fail(['collections', i, 'contentType'], `unknown content type ${JSON.stringify(collection.contentType)}`);
+    }
+  });
+  const aliases = new Set<string>();
+  snapshot.aliases.forEach((alias, i) => {
+    if (aliases.has(alias.apiId)) fail(['aliases', i, 'apiId'], `duplicate alias ${JSON.stringify(alias.apiId)}`);
+    aliases.add(alias.apiId);
+    if (contentTypeOf.get(alias.document) === undefined || contentTypeOf.get(alias.document) === '_asset') {
+      fail(['aliases', i, 'document'], `no document with id ${alias.document}`);
+    }
+  });
+  return snapshot;
+}
+
+/** Reads, parses and validates one snapshot file. */
+export async function readSnapshotFile(file: string): Promise<Snapshot> {
+  const text = await readFile(file, 'utf8');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new SnapshotError(file, '$', `not valid JSON (${(error as Error).message})`);
+  }
+  return parseSnapshot(raw, file);
+}

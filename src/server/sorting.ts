@@ -1,0 +1,89 @@
+import { badRequest, quote } from './errors.ts';
+import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
+import { column, compare, type Comparable, type Kind, kindFor, kindOf, metaKind, type ValueSource } from './values.ts';
+
+/**
+ * Sorting (spec §5). Each sort key is turned, once per snapshot and locale, into a rank per
+ * document (equal values share a rank, missing values get -1), so a request sorts by integers.
+ */
+
+export interface SortKey extends ValueSource {
+  direction: 1 | -1;
+}
+
+const kindOrder: Kind[] = ['boolean', 'number', 'bigint', 'date', 'location', 'text', 'json'];
+
+export function parseDirection(value: unknown, key: string): 1 | -1 {
+  const text = String(value);
+  if (text === 'ASC' || text === 'asc' || text === '1') return 1;
+  if (text === 'DESC' || text === 'desc' || text === '-1') return -1;
+  throw badRequest(`Invalid direction ${quote(value)} for sorting ${quote(key)}: use ASC, asc, 1, DESC, desc or -1`);
+}
+
+/** Parses `{ "fields.date": "DESC", "meta.id": "asc" }`; throws a 400 for keys that cannot be sorted on. */
+export function parseSorting(repository: PreparedRepository, sorting: unknown): SortKey[] {
+  if (typeof sorting !== 'object' || sorting === null || Array.isArray(sorting)) {
+    throw badRequest(`Invalid sorting ${quote(sorting)}: expected an object such as {"fields.title":"ASC"}`);
+  }
+  const keys: SortKey[] = [];
+  for (const [key, direction] of Object.entries(sorting)) {
+    const match = /^(fields|meta)\.([^.]+)$/.exec(key);
+    if (!match) throw badRequest(`Malformed sorting key ${quote(key)}: expected fields.<name> or meta.<name>`);
+    const scope = match[1] as 'fields' | 'meta';
+    const name = match[2]!;
+    if (scope === 'meta') {
+      if (!metaKind(name)) throw badRequest(`Unknown meta name ${quote(name)} in sorting: use id, contentType, revision, createdAt or updatedAt`);
+      if (name === 'tags') throw badRequest('Cannot sort on meta.tags');
+    } else {
+      for (const field of repository.fieldsByName.get(name)?.values() ?? []) {
+        if (!kindOf(field.type) || field.type === 'json') throw badRequest(`Cannot sort on ${quote(key)}: ${field.type} fields are not sortable`);
+      }
+    }
+    keys.push({ scope, name, direction: parseDirection(direction, key) });
+  }
+  return keys;
+}
+
+/** Each document's rank for a sort key in a locale, by record index; -1 when the value is missing. */
+function ranks(repository: PreparedRepository, source: ValueSource, view: LocaleView): Int32Array {
+  const locale = view === 'all' ? repository.defaultLocale : view;
+  return repository.memoize(`ranks:${source.scope}.${source.name}:${source.scope === 'meta' ? '' : locale}`, () => {
+    const values = column(repository, source, locale);
+    const collator = repository.collator(locale);
+    const present: { record: PreparedRecord; kind: Kind; value: Comparable }[] = [];
+    for (const record of repository.documents) {
+      const value = values[record.index];
+      if (value === undefined) continue;
+      const kind = kindFor(record, source)!;
+      // A multiple select sorts by its values joined with ",".
+      present.push({ record, kind, value: Array.isArray(value) && kind === 'text' ? value.join(',') : (value as Comparable) });
+    }
+    const order = (a: (typeof present)[number], b: (typeof present)[number]) =>
+      a.kind === b.kind ? compare(a.value, b.value, a.kind, collator) : kindOrder.indexOf(a.kind) - kindOrder.indexOf(b.kind);
+    present.sort(order);
+    const result = new Int32Array(repository.documents.length).fill(-1);
+    let rank = 0;
+    present.forEach((entry, i) => {
+      if (i > 0 && order(present[i - 1]!, entry) !== 0) rank++;
+      result[entry.record.index] = rank;
+    });
+    return result;
+  });
+}
+
+/** Sorts documents by the keys; missing values last whatever the direction, ties on `meta.id` ascending. */
+export function sortRecords(repository: PreparedRepository, records: PreparedRecord[], keys: SortKey[], view: LocaleView): PreparedRecord[] {
+  const columns = keys.map((key) => ({ ranks: ranks(repository, key, view), direction: key.direction }));
+  const idRanks = ranks(repository, { scope: 'meta', name: 'id' }, view);
+  return records.sort((a, b) => {
+    for (const { ranks, direction } of columns) {
+      const x = ranks[a.index]!;
+      const y = ranks[b.index]!;
+      if (x === y) continue;
+      if (x < 0) return 1;
+      if (y < 0) return -1;
+      return direction * (x - y);
+    }
+    return idRanks[a.index]! - idRanks[b.index]!;
+  });
+}
