@@ -1,1 +1,2 @@
-export * from './server/index.ts';
+export * from './api/index.ts';
+export * from './wire/schemas.ts';

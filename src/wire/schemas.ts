@@ -1,0 +1,106 @@
+import { z } from 'zod';
+
+/**
+ * The Read API's answers on the wire (spec §2), as zod schemas. The client validates every
+ * answer with them; they are deliberately open (`looseObject`) where the real service may send
+ * more than the seed shows, and strict about what the loader relies on.
+ */
+
+export const referenceSchema = z.looseObject({
+  meta: z.looseObject({ id: z.string(), contentType: z.string() }),
+});
+
+export const metaSchema = z.looseObject({
+  id: z.string(),
+  contentType: z.string(),
+  repository: z.string().optional(),
+  revision: z.number().optional(),
+  tags: z.array(z.string()).optional(),
+  createdAt: z.string().optional(),
+  updatedAt: z.string().optional(),
+});
+
+/** A document or asset record as answered. */
+export const recordSchema = z.looseObject({
+  fields: z.record(z.string(), z.unknown()),
+  meta: metaSchema,
+});
+
+/** Included records, grouped by the name of the field that references them. */
+export const includesSchema = z.record(z.string(), z.array(recordSchema));
+
+export const documentAnswerSchema = recordSchema.extend({ includes: includesSchema.optional() });
+
+export const listMetaSchema = z.looseObject({
+  count: z.number().int().nonnegative(),
+  limit: z.number().int().nonnegative(),
+  offset: z.number().int().nonnegative(),
+  total: z.number().int().nonnegative(),
+});
+
+export const listAnswerSchema = z.looseObject({
+  status: z.number().optional(),
+  meta: listMetaSchema,
+  data: z.array(recordSchema),
+  includes: includesSchema.optional(),
+});
+
+/** With a `fields` mask, records carry only what the mask keeps. */
+export const maskedRecordSchema = z.looseObject({
+  fields: z.record(z.string(), z.unknown()).optional(),
+  meta: metaSchema.partial().optional(),
+});
+export const maskedDocumentAnswerSchema = maskedRecordSchema.extend({ includes: z.record(z.string(), z.array(maskedRecordSchema)).optional() });
+export const maskedListAnswerSchema = listAnswerSchema.extend({
+  data: z.array(maskedRecordSchema),
+  includes: z.record(z.string(), z.array(maskedRecordSchema)).optional(),
+});
+
+export const fileSchema = z.looseObject({
+  url: z.string(),
+  fileName: z.string().optional(),
+  mimeType: z.string().optional(),
+  size: z.number().optional(),
+  width: z.number().optional(),
+  height: z.number().optional(),
+});
+
+export const assetAnswerSchema = recordSchema.extend({
+  fields: z.looseObject({
+    title: z.unknown().optional(),
+    description: z.unknown().optional(),
+    file: z.unknown().optional(),
+  }),
+});
+
+export const localeSchema = z.looseObject({ key: z.string(), fallback: z.string().optional() });
+
+/** The repository endpoint; the real service documents only `meta.apiId`. */
+export const repositoryAnswerSchema = z.looseObject({
+  status: z.number().optional(),
+  meta: z.looseObject({
+    apiId: z.string(),
+    id: z.string().optional(),
+    name: z.string().optional(),
+    defaultLocale: z.string().optional(),
+    locales: z.array(localeSchema).optional(),
+  }),
+});
+
+export const errorAnswerSchema = z.looseObject({
+  status: z.number().optional(),
+  message: z.string().optional(),
+  error: z.looseObject({ code: z.string().optional(), message: z.string().optional() }).optional(),
+});
+
+export type Reference = z.infer<typeof referenceSchema>;
+export type ApiRecord = z.infer<typeof recordSchema>;
+export type IncludedRecords = z.infer<typeof includesSchema>;
+export type DocumentAnswer = z.infer<typeof documentAnswerSchema>;
+export type ListAnswer = z.infer<typeof listAnswerSchema>;
+export type MaskedListAnswer = z.infer<typeof maskedListAnswerSchema>;
+export type MaskedDocumentAnswer = z.infer<typeof maskedDocumentAnswerSchema>;
+export type AssetAnswer = z.infer<typeof assetAnswerSchema>;
+export type RepositoryAnswer = z.infer<typeof repositoryAnswerSchema>;
+export type ErrorAnswer = z.infer<typeof errorAnswerSchema>;
+export type ApiFile = z.infer<typeof fileSchema>;
