@@ -1,2 +1,3 @@
 export * from './api/index.ts';
 export * from './wire/schemas.ts';
+export * from './sync/index.ts';

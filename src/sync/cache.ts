@@ -1,0 +1,286 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { Locales } from './locales.ts';
+import type { Model, StoredRecord } from './records.ts';
+
+/**
+ * The local cache: records in append-only JSON-lines segments, and a manifest that says where
+ * each live record is. A sync writes new and changed records to a new segment, then replaces
+ * the manifest (temporary file renamed, manifest last), so a crash leaves the last good cache.
+ * Segments nothing points to any more are removed; mostly-dead ones are compacted.
+ */
+
+export const cacheFormat = 1;
+
+const recordEntrySchema = z.object({
+  /** segment name, offset, length */
+  s: z.string(),
+  o: z.number().int().nonnegative(),
+  l: z.number().int().positive(),
+  /** updatedAt, revision, contentType, digest */
+  u: z.string(),
+  r: z.number(),
+  t: z.string(),
+  d: z.string(),
+  /** references by field */
+  f: z.record(z.string(), z.array(z.string())),
+});
+export type RecordEntry = z.infer<typeof recordEntrySchema>;
+
+const sourceStateSchema = z.object({
+  kind: z.enum(['collection', 'alias', 'query']),
+  name: z.string(),
+  fingerprint: z.string(),
+  /** Members in the source's order. */
+  members: z.array(z.string()),
+  /** The records the source needs (members and what they include), for the changeset. */
+  closure: z.array(z.string()),
+  /** Member id → dependency digest (its own digest and those of the records it includes). */
+  dependencyDigests: z.record(z.string(), z.string()),
+  /** ISO time the source was last fetched; changes since then (minus a margin) are fetched next time. */
+  syncedAt: z.string(),
+  etag: z.string().optional(),
+});
+export type SourceState = z.infer<typeof sourceStateSchema>;
+
+const manifestSchema = z.object({
+  format: z.literal(cacheFormat),
+  /** Base URL, repository and package version, hashed; never the key. */
+  fingerprint: z.string(),
+  repository: z.string(),
+  baseUrl: z.string(),
+  package: z.string(),
+  lastSync: z.string(),
+  locales: z.object({
+    defaultLocale: z.string(),
+    locales: z.array(z.object({ key: z.string(), fallback: z.string().optional() })),
+    source: z.enum(['repository', 'data', 'config']),
+  }),
+  model: z.record(z.string(), z.record(z.string(), z.object({ kind: z.string().optional(), localized: z.boolean(), multiple: z.boolean().optional() }))),
+  sources: z.record(z.string(), sourceStateSchema),
+  records: z.record(z.string(), recordEntrySchema),
+  /** References whose target the server does not have: `<document id>.<field>` → target id. */
+  dangling: z.array(z.object({ from: z.string(), field: z.string(), id: z.string() })),
+  /** Answers kept for conditional GETs of aliases and the repository (small; never list pages). */
+  etags: z.record(z.string(), z.object({ etag: z.string(), body: z.string() })),
+});
+export type Manifest = z.infer<typeof manifestSchema> & { locales: Locales; model: Model };
+
+export class CacheError extends Error {
+  readonly code = 'cache';
+  constructor(message: string) {
+    super(message);
+    this.name = 'CacheError';
+  }
+}
+
+const manifestFile = 'manifest.json';
+const lockFile = 'sync.lock';
+
+/** Reads the manifest; `undefined` when there is none, a CacheError when it is corrupt. */
+export async function readManifest(dir: string): Promise<Manifest | undefined> {
+  let text: string;
+  try {
+    text = await readFile(join(dir, manifestFile), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new CacheError(`the cache manifest ${join(dir, manifestFile)} is not valid JSON`);
+  }
+  const format = (json as { format?: unknown } | null)?.format;
+  if (format !== cacheFormat) throw new CacheError(`the cache in ${dir} has format ${JSON.stringify(format)}, this version reads format ${cacheFormat}`);
+  const result = manifestSchema.safeParse(json);
+  if (!result.success) throw new CacheError(`the cache manifest ${join(dir, manifestFile)} is damaged at ${result.error.issues[0]!.path.join('.')}`);
+  return result.data as Manifest;
+}
+
+/** Reads records of a manifest, segment by segment; a damaged segment is a CacheError. */
+export class RecordReader {
+  readonly #dir: string;
+  readonly #manifest: Manifest;
+  readonly #segments = new Map<string, Buffer>();
+
+  constructor(dir: string, manifest: Manifest) {
+    this.#dir = dir;
+    this.#manifest = manifest;
+  }
+
+  async #segment(name: string): Promise<Buffer> {
+    let buffer = this.#segments.get(name);
+    if (!buffer) {
+      try {
+        buffer = await readFile(join(this.#dir, name));
+      } catch {
+        throw new CacheError(`the cache segment ${name} in ${this.#dir} is missing`);
+      }
+      this.#segments.set(name, buffer);
+    }
+    return buffer;
+  }
+
+  async get(id: string): Promise<StoredRecord | undefined> {
+    const entry = this.#manifest.records[id];
+    if (!entry) return undefined;
+    const buffer = await this.#segment(entry.s);
+    try {
+      const record = JSON.parse(buffer.toString('utf8', entry.o, entry.o + entry.l)) as StoredRecord;
+      if (record.id !== id) throw new Error('id mismatch');
+      return record;
+    } catch {
+      throw new CacheError(`the cache segment ${entry.s} in ${this.#dir} is damaged at record ${id}`);
+    }
+  }
+
+  /** Every live record, grouped by segment to read each file once. */
+  async *all(ids: Iterable<string> = Object.keys(this.#manifest.records)): AsyncGenerator<StoredRecord> {
+    const bySegment = new Map<string, string[]>();
+    for (const id of ids) {
+      const entry = this.#manifest.records[id];
+      if (!entry) continue;
+      let list = bySegment.get(entry.s);
+      if (!list) bySegment.set(entry.s, (list = []));
+      list.push(id);
+    }
+    for (const [segment, list] of bySegment) {
+      for (const id of list) yield (await this.get(id))!;
+      this.#segments.delete(segment); // read once, then let it go
+    }
+  }
+}
+
+/** Appends records to a new segment; nothing is visible until the manifest names it. */
+export class SegmentWriter {
+  readonly name: string;
+  readonly #path: string;
+  #handle: FileHandle | undefined;
+  #offset = 0;
+  #chunks: Buffer[] = [];
+  #pending = 0;
+  #written = 0;
+
+  constructor(dir: string) {
+    this.name = `records-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}.jsonl`;
+    this.#path = join(dir, this.name);
+  }
+
+  get count(): number {
+    return this.#written;
+  }
+
+  /** Queues a record; returns where it will be. */
+  async append(record: StoredRecord): Promise<{ s: string; o: number; l: number }> {
+    const line = Buffer.from(`${JSON.stringify(record)}\n`);
+    const at = { s: this.name, o: this.#offset, l: line.length - 1 };
+    this.#offset += line.length;
+    this.#chunks.push(line);
+    this.#pending += line.length;
+    this.#written++;
+    if (this.#pending > 1 << 20) await this.#flush();
+    return at;
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#chunks.length === 0) return;
+    this.#handle ??= await open(`${this.#path}.tmp`, 'w');
+    const data = Buffer.concat(this.#chunks);
+    this.#chunks = [];
+    this.#pending = 0;
+    await this.#handle.write(data);
+  }
+
+  /** Writes what is queued and moves the segment into place; returns false when it holds nothing. */
+  async finish(): Promise<boolean> {
+    await this.#flush();
+    if (!this.#handle) return false;
+    await this.#handle.sync();
+    await this.#handle.close();
+    this.#handle = undefined;
+    await rename(`${this.#path}.tmp`, this.#path);
+    return true;
+  }
+
+  async abort(): Promise<void> {
+    await this.#handle?.close();
+    this.#handle = undefined;
+    await rm(`${this.#path}.tmp`, { force: true });
+  }
+}
+
+/** Replaces the manifest atomically, then removes segments it no longer names. */
+export async function commitManifest(dir: string, manifest: Manifest): Promise<void> {
+  const tmp = join(dir, `${manifestFile}.${process.pid}.tmp`);
+  await writeFile(tmp, JSON.stringify(manifest));
+  await rename(tmp, join(dir, manifestFile));
+  await removeUnusedSegments(dir, manifest);
+}
+
+async function removeUnusedSegments(dir: string, manifest: Manifest | undefined): Promise<void> {
+  const live = new Set(Object.values(manifest?.records ?? {}).map((e) => e.s));
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    if (name.startsWith('records-') && !live.has(name)) await rm(join(dir, name), { force: true });
+  }
+}
+
+/** Removes a cache: manifest first (so what remains is no cache), then its segments. */
+export async function clearCache(dir: string): Promise<void> {
+  await rm(join(dir, manifestFile), { force: true });
+  await removeUnusedSegments(dir, undefined);
+}
+
+/** Bytes of segments a manifest still needs vs bytes on disk, for compaction. */
+export function liveRatio(manifest: Manifest, segmentSizes: Map<string, number>): number {
+  let live = 0;
+  for (const entry of Object.values(manifest.records)) live += entry.l + 1;
+  let total = 0;
+  for (const size of segmentSizes.values()) total += size;
+  return total === 0 ? 1 : live / total;
+}
+
+/**
+ * Takes the cache's lock, so two syncs never write at once. A lock left by a process that no
+ * longer runs is taken over; a live one is waited for up to `waitMs`.
+ */
+export async function acquireLock(dir: string, waitMs = 60_000, warn: (message: string) => void = () => {}): Promise<() => Promise<void>> {
+  await mkdir(dir, { recursive: true });
+  const path = join(dir, lockFile);
+  const started = Date.now();
+  for (;;) {
+    try {
+      const handle = await open(path, 'wx');
+      await handle.writeFile(JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() }));
+      await handle.close();
+      return () => rm(path, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const holder = await readFile(path, 'utf8').then(
+      (text) => JSON.parse(text) as { pid?: number; host?: string },
+      () => undefined,
+    );
+    const alive = holder?.pid !== undefined && holder.host === hostname() && isAlive(holder.pid);
+    if (!alive) {
+      warn(`Taking over a stale cache lock in ${dir}${holder?.pid ? ` (process ${holder.pid} is gone)` : ''}`);
+      await rm(path, { force: true });
+      continue;
+    }
+    if (Date.now() - started > waitMs) throw new CacheError(`Another sync (process ${holder!.pid}) holds the cache lock ${path}; waited ${Math.round(waitMs / 1000)} s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,155 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { defaultBaseUrl } from '../api/client.ts';
+import { filterOperators, type IncludeMap, type ListOptions } from '../api/query.ts';
+import type { Changeset } from './changeset.ts';
+
+/**
+ * What to sync and how, validated with zod. An error names the option and what is allowed.
+ */
+
+const includeMapSchema: z.ZodType<IncludeMap> = z.lazy(() =>
+  z.record(z.string().regex(/^[^.]+\.fields\.[^.]+$/, 'expected <contentType|*>.fields.<name>'), z.union([z.literal(1), includeMapSchema])),
+);
+
+const filterConditionSchema = z.record(
+  z.string().regex(/^[^.]+\.(fields|meta)\.[^.]+$/, 'expected <contentType|*>.<fields|meta>.<name>'),
+  z.partialRecord(z.enum(filterOperators), z.unknown()),
+);
+const filterEntrySchema = z.union([
+  z.strictObject({ and: filterConditionSchema }),
+  z.strictObject({ or: filterConditionSchema }),
+  filterConditionSchema,
+]);
+
+/** Request options a source is fetched with (always with `locale=all`). */
+export const sourceOptionsSchema = z.strictObject({
+  /** Filters in the JSON form (or a `Filter` builder's `toJSON()`). */
+  filters: z.array(filterEntrySchema).optional(),
+  sorting: z.record(z.string().regex(/^(fields|meta)\.[^.]+$/, 'expected fields.<name> or meta.<name>'), z.enum(['ASC', 'DESC', 'asc', 'desc', '1', '-1']).or(z.literal(1)).or(z.literal(-1))).optional(),
+  /** A level from 0 to 5, or a field map. Default 1. */
+  includes: z.union([z.number().int().min(0).max(5), includeMapSchema]).optional(),
+  /** Embed asset records (default true), so images arrive with their documents. */
+  embedAssets: z.boolean().optional(),
+  /** A partial-response mask; the loader always adds the meta it needs. */
+  fields: z.string().min(1).optional(),
+  includeTags: z.array(z.string()).optional(),
+  excludeTags: z.array(z.string()).optional(),
+  search: z.string().optional(),
+});
+export type SourceOptions = z.infer<typeof sourceOptionsSchema>;
+
+const querySchema = sourceOptionsSchema.extend({
+  /** Shorthand for a filter on `*.meta.contentType`. */
+  contentType: z.string().min(1).optional(),
+});
+
+export const syncConfigSchema = z.strictObject({
+  /** The Read API base URL. Default `https://api.cmft.io/v1`. */
+  baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as https://api.cmft.io/v1' }).default(defaultBaseUrl),
+  /** The repository's API id. */
+  repository: z.string({ error: 'expected the repository API id, such as "demo"' }).min(1),
+  /** A Read API key of the repository; read it from the environment. Never written anywhere. */
+  apiKey: z.string({ error: 'expected the API key (read it from an environment variable)' }).min(1),
+  /** Collections to sync, by API id, each with its own options. */
+  collections: z.record(z.string().min(1), sourceOptionsSchema).default({}),
+  /** Aliases to sync: a list of API ids, or API id → options. */
+  aliases: z.union([z.array(z.string().min(1)), z.record(z.string().min(1), sourceOptionsSchema)]).default([]),
+  /** Extra document queries on `/documents`, by a name of your choice (for example every author). */
+  queries: z.record(z.string().min(1), querySchema).default({}),
+  /** Where the cache lives. Default: `comfortable` inside the Astro or Vite cache folder. */
+  cacheDir: z.string().min(1).optional(),
+  /** `incremental` (default) fetches what changed, `fresh` ignores the cache, `offline` reads only the cache. */
+  mode: z.enum(['incremental', 'fresh', 'offline']).default('incremental'),
+  /** On a network or server failure: `fail`, or `use-cache` (keep the last good content and warn). Default `fail` when CI is set, else `use-cache`. */
+  onError: z.enum(['fail', 'use-cache']).optional(),
+  /** How far before the last sync to look for changes, in milliseconds (clock skew, slow publishes). Default 300 000. */
+  safetyMarginMs: z.number().int().min(0).default(300_000),
+  /** Requests in flight at once to the server (shared by every client of it). Default 8. */
+  concurrency: z.number().int().min(1).max(64).default(8),
+  /** Documents per page, up to 1000 (the default). */
+  pageSize: z.number().int().min(1).max(1000).default(1000),
+  /** Called after each committed sync with what changed. */
+  onSync: z.custom<(changeset: Changeset) => unknown>((v) => typeof v === 'function', 'expected a function').optional(),
+});
+
+export type SyncConfigInput = z.input<typeof syncConfigSchema>;
+export type SyncConfig = z.output<typeof syncConfigSchema> & { onError: 'fail' | 'use-cache' };
+
+/** A bad option: the message names it and what is allowed. */
+export class ConfigError extends Error {
+  readonly code = 'config';
+  readonly option: string;
+  constructor(option: string, message: string) {
+    super(message);
+    this.name = 'ConfigError';
+    this.option = option;
+  }
+}
+
+/** Formats the first problem of a zod error as "<option>: <what is allowed> (got …)". */
+export function configProblem(error: z.ZodError, prefix = ''): ConfigError {
+  const issue = error.issues[0]!;
+  const option = prefix + issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
+  let message = issue.message;
+  if (issue.code === 'invalid_value') message = `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+  if (issue.code === 'unrecognized_keys') message = `unknown option ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+  const input = 'input' in issue && issue.input !== undefined && issue.code !== 'unrecognized_keys' ? ` (got ${JSON.stringify(issue.input)?.slice(0, 60)})` : '';
+  return new ConfigError(option || '(config)', `Invalid option ${option || '(config)'}: ${message}${input}`);
+}
+
+/** Validates a sync config; throws a ConfigError naming the option. */
+export function parseSyncConfig(input: unknown, prefix = ''): SyncConfig {
+  const result = syncConfigSchema.safeParse(input);
+  if (!result.success) throw configProblem(result.error, prefix);
+  const config = result.data;
+  const sources = Object.keys(config.collections).length + (Array.isArray(config.aliases) ? config.aliases.length : Object.keys(config.aliases).length) + Object.keys(config.queries).length;
+  if (sources === 0) throw new ConfigError(`${prefix}collections`, `Invalid option ${prefix}collections: nothing to sync; name at least one collection, alias or query`);
+  return { ...config, onError: config.onError ?? (process.env.CI ? 'fail' : 'use-cache') };
+}
+
+/** One list or alias to fetch, with its request options. */
+export interface Source {
+  /** `collection:<apiId>`, `alias:<apiId>` or `query:<name>`. */
+  key: string;
+  kind: 'collection' | 'alias' | 'query';
+  name: string;
+  options: SourceOptions;
+  /** A hash of the options: when it changes, the source is fetched in full again. */
+  fingerprint: string;
+}
+
+export function hash(value: unknown): string {
+  return createHash('sha1').update(typeof value === 'string' ? value : JSON.stringify(value)).digest('base64url').slice(0, 20);
+}
+
+/** The sources of a config, each with its effective options. */
+export function sourcesOf(config: SyncConfig): Source[] {
+  const make = (kind: Source['kind'], name: string, options: SourceOptions & { contentType?: string }): Source => {
+    const { contentType, ...rest } = options;
+    const effective: SourceOptions = { includes: 1, embedAssets: true, ...rest };
+    if (contentType) {
+      // The content type joins every OR branch (AND binds tighter than OR).
+      const only = { '*.meta.contentType': { equal: contentType } };
+      effective.filters = [only, ...(rest.filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: only }] : [entry]))];
+    }
+    return { key: `${kind}:${name}`, kind, name, options: effective, fingerprint: hash(effective) };
+  };
+  const aliases = Array.isArray(config.aliases) ? Object.fromEntries(config.aliases.map((a) => [a, {}])) : config.aliases;
+  return [
+    ...Object.entries(config.collections).map(([name, options]) => make('collection', name, options)),
+    ...Object.entries(aliases).map(([name, options]) => make('alias', name, options)),
+    ...Object.entries(config.queries).map(([name, options]) => make('query', name, options)),
+  ];
+}
+
+/** The request options of a source: always every locale. */
+export function requestOptions(source: Source): ListOptions {
+  const { fields, ...rest } = source.options;
+  return { ...(rest as ListOptions), locale: 'all', ...(fields ? { fields: withMeta(fields) } : {}) };
+}
+
+/** Makes sure a mask keeps the whole `meta` scope, which the cache needs. */
+export function withMeta(mask: string): string {
+  return /(^|,)\s*meta\s*(,|$)/.test(mask) ? mask : `${mask.replace(/(^|,)\s*meta\s*\([^)]*\)/, '')},meta`.replace(/^,/, '');
+}

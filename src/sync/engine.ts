@@ -1,0 +1,497 @@
+import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
+import { createClient, type ReadApiClient } from '../api/client.ts';
+import { NetworkError, RateLimitedError, ServerError, TimeoutError } from '../api/errors.ts';
+import type { FilterEntry, ListOptions } from '../api/query.ts';
+import type { EtagStore } from '../api/transport.ts';
+import type { ApiRecord, ListAnswer } from '../wire/schemas.ts';
+import {
+  acquireLock,
+  CacheError,
+  cacheFormat,
+  commitManifest,
+  type Manifest,
+  type RecordEntry,
+  readManifest,
+  RecordReader,
+  SegmentWriter,
+  type SourceState,
+} from './cache.ts';
+import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } from './changeset.ts';
+import { includeClosure, type Node } from './closure.ts';
+import { hash, parseSyncConfig, requestOptions, type Source, sourcesOf, type SyncConfig, type SyncConfigInput } from './config.ts';
+import type { Locales } from './locales.ts';
+import { digestOf, mergePartial, type Model, normalizeRecord, referencesOf } from './records.ts';
+
+/**
+ * The sync: fetch what the sources need with every locale, normalise it into records, and
+ * commit them to the cache. Later syncs list member ids (small answers) to catch deletions and
+ * membership changes, fetch only documents changed since the last sync, re-check aliases with
+ * conditional GETs, refresh included records that changed, and drop records nothing needs.
+ */
+
+export const packageVersion: string = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+
+export interface SyncLogger {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+export interface SyncResult {
+  changeset: Changeset;
+  cacheDir: string;
+  manifest: Manifest;
+  /** Reads the committed records. */
+  reader: RecordReader;
+  /** Sources served from the cache because the server failed (`onError: 'use-cache'`). */
+  stale: string[];
+  /** References whose target the server does not have. */
+  dangling: Manifest['dangling'];
+  warnings: string[];
+  stats: { requests: number; notModified: number; bytes: number; ms: number; written: number };
+}
+
+/** The sync could not finish: the server failed and no cache may be used, or offline without a cache. */
+export class SyncError extends Error {
+  readonly code: 'offline_without_cache' | 'server_failed';
+  constructor(code: SyncError['code'], message: string, cause?: unknown) {
+    super(message);
+    this.name = 'SyncError';
+    this.code = code;
+    if (cause) Object.defineProperty(this, 'cause', { value: cause, enumerable: false });
+  }
+}
+
+/** Where the cache lives when no folder is configured: inside Astro's default cache folder. */
+export const defaultCacheDir = (root = process.cwd()) => resolve(root, 'node_modules/.astro/comfortable');
+
+const listing = 'meta(id,updatedAt,revision)';
+const localeLike = /^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$/;
+const transient = (error: unknown) =>
+  error instanceof NetworkError || error instanceof TimeoutError || error instanceof ServerError || error instanceof RateLimitedError;
+
+/** Adds a condition to every OR branch of a filter list. */
+export function andEveryBranch(filters: FilterEntry[] | undefined, condition: Record<string, Record<string, unknown>>): FilterEntry[] {
+  const only = condition as FilterEntry;
+  return [only, ...(filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: condition } as FilterEntry] : [entry]))];
+}
+
+/** Runs one sync; see `SyncConfig` for the options. */
+export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogger = consoleLogger): Promise<SyncResult> {
+  const config = parseSyncConfig(input);
+  const dir = resolve(config.cacheDir ?? defaultCacheDir());
+  const warnings: string[] = [];
+  const warn = (message: string) => {
+    warnings.push(message);
+    logger.warn(message);
+  };
+  const release = await acquireLock(dir, 120_000, warn);
+  try {
+    const fingerprint = hash({ baseUrl: config.baseUrl.replace(/\/+$/, ''), repository: config.repository, package: packageVersion, format: cacheFormat });
+    let previous: Manifest | undefined;
+    try {
+      previous = await readManifest(dir);
+    } catch (error) {
+      if (!(error instanceof CacheError)) throw error;
+      warn(`${error.message}; rebuilding the cache`);
+    }
+    if (previous && previous.fingerprint !== fingerprint) {
+      warn(`The cache in ${dir} was made for ${previous.baseUrl} / ${previous.repository} by ${previous.package}; rebuilding it`);
+      previous = undefined;
+    }
+    if (config.mode === 'offline') {
+      if (!previous) throw new SyncError('offline_without_cache', `Offline mode needs a cache, and there is none in ${dir}: run a sync online first (mode "incremental")`);
+      logger.info(`Offline: using the cache of ${previous.lastSync} (${Object.keys(previous.records).length} records)`);
+      return cachedResult(dir, previous, [], warnings);
+    }
+    const run = new SyncRun(config, dir, config.mode === 'fresh' ? undefined : previous, fingerprint, logger, warn);
+    try {
+      const result = await run.execute();
+      if (config.onSync && !result.changeset.empty) await config.onSync(result.changeset);
+      return result;
+    } catch (error) {
+      if (transient(error) && config.onError === 'use-cache' && previous) {
+        const stale = Object.keys(previous.sources);
+        warn(`The server failed (${(error as Error).message}); using the cached content of ${previous.lastSync}, stale: ${stale.join(', ')}`);
+        return cachedResult(dir, previous, stale, warnings);
+      }
+      if (transient(error)) {
+        throw new SyncError('server_failed', `Sync of ${config.repository} failed: ${(error as Error).message}${previous ? ' (the cache was left as it was)' : ''}`, error);
+      }
+      throw error;
+    } finally {
+      await run.abort();
+    }
+  } finally {
+    await release();
+  }
+}
+
+function cachedResult(dir: string, manifest: Manifest, stale: string[], warnings: string[]): SyncResult {
+  const changeset: Changeset = { sources: Object.fromEntries(Object.keys(manifest.sources).map((k) => [k, emptyChanges()])), records: emptyChanges(), empty: true };
+  return {
+    changeset,
+    cacheDir: dir,
+    manifest,
+    reader: new RecordReader(dir, manifest),
+    stale,
+    dangling: manifest.dangling,
+    warnings,
+    stats: { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 },
+  };
+}
+
+export const consoleLogger: SyncLogger = {
+  info: (message) => console.log(message),
+  warn: (message) => console.warn(`warning: ${message}`),
+};
+
+/** ETags of alias and repository answers, with their bodies, kept in the manifest. */
+class ManifestEtags implements EtagStore {
+  readonly entries: Record<string, { etag: string; body: string }>;
+  constructor(initial: Record<string, { etag: string; body: string }> = {}) {
+    this.entries = { ...initial };
+  }
+  get(key: string) {
+    return this.entries[key];
+  }
+  set(key: string, entry: { etag: string; body: string }) {
+    if (/\/alias\/|^GET [^?]*\/v1\/[^/?]+(\?|$)/.test(key)) this.entries[key] = entry;
+  }
+}
+
+class SyncRun {
+  readonly #config: SyncConfig;
+  readonly #dir: string;
+  readonly #previous: Manifest | undefined;
+  readonly #fingerprint: string;
+  readonly #logger: SyncLogger;
+  readonly #warn: (message: string) => void;
+  readonly #client: ReadApiClient;
+  readonly #etags: ManifestEtags;
+  readonly #reader: RecordReader | undefined;
+  readonly #writer: SegmentWriter;
+  readonly #entries: Record<string, RecordEntry>;
+  readonly #model: Model;
+  readonly #fresh = new Set<string>();
+  readonly #localeCounts = new Map<string, number>();
+  #locales: Locales | undefined;
+  #localeKeys: { has(key: string): boolean } = { has: (key) => localeLike.test(key) };
+  readonly #stats = { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 };
+  readonly #started = Date.now();
+
+  constructor(config: SyncConfig, dir: string, previous: Manifest | undefined, fingerprint: string, logger: SyncLogger, warn: (m: string) => void) {
+    this.#config = config;
+    this.#dir = dir;
+    this.#previous = previous;
+    this.#fingerprint = fingerprint;
+    this.#logger = logger;
+    this.#warn = warn;
+    this.#etags = new ManifestEtags(previous?.etags);
+    this.#client = createClient({
+      baseUrl: config.baseUrl,
+      repository: config.repository,
+      apiKey: config.apiKey,
+      concurrency: config.concurrency,
+      etags: this.#etags,
+      onResponse: (event) => {
+        this.#stats.requests++;
+        this.#stats.bytes += event.bytes;
+        if (event.notModified) this.#stats.notModified++;
+      },
+    });
+    this.#reader = previous && new RecordReader(dir, previous);
+    this.#writer = new SegmentWriter(dir);
+    this.#entries = { ...previous?.records };
+    this.#model = structuredClone(previous?.model ?? {});
+  }
+
+  async abort(): Promise<void> {
+    await this.#writer.abort();
+  }
+
+  async execute(): Promise<SyncResult> {
+    const config = this.#config;
+    const sources = sourcesOf(config);
+    const info = await this.#client.repository();
+    if (info.meta.defaultLocale && info.meta.locales?.length) {
+      this.#locales = { defaultLocale: info.meta.defaultLocale, locales: info.meta.locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })), source: 'repository' };
+      const keys = new Set(this.#locales.locales.map((l) => l.key));
+      this.#localeKeys = keys;
+    }
+
+    const syncedAt = new Date().toISOString();
+    const states = new Map<string, { members: string[]; masked: boolean }>();
+    await Promise.all(
+      sources.map(async (source) => {
+        const state = this.#previous?.sources[source.key];
+        const incremental = state !== undefined && state.fingerprint === source.fingerprint;
+        const members = source.kind === 'alias' ? await this.#alias(source) : incremental ? await this.#listIncremental(source, state) : await this.#listFull(source);
+        states.set(source.key, { members, masked: source.options.fields !== undefined });
+      }),
+    );
+
+    if (this.#previous) await this.#refreshIncluded(sources, states);
+    const dangling = await this.#completeClosures(sources, states);
+
+    if (!this.#locales) {
+      const keys = [...this.#localeCounts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([key]) => key);
+      this.#locales = { defaultLocale: keys[0] ?? 'en_US', locales: keys.map((key) => ({ key })), source: 'data' };
+      this.#warn(`The server did not list the repository's locales; using the locale keys seen in the data (${keys.join(', ') || 'none'}), default ${this.#locales.defaultLocale}, without fallbacks`);
+    }
+    return this.#commit(sources, states, dangling, syncedAt);
+  }
+
+  /** Normalises an answered record (and records embedded in it) into the pending cache. */
+  async #accept(answer: ApiRecord, masked: boolean): Promise<void> {
+    const embedded: ApiRecord[] = [];
+    if (!this.#locales) this.#countLocales(answer);
+    let record = normalizeRecord(answer, this.#localeKeys, this.#model, (r) => embedded.push(r));
+    if (masked) record = mergePartial(await this.#stored(record.id), record);
+    const digest = digestOf(record);
+    const existing = this.#entries[record.id];
+    this.#fresh.add(record.id);
+    if (!existing || existing.d !== digest) {
+      const at = await this.#writer.append(record);
+      this.#stats.written++;
+      this.#entries[record.id] = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referencesOf(record) };
+    }
+    for (const child of embedded) await this.#accept(child, false);
+  }
+
+  #countLocales(answer: ApiRecord): void {
+    for (const value of Object.values(answer.fields)) {
+      if (value && typeof value === 'object' && !Array.isArray(value)) {
+        const keys = Object.keys(value);
+        if (keys.length > 0 && keys.every((k) => localeLike.test(k))) for (const k of keys) this.#localeCounts.set(k, (this.#localeCounts.get(k) ?? 0) + 1);
+      }
+    }
+  }
+
+  async #stored(id: string) {
+    const entry = this.#entries[id];
+    if (!entry || !this.#reader || entry.s === this.#writer.name) return undefined;
+    return this.#reader.get(id);
+  }
+
+  async #acceptPage(page: { data: ApiRecord[]; includes?: Record<string, ApiRecord[]> | undefined }, masked: boolean): Promise<string[]> {
+    for (const record of page.data) await this.#accept(record, masked);
+    for (const group of Object.values(page.includes ?? {})) for (const record of group) await this.#accept(record, masked);
+    return page.data.map((record) => record.meta.id);
+  }
+
+  #listSource(source: Source): 'documents' | { collection: string } {
+    return source.kind === 'collection' ? { collection: source.name } : 'documents';
+  }
+
+  #progress(source: Source, done: number, total: number): void {
+    if (total > this.#config.pageSize) this.#logger.info(`${source.key}: ${done.toLocaleString('en')} of ${total.toLocaleString('en')} documents`);
+  }
+
+  async #listFull(source: Source): Promise<string[]> {
+    const members: string[] = [];
+    for await (const page of this.#client.pages(this.#listSource(source), { ...requestOptions(source), pageSize: this.#config.pageSize })) {
+      members.push(...(await this.#acceptPage(page, source.options.fields !== undefined)));
+      this.#progress(source, members.length, page.meta.total);
+    }
+    return members;
+  }
+
+  async #listIncremental(source: Source, state: SourceState): Promise<string[]> {
+    const { includes: _includes, embedAssets: _embed, fields: _fields, ...selection } = requestOptions(source);
+    const members: string[] = [];
+    const changed: string[] = [];
+    for await (const page of this.#client.pages(this.#listSource(source), { ...selection, fields: listing, pageSize: this.#config.pageSize })) {
+      for (const stamp of page.data as unknown as { meta: { id: string; updatedAt?: string; revision?: number } }[]) {
+        members.push(stamp.meta.id);
+        const entry = this.#entries[stamp.meta.id];
+        if (!entry || entry.u !== stamp.meta.updatedAt || entry.r !== stamp.meta.revision) changed.push(stamp.meta.id);
+      }
+    }
+    if (changed.length > 0) {
+      const since = new Date(Date.parse(state.syncedAt) - this.#config.safetyMarginMs).toISOString();
+      const options = requestOptions(source);
+      const filters = andEveryBranch(options.filters as FilterEntry[] | undefined, { '*.meta.updatedAt': { greaterThanEqual: since } });
+      for await (const page of this.#client.pages(this.#listSource(source), { ...options, filters, pageSize: this.#config.pageSize })) {
+        await this.#acceptPage(page, source.options.fields !== undefined);
+      }
+      const leftovers = changed.filter((id) => !this.#fresh.has(id));
+      await this.#fetchByIds(leftovers, options);
+      this.#logger.info(`${source.key}: ${members.length} members, ${changed.length} changed`);
+    }
+    return members;
+  }
+
+  async #alias(source: Source): Promise<string[]> {
+    const { includes, embedAssets, fields, locale } = requestOptions(source);
+    const answer = await this.#client.alias(source.name, { includes, embedAssets, fields, locale } as ListOptions);
+    await this.#acceptPage({ data: [answer as ApiRecord], includes: (answer as { includes?: Record<string, ApiRecord[]> }).includes }, fields !== undefined);
+    return [(answer as ApiRecord).meta.id];
+  }
+
+  /** Fetches documents by id (with their includes), in chunks; returns the ids the server had. */
+  async #fetchByIds(ids: string[], options: ListOptions = { locale: 'all', embedAssets: true }): Promise<Set<string>> {
+    const found = new Set<string>();
+    const chunks: string[][] = [];
+    for (let i = 0; i < ids.length; i += this.#config.pageSize) chunks.push(ids.slice(i, i + this.#config.pageSize));
+    await Promise.all(
+      chunks.map(async (chunk) => {
+        const page = (await this.#client.documents({ ...options, locale: 'all', filters: [{ '*.meta.id': { in: chunk } }], limit: chunk.length, offset: 0 })) as ListAnswer;
+        for (const id of await this.#acceptPage(page, options.fields !== undefined)) found.add(id);
+      }),
+    );
+    return found;
+  }
+
+  #node = (id: string): Node | undefined => {
+    const entry = this.#entries[id];
+    return entry && { contentType: entry.t, refs: entry.f };
+  };
+
+  #isAsset = (target: string, field: string, from: Node): boolean =>
+    this.#entries[target]?.t === '_asset' || this.#model[from.contentType]?.[field]?.kind === 'asset';
+
+  #closure(source: Source, members: readonly string[]) {
+    return includeClosure(members, source.options.includes, source.options.embedAssets !== false, this.#node, this.#isAsset);
+  }
+
+  /** Included records that were not fetched in this run: list their stamps, refetch the changed ones, drop the deleted. */
+  async #refreshIncluded(sources: Source[], states: Map<string, { members: string[] }>): Promise<void> {
+    const members = new Set([...states.values()].flatMap((s) => s.members));
+    const unchecked = new Set<string>();
+    for (const source of sources) {
+      for (const id of this.#closure(source, states.get(source.key)!.members).ids) {
+        if (!members.has(id) && !this.#fresh.has(id) && this.#entries[id]?.t !== '_asset') unchecked.add(id);
+      }
+    }
+    if (unchecked.size === 0) return;
+    const ids = [...unchecked];
+    const changed: string[] = [];
+    const seen = new Set<string>();
+    for (let i = 0; i < ids.length; i += this.#config.pageSize) {
+      const chunk = ids.slice(i, i + this.#config.pageSize);
+      const page = await this.#client.documents({ filters: [{ '*.meta.id': { in: chunk } }], fields: listing, limit: chunk.length });
+      for (const stamp of page.data as unknown as { meta: { id: string; updatedAt?: string; revision?: number } }[]) {
+        seen.add(stamp.meta.id);
+        const entry = this.#entries[stamp.meta.id];
+        if (!entry || entry.u !== stamp.meta.updatedAt || entry.r !== stamp.meta.revision) changed.push(stamp.meta.id);
+      }
+    }
+    for (const id of ids) if (!seen.has(id)) delete this.#entries[id]; // gone from the server
+    if (changed.length > 0) await this.#fetchByIds(changed);
+  }
+
+  /** Fetches records the closures need but the cache lacks, until nothing is missing; returns the dangling references. */
+  async #completeClosures(sources: Source[], states: Map<string, { members: string[] }>): Promise<Manifest['dangling']> {
+    const absent = new Set<string>();
+    for (let round = 0; ; round++) {
+      const missing = new Map<string, { from: string; field: string; id: string }[]>();
+      for (const source of sources) {
+        for (const ref of this.#closure(source, states.get(source.key)!.members).missing) {
+          const list = missing.get(ref.id) ?? [];
+          list.push(ref);
+          missing.set(ref.id, list);
+        }
+      }
+      const toFetch = [...missing.keys()].filter((id) => !absent.has(id));
+      if (toFetch.length === 0 || round >= 10) {
+        const dangling = [...missing.values()].flat();
+        const unique = new Map(dangling.map((d) => [`${d.from}.${d.field}.${d.id}`, d]));
+        return [...unique.values()].sort((a, b) => (a.from + a.field < b.from + b.field ? -1 : 1));
+      }
+      const assets = toFetch.filter((id) => missing.get(id)!.some((ref) => this.#isAsset(id, ref.field, this.#node(ref.from)!)));
+      const documents = toFetch.filter((id) => !assets.includes(id));
+      const found = await this.#fetchByIds(documents);
+      await Promise.all(
+        assets.map(async (id) => {
+          try {
+            await this.#accept((await this.#client.asset(id, { locale: 'all' })) as ApiRecord, false);
+            found.add(id);
+          } catch (error) {
+            if ((error as { code?: string }).code !== 'not_found') throw error;
+          }
+        }),
+      );
+      for (const id of toFetch) if (!found.has(id)) absent.add(id);
+    }
+  }
+
+  async #commit(sources: Source[], states: Map<string, { members: string[] }>, dangling: Manifest['dangling'], syncedAt: string): Promise<SyncResult> {
+    const previous = this.#previous;
+    const needed = new Set<string>();
+    const sourceStates: Record<string, SourceState> = {};
+    const changeset: Omit<Changeset, 'empty'> = { sources: {}, records: emptyChanges() };
+    for (const source of sources) {
+      const { members } = states.get(source.key)!;
+      const closure = this.#closure(source, members);
+      for (const id of closure.ids) needed.add(id);
+      const dependencyDigests: Record<string, string> = {};
+      for (const id of members) {
+        if (!this.#entries[id]) continue;
+        const own = this.#closure(source, [id]).ids;
+        dependencyDigests[id] = hash([...own].sort().map((dep) => `${dep}:${this.#entries[dep]!.d}`).join(','));
+      }
+      const before = previous?.sources[source.key];
+      const changes: SourceChanges = emptyChanges();
+      const old = new Set(before?.members ?? []);
+      const now = new Set(members.filter((id) => this.#entries[id]));
+      for (const id of now) {
+        if (!old.has(id)) changes.added.push(id);
+        else if (before?.dependencyDigests[id] !== dependencyDigests[id]) changes.updated.push(id);
+      }
+      for (const id of old) if (!now.has(id)) changes.removed.push(id);
+      changeset.sources[source.key] = changes;
+      sourceStates[source.key] = {
+        kind: source.kind,
+        name: source.name,
+        fingerprint: source.fingerprint,
+        members: [...now],
+        closure: [...closure.ids],
+        dependencyDigests,
+        syncedAt,
+      };
+    }
+    const records: Record<string, RecordEntry> = {};
+    for (const id of needed) records[id] = this.#entries[id]!;
+    for (const id of needed) {
+      const before = previous?.records[id];
+      if (!before) changeset.records.added.push(id);
+      else if (before.d !== records[id]!.d) changeset.records.updated.push(id);
+    }
+    for (const id of Object.keys(previous?.records ?? {})) if (!needed.has(id)) changeset.records.removed.push(id);
+
+    await this.#writer.finish();
+    const manifest: Manifest = {
+      format: cacheFormat,
+      fingerprint: this.#fingerprint,
+      repository: this.#config.repository,
+      baseUrl: this.#config.baseUrl.replace(/\/+$/, ''),
+      package: `comfortable-loader@${packageVersion}`,
+      lastSync: syncedAt,
+      locales: this.#locales!,
+      model: this.#model,
+      sources: sourceStates,
+      records,
+      dangling,
+      etags: this.#etags.entries,
+    };
+    await commitManifest(this.#dir, manifest);
+    this.#stats.ms = Date.now() - this.#started;
+    const result: SyncResult = {
+      changeset: { ...changeset, empty: isEmptyChangeset(changeset) },
+      cacheDir: this.#dir,
+      manifest,
+      reader: new RecordReader(this.#dir, manifest),
+      stale: [],
+      dangling,
+      warnings: [],
+      stats: this.#stats,
+    };
+    for (const ref of dangling) this.#warn(`Dangling reference: document ${ref.from}, field ${ref.field} points to ${ref.id}, which the server does not have`);
+    const { added, updated, removed } = changeset.records;
+    this.#logger.info(
+      `Synced ${this.#config.repository}: ${needed.size} records (${added.length} added, ${updated.length} updated, ${removed.length} removed) in ${(this.#stats.ms / 1000).toFixed(1)} s, ${this.#stats.requests} requests (${this.#stats.notModified} not modified), ${(this.#stats.bytes / 1024).toFixed(0)} KiB`,
+    );
+    return result;
+  }
+}

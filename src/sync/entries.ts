@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import type { RecordReader } from './cache.ts';
+import { fallbackChains, type Locales, localizeRecord } from './locales.ts';
+import type { Model, StoredRecord } from './records.ts';
+
+/**
+ * Entries: a record as pages use it, in one locale. Fallback is applied and marked, relations
+ * are references `{ id, contentType }`, and assets are image objects. The zod schemas are
+ * exported so users get the types with `z.infer`.
+ */
+
+export const referenceSchema = z.object({ id: z.string(), contentType: z.string() });
+export type EntryReference = z.infer<typeof referenceSchema>;
+
+export const richtextSchema = z.object({ html: z.string(), plain: z.string() });
+export const locationSchema = z.object({ lat: z.number(), lng: z.number() });
+
+/** An asset as an image: works with `astro:assets` `<Image>` (remote `src` with `width` and `height`). */
+export const imageSchema = z.object({
+  id: z.string(),
+  src: z.string(),
+  width: z.number().optional(),
+  height: z.number().optional(),
+  alt: z.string(),
+  mimeType: z.string().optional(),
+  fileName: z.string().optional(),
+});
+export type Image = z.infer<typeof imageSchema>;
+
+/** Schemas of the field values of each kind, for building entry schemas. */
+export const fieldValueSchemas = {
+  text: z.string(),
+  color: z.string(),
+  date: z.string(),
+  richtext: richtextSchema,
+  number: z.number(),
+  boolean: z.boolean(),
+  location: locationSchema,
+  select: z.union([z.string(), z.array(z.string())]),
+  relation: z.union([referenceSchema, z.array(referenceSchema)]),
+  asset: z.array(imageSchema),
+  json: z.unknown(),
+} as const;
+
+export const entryMetaSchema = z.object({
+  revision: z.number(),
+  tags: z.array(z.string()),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+/** An entry with loosely typed fields; `entrySchemaFor` builds a precise one from the model. */
+export const entrySchema = z.object({
+  id: z.string(),
+  locale: z.string(),
+  contentType: z.string(),
+  meta: entryMetaSchema,
+  fields: z.record(z.string(), z.unknown()),
+  /** Localized fields whose value is not this locale's own → the locale it came from (null: no locale has one). */
+  fallbacks: z.record(z.string(), z.string().nullable()),
+});
+export type Entry = z.infer<typeof entrySchema>;
+
+/** An entry schema for one content type, from what the data shows of its fields. */
+export function entrySchemaFor(model: Model, contentType: string) {
+  const shape: Record<string, z.ZodType> = {};
+  for (const [name, field] of Object.entries(model[contentType] ?? {})) {
+    const kind = field.kind ?? 'json';
+    let schema: z.ZodType = fieldValueSchemas[kind as keyof typeof fieldValueSchemas] ?? z.unknown();
+    if (kind === 'select') schema = field.multiple ? z.array(z.string()) : z.string();
+    if (kind === 'relation') schema = field.multiple ? z.array(referenceSchema) : referenceSchema;
+    shape[name] = schema.nullable().optional();
+  }
+  return entrySchema.extend({ contentType: z.literal(contentType), fields: z.object(shape) });
+}
+
+const isRef = (value: unknown): value is EntryReference =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 2 && typeof (value as EntryReference).id === 'string' && typeof (value as EntryReference).contentType === 'string';
+
+/** Turns a record's fields in one locale into entry fields: asset references become images. */
+export function entryOf(record: StoredRecord, locale: string, locales: Locales, assets: (id: string) => StoredRecord | undefined): Entry {
+  const chain = fallbackChains(locales).get(locale) ?? [locale, locales.defaultLocale];
+  const { fields, fallbacks } = localizeRecord(record, chain);
+  const image = (ref: EntryReference): Image | EntryReference => {
+    const asset = assets(ref.id);
+    if (!asset) return ref; // dangling: kept as a reference
+    const { fields: assetFields } = localizeRecord(asset, chain);
+    const file = (assetFields.file ?? {}) as { url?: string; width?: number; height?: number; mimeType?: string; fileName?: string };
+    const alt = (assetFields.description || assetFields.title || '') as string;
+    return {
+      id: asset.id,
+      src: file.url ?? '',
+      ...(file.width !== undefined ? { width: file.width } : {}),
+      ...(file.height !== undefined ? { height: file.height } : {}),
+      alt,
+      ...(file.mimeType ? { mimeType: file.mimeType } : {}),
+      ...(file.fileName ? { fileName: file.fileName } : {}),
+    };
+  };
+  for (const [name, value] of Object.entries(fields)) {
+    if (Array.isArray(value) && value.length > 0 && value.every((v) => isRef(v) && v.contentType === '_asset')) fields[name] = value.map(image);
+  }
+  return {
+    id: record.id,
+    locale,
+    contentType: record.contentType,
+    meta: { revision: record.revision, tags: record.tags, createdAt: record.createdAt, updatedAt: record.updatedAt },
+    fields,
+    fallbacks,
+  };
+}
+
+/** Reads every record once and gives entries per locale; assets are looked up in memory. */
+export async function loadEntries(reader: RecordReader, ids: Iterable<string>, locales: Locales, localeKeys = locales.locales.map((l) => l.key)) {
+  const records = new Map<string, StoredRecord>();
+  for await (const record of reader.all()) records.set(record.id, record);
+  const out: Entry[] = [];
+  for (const id of ids) {
+    const record = records.get(id);
+    if (!record || record.contentType === '_asset') continue;
+    for (const locale of localeKeys) out.push(entryOf(record, locale, locales, (assetId) => records.get(assetId)));
+  }
+  return out;
+}

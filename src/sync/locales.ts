@@ -1,0 +1,63 @@
+import type { StoredRecord } from './records.ts';
+
+/**
+ * Locales and fallback chains. They come from the repository endpoint; when a server does not
+ * list them, from the locale keys seen in the data (no fallbacks, the most common key as default).
+ */
+
+export interface Locales {
+  defaultLocale: string;
+  locales: { key: string; fallback?: string }[];
+  /** Where they came from. */
+  source: 'repository' | 'data' | 'config';
+}
+
+/** Locale → the keys to try in order: the locale, its fallback, …, ending at the default locale. */
+export function fallbackChains(locales: Locales): Map<string, string[]> {
+  const byKey = new Map(locales.locales.map((l) => [l.key, l]));
+  const chains = new Map<string, string[]>();
+  for (const { key } of locales.locales) {
+    const chain = [key];
+    for (let next = byKey.get(key)?.fallback; next && !chain.includes(next); next = byKey.get(next)?.fallback) chain.push(next);
+    if (!chain.includes(locales.defaultLocale)) chain.push(locales.defaultLocale);
+    chains.set(key, chain);
+  }
+  return chains;
+}
+
+/** Guesses locales from the localized values of records. */
+export function localesFromData(records: Iterable<StoredRecord>): Locales | undefined {
+  const counts = new Map<string, number>();
+  for (const record of records) {
+    for (const name of record.localized) {
+      for (const key of Object.keys(record.fields[name] as object)) counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+  }
+  if (counts.size === 0) return undefined;
+  const keys = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([key]) => key);
+  return { defaultLocale: keys[0]!, locales: keys.map((key) => ({ key })), source: 'data' };
+}
+
+export interface LocalizedFields {
+  /** Field values in the locale, fallback applied (`null` where no locale of the chain has one). */
+  fields: Record<string, unknown>;
+  /** Localized fields whose value is not the record's own in this locale → the locale it came from, or null when none has one. */
+  fallbacks: Record<string, string | null>;
+}
+
+/** A record's fields as seen in one locale. */
+export function localizeRecord(record: StoredRecord, chain: readonly string[]): LocalizedFields {
+  const fields: Record<string, unknown> = {};
+  const fallbacks: Record<string, string | null> = {};
+  for (const [name, value] of Object.entries(record.fields)) {
+    if (!record.localized.includes(name)) {
+      fields[name] = value;
+      continue;
+    }
+    const own = value as Record<string, unknown>;
+    const from = chain.find((key) => own[key] !== undefined && own[key] !== null);
+    fields[name] = from === undefined ? null : own[from];
+    if (from !== chain[0]) fallbacks[name] = from ?? null;
+  }
+  return { fields, fallbacks };
+}
