@@ -9,18 +9,24 @@ const usage = `Usage:
 Commands:
   serve   Serve repository snapshots as the Content Delivery Read API (see README).`;
 
+const serveOptions = {
+  port: { type: 'string', default: '4010' },
+  host: { type: 'string', default: '127.0.0.1' },
+  quiet: { type: 'boolean', default: false },
+  webhook: { type: 'string' },
+  'webhook-secret': { type: 'string' },
+} as const;
+
 async function serve(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      port: { type: 'string', default: '4010' },
-      host: { type: 'string', default: '127.0.0.1' },
-      quiet: { type: 'boolean', default: false },
-      webhook: { type: 'string' },
-      'webhook-secret': { type: 'string' },
-    },
-  });
+  const parse = () => parseArgs({ args, allowPositionals: true, options: serveOptions });
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse();
+  } catch (error) {
+    // An unknown flag or a flag without its value is a usage error, like the checks below.
+    return fail((error as Error).message);
+  }
+  const { values, positionals } = parsed;
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return fail(`--port must be a whole number from 0 to 65535, got ${JSON.stringify(values.port)}`);
   if (positionals.length === 0) return fail('serve needs at least one snapshot file or folder');

@@ -1,3 +1,4 @@
+import { ApiError } from './errors.ts';
 import { compileFilters } from './filters.ts';
 import { collectIncludes } from './includes.ts';
 import { applyMask } from './mask.ts';
@@ -31,10 +32,21 @@ export function collectionMembers(repository: PreparedRepository, collection: Co
   });
 }
 
-/** Checks a collection's stored filters and sorting; throws the 400 a request would get. */
-export function validateCollection(repository: PreparedRepository, collection: CollectionDefinition): void {
-  if (collection.filters?.length) compileFilters(repository, collection.filters, repository.defaultLocale);
-  if (collection.sorting) parseSorting(repository, collection.sorting);
+/** Checks a collection's stored filters and sorting; returns the 400 a request would get, and which of the two it is about. */
+export function collectionError(repository: PreparedRepository, collection: CollectionDefinition): { key: 'filters' | 'sorting'; error: ApiError } | undefined {
+  const checks = {
+    filters: () => collection.filters?.length && compileFilters(repository, collection.filters, repository.defaultLocale),
+    sorting: () => collection.sorting && parseSorting(repository, collection.sorting),
+  };
+  for (const key of ['filters', 'sorting'] as const) {
+    try {
+      checks[key]();
+    } catch (error) {
+      if (error instanceof ApiError) return { key, error };
+      throw error;
+    }
+  }
+  return undefined;
 }
 
 function selectDocuments(repository: PreparedRepository, base: PreparedRecord[], options: RequestOptions): PreparedRecord[] {

@@ -37,7 +37,8 @@ export function quote(value: unknown): string {
   try {
     text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
   } catch {
-    text = String(value);
+    // Too deep to stringify (and String() of a deep array overflows the stack too).
+    text = Array.isArray(value) ? '[...]' : typeof value === 'object' && value !== null ? '{...}' : String(value);
   }
   return JSON.stringify(text.length > 80 ? `${text.slice(0, 77)}...` : text);
 }

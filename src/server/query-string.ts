@@ -98,10 +98,18 @@ export function parseQueryString(raw: string): { tree: QueryTree; key?: string }
   return key === undefined ? { tree } : { tree, key };
 }
 
-/** The query string with any `key=` parameter removed, for logs. */
+/** The query string with any `key=` parameter removed, for logs; the name is decoded as `parseQueryString` decodes it. */
 export function redactKey(raw: string): string {
+  const isKey = (pair: string): boolean => {
+    const eq = pair.indexOf('=');
+    try {
+      return decode(eq === -1 ? pair : pair.slice(0, eq), 'parameter name') === 'key';
+    } catch {
+      return false;
+    }
+  };
   return raw
     .split('&')
-    .filter((pair) => !/^key(=|$)/.test(pair))
+    .filter((pair) => !isKey(pair))
     .join('&');
 }

@@ -23,6 +23,12 @@ export interface TypeInfo {
   referenceFields: FieldDefinition[];
 }
 
+/** The path under the snapshot's folder of a relative asset URL; undefined for an absolute URL. */
+function localFilePath(url: string): string | undefined {
+  if (/^[a-z][a-z0-9+.-]*:/i.test(url) || url.startsWith('//')) return undefined;
+  return url.replace(/^\.?\//, '');
+}
+
 export function isReference(value: unknown): value is Reference {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && typeof (value as Reference).meta?.id === 'string';
 }
@@ -233,9 +239,21 @@ export class PreparedRepository {
   absolutize(record: PreparedRecord, field: string, value: unknown): unknown {
     if (record.contentType !== '_asset' || field !== 'file' || !value || typeof value !== 'object') return value;
     const file = value as { url: string };
-    if (/^[a-z][a-z0-9+.-]*:/i.test(file.url) || file.url.startsWith('//')) return value;
-    const path = file.url.replace(/^\.?\//, '').split('/').map(encodeURIComponent).join('/');
+    const local = localFilePath(file.url);
+    if (local === undefined) return value;
+    const path = local.split('/').map(encodeURIComponent).join('/');
     return { ...file, url: `${this.#filesOrigin}/files/${encodeURIComponent(this.apiId)}/${path}` };
+  }
+
+  /**
+   * The relative file paths of the assets, the only files `/files/<repo>/` serves: the folder
+   * beside a snapshot also holds the snapshot itself, API keys included.
+   */
+  localFiles(): Set<string> {
+    return this.memoize('localFiles', () => {
+      const urls = this.snapshot.assets.map((asset) => (asset.fields.file as { url?: string } | null | undefined)?.url);
+      return new Set(urls.map((url) => (url === undefined ? undefined : localFilePath(url))).filter((path) => path !== undefined));
+    });
   }
 
   /** The record with every asset reference in its fields replaced by the asset record. */

@@ -5,7 +5,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, dirname, extname, join, resolve, sep } from 'node:path';
-import { validateCollection } from './answer.ts';
+import { collectionError } from './answer.ts';
 import { ApiError } from './errors.ts';
 import { redactKey } from './query-string.ts';
 import { PreparedRepository } from './repository.ts';
@@ -119,12 +119,8 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
   const prepare = (snapshot: Snapshot, label: string): PreparedRepository => {
     const repository = new PreparedRepository(snapshot, origin);
     snapshot.collections.forEach((collection, i) => {
-      try {
-        validateCollection(repository, collection);
-      } catch (error) {
-        if (error instanceof ApiError) throw new SnapshotError(label, `$.collections[${i}]`, error.message);
-        throw error;
-      }
+      const problem = collectionError(repository, collection);
+      if (problem) throw new SnapshotError(label, `$.collections[${i}].${problem.key}`, problem.error.message);
     });
     return repository;
   };
@@ -174,6 +170,20 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
     });
   });
   server.keepAliveTimeout = 65_000;
+  // Node's HTTP parser refuses some requests before `serve` sees them (a URL or headers over its
+  // 16 KiB limit, a malformed request line) with a bare 400/431; answer the spec's JSON error instead.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!error.code?.startsWith('HPE_') || !socket.writable) return void socket.destroy();
+    const message =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? 'The request line and headers are too large; send long options as a JSON body with POST'
+        : `Malformed HTTP request (${error.code})`;
+    const body = JSON.stringify(new ApiError(400, message).body());
+    socket.end(
+      'HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\naccess-control-allow-origin: *\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
 
   const send = (request: IncomingMessage, response: ServerResponse, status: number, headers: Record<string, string>, body: string) => {
     const buffer = Buffer.from(body);
@@ -218,7 +228,8 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
     }
     const dir = sources.get(repo)?.dir;
     const file = dir && resolve(dir, relative);
-    if (!dir || !file || !file.startsWith(dir + sep) || relative.includes('\0')) {
+    const isAssetFile = live.get(repo)?.localFiles().has(relative) ?? false;
+    if (!dir || !file || !isAssetFile || !file.startsWith(dir + sep) || relative.includes('\0')) {
       send(request, response, 404, { 'content-type': 'application/json' }, JSON.stringify(new ApiError(404, `No file ${JSON.stringify(relative)}`).body()));
       return true;
     }
@@ -232,7 +243,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
           'cache-control': 'public, max-age=60',
         });
         if (request.method === 'HEAD') response.end();
-        else createReadStream(file).pipe(response);
+        else createReadStream(file).on('error', () => response.destroy()).pipe(response);
       },
       () => send(request, response, 404, { 'content-type': 'application/json' }, JSON.stringify(new ApiError(404, `No file ${JSON.stringify(relative)}`).body())),
     );

@@ -14,7 +14,7 @@ export interface SortKey extends ValueSource {
 const kindOrder: Kind[] = ['boolean', 'number', 'bigint', 'date', 'location', 'text', 'json'];
 
 export function parseDirection(value: unknown, key: string): 1 | -1 {
-  const text = String(value);
+  const text = typeof value === 'string' || typeof value === 'number' ? String(value) : undefined; // not ["asc"]
   if (text === 'ASC' || text === 'asc' || text === '1') return 1;
   if (text === 'DESC' || text === 'desc' || text === '-1') return -1;
   throw badRequest(`Invalid direction ${quote(value)} for sorting ${quote(key)}: use ASC, asc, 1, DESC, desc or -1`);

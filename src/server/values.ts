@@ -18,7 +18,7 @@ export type MetaName = (typeof metaNames)[number];
 const metaKinds: Record<MetaName, Kind> = {
   id: 'bigint',
   contentType: 'text',
-  revision: 'number',
+  revision: 'bigint', // an integer (spec §4): a filter value such as 1.5 is a 400
   tags: 'text',
   createdAt: 'date',
   updatedAt: 'date',
@@ -43,7 +43,8 @@ export function kindOf(type: FieldType): Kind | undefined {
 }
 
 export function metaKind(name: string): Kind | undefined {
-  return (metaKinds as Record<string, Kind>)[name];
+  // Own keys only: `constructor` or `__proto__` is not a meta name.
+  return Object.hasOwn(metaKinds, name) ? metaKinds[name as MetaName] : undefined;
 }
 
 /** True when a value counts as empty: missing, null, "", [], {} (richtext: empty plain text). */
