@@ -1,0 +1,44 @@
+import { parseArgs } from 'node:util';
+import { startServer } from '../server/index.ts';
+import { usageError } from './usage.ts';
+
+const serveOptions = {
+  port: { type: 'string', default: '4010' },
+  host: { type: 'string', default: '127.0.0.1' },
+  quiet: { type: 'boolean', default: false },
+  webhook: { type: 'string' },
+  'webhook-secret': { type: 'string' },
+} as const;
+
+/** `serve <snapshot file or folder>... [--port N] [--host H] [--quiet] [--webhook url --webhook-secret s]` */
+export async function serve(args: string[]): Promise<number> {
+  const parse = () => parseArgs({ args, allowPositionals: true, options: serveOptions });
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse();
+  } catch (error) {
+    // An unknown flag or a flag without its value is a usage error, like the checks below.
+    return usageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError(`--port must be a whole number from 0 to 65535, got ${JSON.stringify(values.port)}`);
+  if (positionals.length === 0) return usageError('serve needs at least one snapshot file or folder');
+  if (Boolean(values.webhook) !== Boolean(values['webhook-secret'])) return usageError('--webhook and --webhook-secret go together');
+  const log = (line: string) => console.log(line);
+  const server = await startServer({
+    paths: positionals,
+    port,
+    host: values.host,
+    ...(values.quiet ? {} : { log }),
+    ...(values.webhook ? { webhook: { url: values.webhook, secret: values['webhook-secret']! } } : {}),
+  });
+  console.log(`Read API listening on ${server.url} (repositories: ${server.repositories().join(', ')})`);
+  await new Promise<void>((done) => {
+    const stop = () => void server.close().then(done);
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  return 0;
+}
+

@@ -1,0 +1,16 @@
+export const usage = `Usage:
+  comfortable-loader serve <snapshot file or folder>... [--port N] [--host H] [--quiet]
+                           [--webhook <url> --webhook-secret <secret>]
+  comfortable-loader sync [--config <file>] [--mode incremental|fresh|offline] [--json]
+
+Commands:
+  serve   Serve repository snapshots as the Content Delivery Read API.
+  sync    Fetch content into the local cache; only what changed since the last sync.
+
+Exit codes: 0 done, 1 failed, 2 bad usage or config. See README.md.`;
+
+/** Prints a usage problem and returns exit code 2. */
+export function usageError(message: string): number {
+  console.error(`Error: ${message}\n\n${usage}`);
+  return 2;
+}
