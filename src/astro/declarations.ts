@@ -1,0 +1,58 @@
+import { readManifest } from '../sync/cache.ts';
+import type { SharedSync } from '../sync/shared.ts';
+import { contentTypesOf, entrySchema, fieldsSchema, toTypeScript } from './schema.ts';
+
+/** Generic declarations of the virtual modules; shipped as `comfortable-loader/virtual` for plain Vite. */
+export const genericDeclarations = `declare module 'virtual:comfortable/collections/*' {
+  import type { Entry } from 'comfortable-loader';
+  export const entries: Entry[];
+  export const locales: string[];
+  export const defaultLocale: string;
+  export function getEntry(id: string, locale?: string): Entry | undefined;
+  export default entries;
+}
+declare module 'virtual:comfortable/queries/*' {
+  import type { Entry } from 'comfortable-loader';
+  export const entries: Entry[];
+  export const locales: string[];
+  export const defaultLocale: string;
+  export function getEntry(id: string, locale?: string): Entry | undefined;
+  export default entries;
+}
+declare module 'virtual:comfortable/aliases/*' {
+  import type { Entry } from 'comfortable-loader';
+  export const entries: Record<string, Entry>;
+  export const entry: Entry;
+  export const locales: string[];
+  export const defaultLocale: string;
+  export function getEntry(locale?: string): Entry | undefined;
+  export default entries;
+}
+`;
+
+/**
+ * Declarations for Astro's `injectTypes`: the generic ones, and precise ones per synced source
+ * when a cache exists (after the first sync).
+ */
+export async function virtualModuleTypes(shared: SharedSync): Promise<string> {
+  let precise = '';
+  try {
+    const config = shared.config();
+    const manifest = config.cacheDir ? await readManifest(config.cacheDir) : undefined;
+    for (const key of Object.keys(manifest?.sources ?? {})) {
+      const [kind, name] = key.split(/:(.*)/s) as [string, string];
+      const folder = { collection: 'collections', alias: 'aliases', query: 'queries' }[kind]!;
+      const types = contentTypesOf(manifest!, [key]);
+      const variants = types.map((type) => toTypeScript(entrySchema(fieldsSchema(manifest!.model, type), type).omit({ digest: true, dependencyDigest: true }), '  '));
+      const entryType = variants.length ? variants.map((v) => `(${v})`).join(' | ') : 'import("comfortable-loader").Entry';
+      const module = `virtual:comfortable/${folder}/${name}`;
+      precise +=
+        kind === 'alias'
+          ? `declare module '${module}' {\n  type Entry = ${entryType};\n  export const entries: Record<string, Entry>;\n  export function getEntry(locale?: string): Entry | undefined;\n  export default entries;\n}\n`
+          : `declare module '${module}' {\n  type Entry = ${entryType};\n  export const entries: Entry[];\n  export function getEntry(id: string, locale?: string): Entry | undefined;\n  export default entries;\n}\n`;
+    }
+  } catch {
+    // no cache yet, or not configured: the generic declarations still apply
+  }
+  return genericDeclarations + precise;
+}

@@ -1,0 +1,51 @@
+import { hash } from '../sync/config.ts';
+import type { EntryIdInput } from './loader.ts';
+
+/**
+ * What the loaders of this process are and which collections hold which content types, so
+ * references point at the right collection and id, and a refresh reaches the right loaders.
+ */
+export interface RegisteredLoader {
+  name: string;
+  /** Source keys such as `collection:posts`. */
+  sources: string[];
+  contentType?: string | undefined;
+  entryId: (entry: EntryIdInput) => string;
+}
+
+export class LoaderRegistry {
+  readonly loaders = new Map<string, RegisteredLoader>();
+  #contentTypes: Record<string, string> = {};
+
+  add(loader: RegisteredLoader): void {
+    this.loaders.set(loader.name, loader);
+  }
+
+  /** Content type → the Astro collection that holds its entries (the integration's `contentTypes`). */
+  setContentTypes(map: Record<string, string>): void {
+    this.#contentTypes = { ...map };
+  }
+
+  collectionFor(contentType: string): { collection: string; entryId: RegisteredLoader['entryId'] } | undefined {
+    const collection = this.#contentTypes[contentType];
+    if (!collection) return undefined;
+    const loader = [...this.loaders.values()].find((l) => l.contentType === contentType);
+    return { collection, entryId: loader?.entryId ?? (({ id, locale }) => `${locale}/${id}`) };
+  }
+
+  /** Names of the loaders that read any of these sources. */
+  loadersFor(sources: readonly string[]): string[] {
+    return [...this.loaders.values()].filter((l) => l.sources.some((s) => sources.includes(s))).map((l) => l.name);
+  }
+
+  referenceFingerprint(): string {
+    return hash(this.#contentTypes);
+  }
+}
+
+const key = Symbol.for('comfortable-loader.loader-registry');
+
+export function loaderRegistry(): LoaderRegistry {
+  const holder = globalThis as { [key]?: LoaderRegistry };
+  return (holder[key] ??= new LoaderRegistry());
+}

@@ -1,0 +1,119 @@
+import { z } from 'zod';
+import type { Manifest } from '../sync/cache.ts';
+import { entryMetaSchema, imageSchema } from '../sync/entries.ts';
+import type { Model } from '../sync/records.ts';
+
+/**
+ * Schemas for entries, built from what the data shows of each content type, and the same as
+ * TypeScript source (an `Entry` type) for Astro's `createSchema()`.
+ */
+
+export const astroReferenceSchema = z.object({ collection: z.string(), id: z.string() });
+const unresolvedSchema = z.object({ id: z.string(), contentType: z.string() });
+const relationSchema = z.union([astroReferenceSchema, unresolvedSchema]);
+
+function fieldSchema(field: Model[string][string]): z.ZodType {
+  switch (field.kind) {
+    case 'text':
+    case 'date':
+    case 'color':
+      return z.string();
+    case 'richtext':
+      return z.object({ html: z.string(), plain: z.string() });
+    case 'number':
+      return z.number();
+    case 'boolean':
+      return z.boolean();
+    case 'location':
+      return z.object({ lat: z.number(), lng: z.number() });
+    case 'select':
+      return field.multiple ? z.array(z.string()) : z.string();
+    case 'relation':
+      return field.multiple ? z.array(relationSchema) : relationSchema;
+    case 'asset':
+      return z.array(z.union([imageSchema, unresolvedSchema]));
+    default:
+      return z.unknown();
+  }
+}
+
+/** The fields of one content type; every field may be null or missing, so an emptied field never breaks a build. */
+export function fieldsSchema(model: Model, contentType: string) {
+  const shape: Record<string, z.ZodType> = {};
+  for (const [name, field] of Object.entries(model[contentType] ?? {})) shape[name] = fieldSchema(field).nullable().optional();
+  return z.object(shape);
+}
+
+/**
+ * The entry envelope around a content type's fields.
+ * @example defineCollection({ loader: comfortableLoader({ collection: 'posts' }), schema: entrySchema(postFields) })
+ */
+export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string) {
+  return z.object({
+    id: z.string(),
+    locale: z.string(),
+    contentType: contentType ? z.literal(contentType) : z.string(),
+    fields,
+    fallbacks: z.record(z.string(), z.string().nullable()),
+    meta: entryMetaSchema,
+    digest: z.string(),
+    dependencyDigest: z.string(),
+  });
+}
+
+/** Content types of the members of some sources. */
+export function contentTypesOf(manifest: Manifest, sources: string[]): string[] {
+  const types = new Set<string>();
+  for (const key of sources) for (const id of manifest.sources[key]?.members ?? []) {
+    const type = manifest.records[id]?.t;
+    if (type) types.add(type);
+  }
+  return [...types].sort();
+}
+
+/** `{ schema, types }` for a loader's collection, as Astro's `createSchema()` wants them. */
+export function createEntrySchema(manifest: Manifest, sources: string[]): { schema: z.ZodType; types: string } {
+  const types = contentTypesOf(manifest, sources);
+  const variants = types.map((type) => entrySchema(fieldsSchema(manifest.model, type), type));
+  const schema =
+    variants.length === 0 ? entrySchema(z.record(z.string(), z.unknown())) : variants.length === 1 ? variants[0]! : z.discriminatedUnion('contentType', variants as never);
+  return { schema, types: `export type Entry = ${toTypeScript(schema)};\n` };
+}
+
+/** Prints a zod schema of the kinds used here as a TypeScript type. */
+export function toTypeScript(schema: z.ZodType, indent = ''): string {
+  const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
+  const inner = indent + '  ';
+  switch (def.type) {
+    case 'string':
+      return 'string';
+    case 'number':
+      return 'number';
+    case 'boolean':
+      return 'boolean';
+    case 'unknown':
+      return 'unknown';
+    case 'literal':
+      return (def.values as unknown[]).map((v) => JSON.stringify(v)).join(' | ');
+    case 'nullable':
+      return `${toTypeScript(def.innerType as z.ZodType, indent)} | null`;
+    case 'optional':
+      return toTypeScript(def.innerType as z.ZodType, indent);
+    case 'array':
+      return `Array<${toTypeScript(def.element as z.ZodType, indent)}>`;
+    case 'union':
+      return (def.options as z.ZodType[]).map((o) => `(${toTypeScript(o, indent)})`).join(' | ');
+    case 'record':
+      return `Record<string, ${toTypeScript(def.valueType as z.ZodType, indent)}>`;
+    case 'object': {
+      const shape = def.shape as Record<string, z.ZodType>;
+      const lines = Object.entries(shape).map(([key, value]) => {
+        const optional = (value as unknown as { _zod: { def: { type: string } } })._zod.def.type === 'optional' ? '?' : '';
+        return `${inner}${JSON.stringify(key)}${optional}: ${toTypeScript(value, inner)};`;
+      });
+      return `{\n${lines.join('\n')}\n${indent}}`;
+    }
+    default:
+      return 'unknown';
+  }
+}

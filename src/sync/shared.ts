@@ -1,0 +1,111 @@
+import type { Changeset } from './changeset.ts';
+import { parseSyncConfig, type SourceOptions, type SyncConfig, type SyncConfigInput } from './config.ts';
+import { sync, type SyncLogger, type SyncResult } from './engine.ts';
+
+/**
+ * One sync shared by every consumer in a process: all content loaders of an Astro sync and the
+ * Vite plugin get the same result, from one fetch plan, one concurrency limit and one cache.
+ *
+ * Consumers register the sources they need when they are created; the first one to ask for
+ * content starts a sync round and the others join it. A consumer asking again (the next Astro
+ * sync, or a refresh of some loaders) starts a new round.
+ */
+
+export type SourceKind = 'collection' | 'alias' | 'query';
+export type SharedConfig = Omit<SyncConfigInput, 'collections' | 'aliases' | 'queries'> & Partial<Pick<SyncConfigInput, 'collections' | 'aliases' | 'queries'>>;
+
+interface Round {
+  promise: Promise<SyncResult>;
+  consumed: Set<string>;
+}
+
+export class SharedSync {
+  #config: SharedConfig | undefined;
+  #logger: SyncLogger | undefined;
+  readonly #sources = new Map<string, { kind: SourceKind; name: string; options: SourceOptions & { contentType?: string } }>();
+  #round: Round | undefined;
+  readonly #listeners = new Set<(result: SyncResult) => void>();
+
+  /** Sets the connection and cache options (from the Astro integration or the Vite plugin). */
+  configure(config: SharedConfig, logger?: SyncLogger): void {
+    this.#config = config;
+    this.#logger = logger;
+    const aliases = Array.isArray(config.aliases) ? Object.fromEntries(config.aliases.map((a) => [a, {}])) : (config.aliases ?? {});
+    for (const [name, options] of Object.entries(config.collections ?? {})) this.register('collection', name, options as SourceOptions);
+    for (const [name, options] of Object.entries(aliases)) this.register('alias', name, options as SourceOptions);
+    for (const [name, options] of Object.entries(config.queries ?? {})) this.register('query', name, options as SourceOptions);
+    this.#round = undefined;
+  }
+
+  get configured(): boolean {
+    return this.#config !== undefined;
+  }
+
+  /** Adds a source to the fetch plan; a later registration of the same source with other options wins. */
+  register(kind: SourceKind, name: string, options: SourceOptions & { contentType?: string } = {}): string {
+    const key = `${kind}:${name}`;
+    this.#sources.set(key, { kind, name, options });
+    return key;
+  }
+
+  /** The sync config of the next round: the configured options plus every registered source. */
+  config(): SyncConfig {
+    if (!this.#config) {
+      throw new Error('comfortable-loader is not configured: add the comfortable() integration to astro.config (or the comfortable() Vite plugin) with baseUrl, repository and apiKey');
+    }
+    const pick = (kind: SourceKind) => Object.fromEntries([...this.#sources.values()].filter((s) => s.kind === kind).map((s) => [s.name, s.options]));
+    return parseSyncConfig({ ...this.#config, collections: pick('collection'), aliases: pick('alias'), queries: pick('query') });
+  }
+
+  /** The current round's result for a consumer; starts a round when this consumer already had the current one. */
+  acquire(consumer: string): Promise<SyncResult> {
+    if (!this.#round || this.#round.consumed.has(consumer)) this.#round = this.#start(() => sync(this.config(), this.#logger));
+    this.#round.consumed.add(consumer);
+    return this.#round.promise;
+  }
+
+  /** The current round's result without consuming it (for schemas); starts one when there is none. */
+  current(): Promise<SyncResult> {
+    return this.#round?.promise ?? this.acquire('current');
+  }
+
+  /** Runs a sync now (a dev refresh); consumers asking next get its result. */
+  refresh(): Promise<SyncResult> {
+    this.#round = this.#start(() => sync(this.config(), this.#logger));
+    return this.#round.promise;
+  }
+
+  /** Called after every completed round. */
+  onResult(listener: (result: SyncResult) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #start(run: () => Promise<SyncResult>): Round {
+    const promise = run().then((result) => {
+      for (const listener of this.#listeners) listener(result);
+      return result;
+    });
+    promise.catch(() => {}); // every consumer awaits it and sees the error
+    return { promise, consumed: new Set() };
+  }
+}
+
+const key = Symbol.for('comfortable-loader.shared-sync');
+
+/**
+ * The process-wide shared sync. It lives on `globalThis` because Astro loads `astro.config`
+ * and `content.config` through different module graphs, which may hold separate copies of
+ * this module.
+ */
+export function sharedSync(): SharedSync {
+  const holder = globalThis as { [key]?: SharedSync };
+  return (holder[key] ??= new SharedSync());
+}
+
+/** Names the loaders whose sources a changeset touched. */
+export function changedSources(changeset: Changeset): string[] {
+  return Object.entries(changeset.sources)
+    .filter(([, c]) => c.added.length + c.updated.length + c.removed.length > 0)
+    .map(([source]) => source);
+}

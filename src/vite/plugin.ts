@@ -1,0 +1,126 @@
+import type { Plugin, ViteDevServer } from 'vite';
+import type { SyncResult } from '../sync/engine.ts';
+import { entryOf, type Entry } from '../sync/entries.ts';
+import type { StoredRecord } from '../sync/records.ts';
+import { type SharedConfig, sharedSync } from '../sync/shared.ts';
+import { refreshMiddleware } from './refresh.ts';
+
+/**
+ * Build-time imports of synced content through virtual modules:
+ * - `virtual:comfortable/collections/<apiId>` (and `queries/<name>`): `entries` in every locale, `getEntry(id, locale?)`, `locales`;
+ * - `virtual:comfortable/collections/<apiId>/<locale>`: the entries of one locale, `getEntry(id)`;
+ * - `virtual:comfortable/aliases/<apiId>`: `entries` by locale, `getEntry(locale?)`; `.../<locale>`: the entry.
+ * In dev, a refresh invalidates them and reloads the page.
+ */
+
+export const virtualPrefix = 'virtual:comfortable/';
+
+export interface ComfortableViteOptions extends SharedConfig {
+  /** Enables the signed dev refresh endpoint (see README). */
+  refreshSecret?: string;
+  refreshPath?: string;
+}
+
+const kinds = { collections: 'collection', aliases: 'alias', queries: 'query' } as const;
+
+/** Parses `virtual:comfortable/<kind>/<name>[/<locale>]`. */
+export function parseVirtualId(id: string): { kind: keyof typeof kinds; name: string; locale?: string } | undefined {
+  if (!id.startsWith(virtualPrefix)) return undefined;
+  const [kind, name, locale, ...rest] = id.slice(virtualPrefix.length).split('/');
+  if (!kind || !(kind in kinds) || !name || rest.length > 0) return undefined;
+  return { kind: kind as keyof typeof kinds, name, ...(locale ? { locale } : {}) };
+}
+
+async function entriesOf(result: SyncResult, sourceKey: string, locales: string[]): Promise<Entry[]> {
+  const state = result.manifest.sources[sourceKey];
+  if (!state) return [];
+  const records = new Map<string, StoredRecord>();
+  for await (const record of result.reader.all(state.closure)) records.set(record.id, record);
+  const entries: Entry[] = [];
+  for (const id of state.members) {
+    const record = records.get(id);
+    if (!record) continue;
+    for (const locale of locales) entries.push(entryOf(record, locale, result.manifest.locales, (assetId) => records.get(assetId)));
+  }
+  return entries;
+}
+
+/** Generates a virtual module's code. */
+export async function virtualModule(result: SyncResult, id: string): Promise<string> {
+  const parsed = parseVirtualId(id)!;
+  const sourceKey = `${kinds[parsed.kind]}:${parsed.name}`;
+  if (!result.manifest.sources[sourceKey]) {
+    throw new Error(`${id}: "${parsed.name}" is not synced; add it to the ${parsed.kind} option of the comfortable integration or Vite plugin`);
+  }
+  const all = result.manifest.locales.locales.map((l) => l.key);
+  if (parsed.locale && !all.includes(parsed.locale)) throw new Error(`${id}: unknown locale "${parsed.locale}"; the repository has ${all.join(', ')}`);
+  const entries = await entriesOf(result, sourceKey, parsed.locale ? [parsed.locale] : all);
+  const data = JSON.stringify({ entries, locales: all, defaultLocale: result.manifest.locales.defaultLocale });
+  const head = `const data = JSON.parse(${JSON.stringify(data)});\nexport const locales = data.locales;\nexport const defaultLocale = data.defaultLocale;\n`;
+  if (parsed.kind === 'aliases') {
+    if (parsed.locale) return `${head}export const entry = data.entries[0];\nexport default entry;\n`;
+    return `${head}export const entries = Object.fromEntries(data.entries.map((e) => [e.locale, e]));\nexport function getEntry(locale = data.defaultLocale) { return entries[locale]; }\nexport default entries;\n`;
+  }
+  const lookup = parsed.locale
+    ? 'export function getEntry(id) { return entries.find((e) => e.id === id); }'
+    : 'export function getEntry(id, locale = data.defaultLocale) { return entries.find((e) => e.id === id && e.locale === locale); }';
+  return `${head}export const entries = data.entries;\n${lookup}\nexport default entries;\n`;
+}
+
+/**
+ * The Vite plugin. With options it configures the shared sync (plain Vite); inside Astro the
+ * integration configures it and adds this plugin without options.
+ *
+ * @example plugins: [comfortable({ baseUrl, repository: 'demo', apiKey: process.env.CMFT_API_KEY!, collections: { posts: {} } })]
+ */
+export function comfortableVite(options?: ComfortableViteOptions): Plugin {
+  const shared = sharedSync();
+  if (options) {
+    const { refreshSecret: _secret, refreshPath: _path, ...config } = options;
+    shared.configure(config);
+  }
+  let latest: Promise<SyncResult> | undefined;
+  let server: ViteDevServer | undefined;
+  const current = () => (latest ??= shared.acquire('vite'));
+  shared.onResult((result) => {
+    latest = Promise.resolve(result);
+    if (!server) return;
+    for (const environment of Object.values(server.environments)) {
+      for (const module of environment.moduleGraph.idToModuleMap.values()) {
+        if (module.id?.startsWith(`\0${virtualPrefix}`)) environment.moduleGraph.invalidateModule(module);
+      }
+    }
+    server.ws.send({ type: 'full-reload' });
+  });
+
+  return {
+    name: 'comfortable-loader',
+    resolveId: {
+      filter: { id: /^virtual:comfortable\// },
+      handler(id) {
+        return parseVirtualId(id) ? `\0${id}` : undefined;
+      },
+    },
+    load: {
+      filter: { id: /^\0virtual:comfortable\// },
+      async handler(id) {
+        return virtualModule(await current(), id.slice(1));
+      },
+    },
+    configureServer(devServer) {
+      server = devServer;
+      if (options?.refreshSecret) {
+        devServer.middlewares.use(
+          refreshMiddleware({
+            secret: options.refreshSecret,
+            ...(options.refreshPath ? { path: options.refreshPath } : {}),
+            run: async () => {
+              const result = await shared.refresh();
+              return { changeset: result.changeset };
+            },
+          }),
+        );
+      }
+    },
+  };
+}
