@@ -1,9 +1,17 @@
 import { defineCollection } from 'astro:content';
 import { comfortableLoader } from 'comfortable-loader/astro';
 
+// Each collection is filled by one shared sync of the `demo` repository (configured in
+// astro.config.mjs). Entries exist in every locale, with ids `<locale>/<document id>`; relations
+// in `fields` are references to the collection holding their content type.
 export const collections = {
-  posts: defineCollection({ loader: comfortableLoader({ collection: 'posts', options: { includes: 2 } }) }),
+  // The repository's `posts` collection, newest first, with authors, categories, related posts
+  // and cover images included (so a post's `dependencyDigest` changes when any of them does).
+  posts: defineCollection({ loader: comfortableLoader({ collection: 'posts', options: { includes: 1 } }) }),
+  // Every document of a content type.
   authors: defineCollection({ loader: comfortableLoader({ contentType: 'author' }) }),
   categories: defineCollection({ loader: comfortableLoader({ contentType: 'category' }) }),
-  pages: defineCollection({ loader: comfortableLoader({ aliases: ['home', 'about'] }) }),
+  pages: defineCollection({ loader: comfortableLoader({ collection: 'pages' }) }),
+  // The document the alias `home` points to: one entry per locale.
+  home: defineCollection({ loader: comfortableLoader({ alias: 'home' }) }),
 };

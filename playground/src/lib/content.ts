@@ -1,0 +1,43 @@
+import { type CollectionEntry, type CollectionKey, getCollection, getEntry } from 'astro:content';
+
+/** A relation field's value: a reference, or `{ id, contentType }` when its target is not synced (dangling). */
+export type Relation = { collection: string; id: string } | { id: string; contentType: string };
+
+/** An asset field's item: an image, or `{ id, contentType }` when the asset is missing. */
+export type ImageItem = { id: string; src: string; width?: number; height?: number; alt: string } | { id: string; contentType: string };
+
+export type Post = CollectionEntry<'posts'>;
+
+/** Resolves a reference with `getEntry`; a dangling relation resolves to nothing instead of failing. */
+export async function resolve<C extends CollectionKey>(collection: C, relation: Relation | null | undefined): Promise<CollectionEntry<C> | undefined> {
+  if (!relation || !('collection' in relation) || relation.collection !== collection) return undefined;
+  return (await getEntry(relation as { collection: C; id: string })) as CollectionEntry<C> | undefined;
+}
+
+/** Resolves a list of references, skipping the ones that point nowhere. */
+export async function resolveAll<C extends CollectionKey>(collection: C, relations: Relation[] | null | undefined): Promise<CollectionEntry<C>[]> {
+  const entries: CollectionEntry<C>[] = [];
+  for (const relation of relations ?? []) {
+    const entry = await resolve(collection, relation);
+    if (entry) entries.push(entry);
+  }
+  return entries;
+}
+
+/** The posts of one locale, newest first. */
+export async function postsIn(locale: string): Promise<Post[]> {
+  const posts = await getCollection('posts', (post) => post.data.locale === locale);
+  return posts.sort((a, b) => (b.data.fields.publishedAt ?? '').localeCompare(a.data.fields.publishedAt ?? ''));
+}
+
+/** The first image of an asset field. */
+export function firstImage(items: ImageItem[] | null | undefined) {
+  return items?.find((item): item is Extract<ImageItem, { src: string }> => 'src' in item && item.src !== '');
+}
+
+/** Props for `<Image>`: the image scaled down to `width`, keeping its aspect ratio. */
+export function fit(image: { src: string; width?: number; height?: number; alt: string }, width: number) {
+  const w = Math.min(width, image.width ?? width);
+  const h = image.width && image.height ? Math.round((w * image.height) / image.width) : w;
+  return { src: image.src, width: w, height: h, alt: image.alt };
+}
