@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { serve } from './commands/serve.ts';
 import { syncCommand } from './commands/sync.ts';
+import { typesCommand } from './commands/types.ts';
 import { usage, usageError } from './commands/usage.ts';
 
 async function main(argv: string[]): Promise<number> {
@@ -10,6 +11,8 @@ async function main(argv: string[]): Promise<number> {
       return serve(rest);
     case 'sync':
       return syncCommand(rest);
+    case 'types':
+      return typesCommand(rest);
     case undefined:
     case '--help':
     case '-h':

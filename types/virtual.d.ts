@@ -18,10 +18,11 @@ declare module 'virtual:comfortable/queries/*' {
 }
 declare module 'virtual:comfortable/aliases/*' {
   import type { Entry } from 'comfortable-loader';
-  export const entries: Record<string, Entry>;
+  /** The entry in the default locale, or in the locale of a `.../<locale>` import. */
   export const entry: Entry;
+  export const entries: Record<string, Entry>;
   export const locales: string[];
   export const defaultLocale: string;
   export function getEntry(locale?: string): Entry | undefined;
-  export default entries;
+  export default entry;
 }

@@ -21,12 +21,13 @@ declare module 'virtual:comfortable/queries/*' {
 }
 declare module 'virtual:comfortable/aliases/*' {
   import type { Entry } from 'comfortable-loader';
-  export const entries: Record<string, Entry>;
+  /** The entry in the default locale, or in the locale of a \`.../<locale>\` import. */
   export const entry: Entry;
+  export const entries: Record<string, Entry>;
   export const locales: string[];
   export const defaultLocale: string;
   export function getEntry(locale?: string): Entry | undefined;
-  export default entries;
+  export default entry;
 }
 `;
 
@@ -46,10 +47,11 @@ export async function virtualModuleTypes(shared: SharedSync): Promise<string> {
       const variants = types.map((type) => toTypeScript(entrySchema(fieldsSchema(manifest!.model, type), type).omit({ digest: true, dependencyDigest: true }), '  '));
       const entryType = variants.length ? variants.map((v) => `(${v})`).join(' | ') : 'import("comfortable-loader").Entry';
       const module = `virtual:comfortable/${folder}/${name}`;
+      const common = `  type Entry = ${entryType};\n  export const locales: string[];\n  export const defaultLocale: string;\n`;
       precise +=
         kind === 'alias'
-          ? `declare module '${module}' {\n  type Entry = ${entryType};\n  export const entries: Record<string, Entry>;\n  export function getEntry(locale?: string): Entry | undefined;\n  export default entries;\n}\n`
-          : `declare module '${module}' {\n  type Entry = ${entryType};\n  export const entries: Entry[];\n  export function getEntry(id: string, locale?: string): Entry | undefined;\n  export default entries;\n}\n`;
+          ? `declare module '${module}' {\n${common}  export const entry: Entry;\n  export const entries: Record<string, Entry>;\n  export function getEntry(locale?: string): Entry | undefined;\n  export default entry;\n}\n`
+          : `declare module '${module}' {\n${common}  export const entries: Entry[];\n  export function getEntry(id: string, locale?: string): Entry | undefined;\n  export default entries;\n}\n`;
     }
   } catch {
     // no cache yet, or not configured: the generic declarations still apply

@@ -85,16 +85,18 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
   const keys = sources.map((s) => shared.register(s.kind, s.name, s.options));
   const name = `comfortable:${keys.join('+')}`;
   const entryId = options.entryId ?? defaultEntryId;
-  loaderRegistry().add({ name, sources: keys, contentType: options.contentType, entryId });
+  loaderRegistry().add({ name, sources: keys, contentType: options.contentType, entryId: options.entryId });
 
   return {
     name,
     createSchema: async () => {
       const result = await shared.current();
-      return createEntrySchema(result.manifest, keys);
+      return createEntrySchema(result.manifest, keys, (contentType) => loaderRegistry().collectionFor(contentType)?.collection);
     },
     async load(context: LoaderContext) {
-      const result = await shared.acquire(`load:${name}`);
+      // In a refresh from the dev endpoint, its sync has just run: read that, start no other.
+      const refreshed = (context.refreshContextData as { comfortable?: unknown } | undefined)?.comfortable !== undefined;
+      const result = await (refreshed ? shared.current() : shared.acquire(`load:${name}`));
       await loadEntries(context, result.manifest, result.reader, keys, options, entryId);
     },
   } satisfies Loader;
@@ -156,7 +158,7 @@ async function loadEntries(
         id,
         locale,
         contentType: view.contentType,
-        fields: referencesToCollections(view, manifest, reported, logger),
+        fields: await referencesToCollections(view, manifest, read, reported, logger),
         fallbacks: view.fallbacks,
         meta: view.meta,
         digest: entry.d,
@@ -179,16 +181,29 @@ async function loadEntries(
 }
 
 /** Relation fields become Astro references `{ collection, id }`; a target no collection holds stays `{ id, contentType }` and is reported once. */
-function referencesToCollections(entry: Entry, manifest: Manifest, reported: Set<string>, logger: LoaderContext['logger']): Record<string, unknown> {
+async function referencesToCollections(
+  entry: Entry,
+  manifest: Manifest,
+  read: (id: string) => Promise<StoredRecord | undefined>,
+  reported: Set<string>,
+  logger: LoaderContext['logger'],
+): Promise<Record<string, unknown>> {
   const model = manifest.model[entry.contentType] ?? {};
   const registry = loaderRegistry();
   const fields: Record<string, unknown> = { ...entry.fields };
+  // The target's id as its own collection makes it: a custom entryId may use the target's fields (a slug).
+  const targetId = async (ref: { id: string; contentType: string }, entryId: ((input: EntryIdInput) => string) | undefined) => {
+    const input = { id: ref.id, locale: entry.locale, contentType: ref.contentType, fields: {} };
+    if (!entryId) return defaultEntryId(input);
+    const record = await read(ref.id);
+    return entryId({ ...input, fields: record ? entryOf(record, entry.locale, manifest.locales, () => undefined).fields : {} });
+  };
   for (const [name, value] of Object.entries(fields)) {
     if (model[name]?.kind !== 'relation' || value === null || value === undefined) continue;
-    const convert = (ref: { id: string; contentType: string }) => {
+    const convert = async (ref: { id: string; contentType: string }) => {
       const target = registry.collectionFor(ref.contentType);
       const exists = manifest.records[ref.id] !== undefined;
-      if (target && exists) return { collection: target.collection, id: target.entryId({ id: ref.id, locale: entry.locale, contentType: ref.contentType, fields: {} }) };
+      if (target && exists) return { collection: target.collection, id: await targetId(ref, target.entryId) };
       const why = !exists ? `${ref.id} is not in the synced content (dangling, or beyond the includes depth)` : `no collection holds content type "${ref.contentType}" (map it with the integration's contentTypes option)`;
       const key = `${entry.id}.${name}.${ref.id}`;
       if (!reported.has(key)) {
@@ -197,7 +212,7 @@ function referencesToCollections(entry: Entry, manifest: Manifest, reported: Set
       }
       return ref;
     };
-    fields[name] = Array.isArray(value) ? value.map(convert) : convert(value as { id: string; contentType: string });
+    fields[name] = Array.isArray(value) ? await Promise.all(value.map(convert)) : await convert(value as { id: string; contentType: string });
   }
   return fields;
 }

@@ -10,7 +10,8 @@ export interface RegisteredLoader {
   /** Source keys such as `collection:posts`. */
   sources: string[];
   contentType?: string | undefined;
-  entryId: (entry: EntryIdInput) => string;
+  /** The loader's own `entryId` option; undefined for the default `<locale>/<id>`. */
+  entryId?: ((entry: EntryIdInput) => string) | undefined;
 }
 
 export class LoaderRegistry {
@@ -30,7 +31,7 @@ export class LoaderRegistry {
     const collection = this.#contentTypes[contentType];
     if (!collection) return undefined;
     const loader = [...this.loaders.values()].find((l) => l.contentType === contentType);
-    return { collection, entryId: loader?.entryId ?? (({ id, locale }) => `${locale}/${id}`) };
+    return { collection, entryId: loader?.entryId };
   }
 
   /** Names of the loaders that read any of these sources. */

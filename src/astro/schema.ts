@@ -9,10 +9,17 @@ import type { Model } from '../sync/records.ts';
  */
 
 export const astroReferenceSchema = z.object({ collection: z.string(), id: z.string() });
-const unresolvedSchema = z.object({ id: z.string(), contentType: z.string() });
-const relationSchema = z.union([astroReferenceSchema, unresolvedSchema]);
+/** A relation or asset whose target is not synced (or no collection holds it). */
+export const unresolvedSchema = z.object({ id: z.string(), contentType: z.string() });
+export const relationSchema = z.union([astroReferenceSchema, unresolvedSchema]);
 
-function fieldSchema(field: Model[string][string]): z.ZodType {
+/** A relation to one of some collections: typed with their names, so `getEntry(reference)` knows the entry type. */
+function relationTo(collections: string[] | undefined): z.ZodType {
+  if (!collections?.length) return relationSchema;
+  return z.union([z.object({ collection: z.literal(collections), id: z.string() }), unresolvedSchema]);
+}
+
+function fieldSchema(field: Model[string][string], collections?: string[]): z.ZodType {
   switch (field.kind) {
     case 'text':
     case 'date':
@@ -29,7 +36,7 @@ function fieldSchema(field: Model[string][string]): z.ZodType {
     case 'select':
       return field.multiple ? z.array(z.string()) : z.string();
     case 'relation':
-      return field.multiple ? z.array(relationSchema) : relationSchema;
+      return field.multiple ? z.array(relationTo(collections)) : relationTo(collections);
     case 'asset':
       return z.array(z.union([imageSchema, unresolvedSchema]));
     default:
@@ -37,11 +44,30 @@ function fieldSchema(field: Model[string][string]): z.ZodType {
   }
 }
 
-/** The fields of one content type; every field may be null or missing, so an emptied field never breaks a build. */
-export function fieldsSchema(model: Model, contentType: string) {
+/**
+ * The fields of one content type; every field may be null or missing, so an emptied field never
+ * breaks a build. `targets` (relation field → collections) types relations as references to them.
+ */
+export function fieldsSchema(model: Model, contentType: string, targets: Record<string, string[]> = {}) {
   const shape: Record<string, z.ZodType> = {};
-  for (const [name, field] of Object.entries(model[contentType] ?? {})) shape[name] = fieldSchema(field).nullable().optional();
+  for (const [name, field] of Object.entries(model[contentType] ?? {})) shape[name] = fieldSchema(field, targets[name]).nullable().optional();
   return z.object(shape);
+}
+
+/** Relation field → the collections its stored references point to, through `collectionOf` (the contentTypes option). */
+export function referenceTargets(manifest: Manifest, contentType: string, collectionOf: (contentType: string) => string | undefined): Record<string, string[]> {
+  const targets: Record<string, Set<string>> = {};
+  for (const record of Object.values(manifest.records)) {
+    if (record.t !== contentType) continue;
+    for (const [field, ids] of Object.entries(record.f)) {
+      for (const id of ids) {
+        const type = manifest.records[id]?.t;
+        const collection = type && collectionOf(type);
+        if (collection) (targets[field] ??= new Set()).add(collection);
+      }
+    }
+  }
+  return Object.fromEntries(Object.entries(targets).map(([field, collections]) => [field, [...collections].sort()]));
 }
 
 /**
@@ -72,9 +98,13 @@ export function contentTypesOf(manifest: Manifest, sources: string[]): string[] 
 }
 
 /** `{ schema, types }` for a loader's collection, as Astro's `createSchema()` wants them. */
-export function createEntrySchema(manifest: Manifest, sources: string[]): { schema: z.ZodType; types: string } {
+export function createEntrySchema(
+  manifest: Manifest,
+  sources: string[],
+  collectionOf: (contentType: string) => string | undefined = () => undefined,
+): { schema: z.ZodType; types: string } {
   const types = contentTypesOf(manifest, sources);
-  const variants = types.map((type) => entrySchema(fieldsSchema(manifest.model, type), type));
+  const variants = types.map((type) => entrySchema(fieldsSchema(manifest.model, type, referenceTargets(manifest, type, collectionOf)), type));
   const schema =
     variants.length === 0 ? entrySchema(z.record(z.string(), z.unknown())) : variants.length === 1 ? variants[0]! : z.discriminatedUnion('contentType', variants as never);
   return { schema, types: `export type Entry = ${toTypeScript(schema)};\n` };

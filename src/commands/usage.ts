@@ -2,10 +2,13 @@ export const usage = `Usage:
   comfortable-loader serve <snapshot file or folder>... [--port N] [--host H] [--quiet]
                            [--webhook <url> --webhook-secret <secret>]
   comfortable-loader sync [--config <file>] [--mode incremental|fresh|offline] [--json]
+  comfortable-loader types [--config <file>] [--out <dir>] [--zod <module>] [--force]
 
 Commands:
   serve   Serve repository snapshots as the Content Delivery Read API.
   sync    Fetch content into the local cache; only what changed since the last sync.
+  types   Write a zod schema file per content type (default into src/content/schemas) from the
+          cache, to commit and edit; existing files are kept unless --force.
 
 Exit codes: 0 done, 1 failed, 2 bad usage or config. See README.md.`;
 

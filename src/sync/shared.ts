@@ -24,6 +24,8 @@ export class SharedSync {
   #logger: SyncLogger | undefined;
   readonly #sources = new Map<string, { kind: SourceKind; name: string; options: SourceOptions & { contentType?: string } }>();
   #round: Round | undefined;
+  /** Everyone who ever acquired a round. */
+  readonly #consumers = new Set<string>();
   readonly #listeners = new Set<(result: SyncResult) => void>();
 
   /** Sets the connection and cache options (from the Astro integration or the Vite plugin). */
@@ -59,6 +61,7 @@ export class SharedSync {
 
   /** The current round's result for a consumer; starts a round when this consumer already had the current one. */
   acquire(consumer: string): Promise<SyncResult> {
+    this.#consumers.add(consumer);
     if (!this.#round || this.#round.consumed.has(consumer)) this.#round = this.#start(() => sync(this.config(), this.#logger));
     this.#round.consumed.add(consumer);
     return this.#round.promise;
@@ -69,9 +72,14 @@ export class SharedSync {
     return this.#round?.promise ?? this.acquire('current');
   }
 
-  /** Runs a sync now (a dev refresh); consumers asking next get its result. */
+  /**
+   * Runs a sync now (a dev refresh). The loaders it refreshes read it with `current()`; every
+   * consumer counts as having had it, so the next full Astro sync starts one new round that all
+   * its loaders share, instead of some reading this one and the rest starting another.
+   */
   refresh(): Promise<SyncResult> {
     this.#round = this.#start(() => sync(this.config(), this.#logger));
+    for (const consumer of this.#consumers) this.#round.consumed.add(consumer);
     return this.#round.promise;
   }
 

@@ -1,4 +1,5 @@
-import type { Plugin, ViteDevServer } from 'vite';
+import { join } from 'node:path';
+import type { Plugin } from 'vite';
 import type { SyncResult } from '../sync/engine.ts';
 import { entryOf, type Entry } from '../sync/entries.ts';
 import type { StoredRecord } from '../sync/records.ts';
@@ -9,7 +10,8 @@ import { refreshMiddleware } from './refresh.ts';
  * Build-time imports of synced content through virtual modules:
  * - `virtual:comfortable/collections/<apiId>` (and `queries/<name>`): `entries` in every locale, `getEntry(id, locale?)`, `locales`;
  * - `virtual:comfortable/collections/<apiId>/<locale>`: the entries of one locale, `getEntry(id)`;
- * - `virtual:comfortable/aliases/<apiId>`: `entries` by locale, `getEntry(locale?)`; `.../<locale>`: the entry.
+ * - `virtual:comfortable/aliases/<apiId>`: the entry in the default locale, `entries` by locale,
+ *   `getEntry(locale?)`; `.../<locale>`: the entry in that locale.
  * In dev, a refresh invalidates them and reloads the page.
  */
 
@@ -57,14 +59,13 @@ export async function virtualModule(result: SyncResult, id: string): Promise<str
   const entries = await entriesOf(result, sourceKey, parsed.locale ? [parsed.locale] : all);
   const data = JSON.stringify({ entries, locales: all, defaultLocale: result.manifest.locales.defaultLocale });
   const head = `const data = JSON.parse(${JSON.stringify(data)});\nexport const locales = data.locales;\nexport const defaultLocale = data.defaultLocale;\n`;
+  // A locale variant looks entries up in its own locale; the whole module in the default one.
+  const locale = `const locale = ${JSON.stringify(parsed.locale ?? null)} ?? data.defaultLocale;\n`;
   if (parsed.kind === 'aliases') {
-    if (parsed.locale) return `${head}export const entry = data.entries[0];\nexport default entry;\n`;
-    return `${head}export const entries = Object.fromEntries(data.entries.map((e) => [e.locale, e]));\nexport function getEntry(locale = data.defaultLocale) { return entries[locale]; }\nexport default entries;\n`;
+    // Both variants have the same exports, so one declaration types them: the default is the entry.
+    return `${head}${locale}export const entries = Object.fromEntries(data.entries.map((e) => [e.locale, e]));\nexport const entry = entries[locale];\nexport function getEntry(l = locale) { return entries[l]; }\nexport default entry;\n`;
   }
-  const lookup = parsed.locale
-    ? 'export function getEntry(id) { return entries.find((e) => e.id === id); }'
-    : 'export function getEntry(id, locale = data.defaultLocale) { return entries.find((e) => e.id === id && e.locale === locale); }';
-  return `${head}export const entries = data.entries;\n${lookup}\nexport default entries;\n`;
+  return `${head}${locale}export const entries = data.entries;\nexport function getEntry(id, l = locale) { return entries.find((e) => e.id === id && e.locale === l); }\nexport default entries;\n`;
 }
 
 /**
@@ -75,26 +76,19 @@ export async function virtualModule(result: SyncResult, id: string): Promise<str
  */
 export function comfortableVite(options?: ComfortableViteOptions): Plugin {
   const shared = sharedSync();
-  if (options) {
-    const { refreshSecret: _secret, refreshPath: _path, ...config } = options;
-    shared.configure(config);
-  }
+  const { refreshSecret, refreshPath, ...config } = options ?? ({} as ComfortableViteOptions);
   let latest: Promise<SyncResult> | undefined;
-  let server: ViteDevServer | undefined;
   const current = () => (latest ??= shared.acquire('vite'));
-  shared.onResult((result) => {
-    latest = Promise.resolve(result);
-    if (!server) return;
-    for (const environment of Object.values(server.environments)) {
-      for (const module of environment.moduleGraph.idToModuleMap.values()) {
-        if (module.id?.startsWith(`\0${virtualPrefix}`)) environment.moduleGraph.invalidateModule(module);
-      }
-    }
-    server.ws.send({ type: 'full-reload' });
-  });
 
   return {
     name: 'comfortable-loader',
+    configResolved(resolved) {
+      // Plain Vite: the cache goes inside Vite's cache folder unless configured, and the sync
+      // logs through Vite (Astro's integration configures both itself and passes no options).
+      if (!options) return;
+      const logger = { info: (message: string) => resolved.logger.info(message), warn: (message: string) => resolved.logger.warn(message) };
+      shared.configure({ ...config, cacheDir: config.cacheDir ?? join(resolved.cacheDir, 'comfortable') }, logger);
+    },
     resolveId: {
       filter: { id: /^virtual:comfortable\// },
       handler(id) {
@@ -107,13 +101,23 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
         return virtualModule(await current(), id.slice(1));
       },
     },
-    configureServer(devServer) {
-      server = devServer;
-      if (options?.refreshSecret) {
-        devServer.middlewares.use(
+    configureServer(server) {
+      // One subscription per dev server (Astro may run more than one with this plugin), ended with it.
+      const unsubscribe = shared.onResult((result) => {
+        latest = Promise.resolve(result);
+        for (const environment of Object.values(server.environments)) {
+          for (const module of environment.moduleGraph.idToModuleMap.values()) {
+            if (module.id?.startsWith(`\0${virtualPrefix}`)) environment.moduleGraph.invalidateModule(module);
+          }
+        }
+        server.ws.send({ type: 'full-reload' });
+      });
+      server.httpServer?.once('close', unsubscribe);
+      if (refreshSecret) {
+        server.middlewares.use(
           refreshMiddleware({
-            secret: options.refreshSecret,
-            ...(options.refreshPath ? { path: options.refreshPath } : {}),
+            secret: refreshSecret,
+            ...(refreshPath ? { path: refreshPath } : {}),
             run: async () => {
               const result = await shared.refresh();
               return { changeset: result.changeset };

@@ -1,0 +1,227 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as devalue from 'devalue';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeAllPools } from '../src/api/transport.ts';
+import { comfortable } from '../src/astro/index.ts';
+import type { ReadApiServer } from '../src/server/index.ts';
+import { copyFixture, run, runAstro } from './helpers/astro.ts';
+import { fixture, startTiny, tinyKey } from './helpers/server.ts';
+
+/**
+ * The Astro integration and content loaders, built for real: `astro build` of the fixture site
+ * in test/fixtures/astro-site against the local Read API on the tiny snapshot. The site's
+ * `data.json` endpoint shows what pages see (every collection, and relations resolved with
+ * `getEntry`); the loaders' log lines show what each build parsed.
+ */
+
+type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+let server: ReadApiServer;
+let requests: string[];
+let site: { dir: string; remove(): Promise<void> };
+const tiny = JSON.parse(await readFile(fixture('tiny.json'), 'utf8')) as Json;
+
+beforeAll(async () => {
+  requests = [];
+  server = await startTiny({ log: (line) => (/^[A-Z]+ \//.test(line) ? requests.push(line) : undefined) });
+  site = await copyFixture('astro-site', 'astro-test');
+});
+
+afterAll(async () => {
+  await server?.close();
+  await closeAllPools();
+  await site?.remove();
+});
+
+const env = (extra: Record<string, string> = {}) => ({
+  CMFT_BASE_URL: server.url,
+  CMFT_API_KEY: tinyKey,
+  FIXTURE_REPORT: join(site.dir, 'resolved-config.json'),
+  ...extra,
+});
+
+/** `astro build`; fails the test with the output when the build fails. */
+async function build(extra: Record<string, string> = {}): Promise<{ output: string; data: Json }> {
+  const { code, output } = await runAstro(site.dir, ['build'], env(extra));
+  expect(code, output).toBe(0);
+  return { output, data: JSON.parse(await readFile(join(site.dir, 'dist/data.json'), 'utf8')) };
+}
+
+/** The counts a loader logged: "4 documents × 3 locales: 12 updated, 0 removed, 0 unchanged". */
+function report(output: string, loader: string) {
+  const lines = [...output.matchAll(new RegExp(`\\[${loader}\\] (\\d+) documents × (\\d+) locales: (\\d+) updated, (\\d+) removed, (\\d+) unchanged`, 'g'))];
+  expect(lines, `one report of ${loader} in:\n${output}`).toHaveLength(1);
+  const [documents, locales, updated, removed, unchanged] = lines[0]!.slice(1).map(Number);
+  return { documents, locales, updated, removed, unchanged };
+}
+
+const byId = (entries: Json[]) => Object.fromEntries(entries.map((e) => [e.id, e]));
+const ids = (entries: Json[]) => entries.map((e) => e.id).sort();
+
+describe('integration options are checked when the config loads', () => {
+  it('a bad option fails the build, naming the option and what is allowed, before any request', async () => {
+    const { code, output } = await runAstro(site.dir, ['build'], env({ FIXTURE_OPTIONS: JSON.stringify({ mode: 'sometimes' }) }));
+    expect(code).not.toBe(0);
+    expect(output).toContain('Invalid option comfortable.mode: expected one of "incremental", "fresh", "offline"');
+    expect(output).not.toContain(tinyKey);
+    expect(requests).toEqual([]);
+  });
+
+  it('names nested and integration-only options too', () => {
+    const base = { baseUrl: 'http://127.0.0.1:9/v1', repository: 'tiny', apiKey: tinyKey };
+    expect(() => comfortable({ ...base, refreshSecret: 'short' })).toThrow('Invalid option comfortable.refreshSecret: expected a secret of at least 16 characters');
+    expect(() => comfortable({ ...base, collections: { news: { includes: 9 } } })).toThrow(/^Invalid option comfortable\.collections\.news\.includes: /);
+    expect(() => comfortable({ ...base, contentTypes: { news: '' } })).toThrow(/^Invalid option comfortable\.contentTypes\.news: /);
+    expect(() => comfortable({ ...base, colections: {} } as never)).toThrow('unknown option "colections"');
+    expect(() => comfortable({ ...base, baseUrl: 'ftp://example.com' })).toThrow('Invalid option comfortable.baseUrl: expected an http(s) URL');
+  });
+});
+
+describe('a build', () => {
+  let output: string;
+  let data: Json;
+  let news: Record<string, Json>;
+
+  beforeAll(async () => {
+    requests.length = 0;
+    ({ output, data } = await build());
+    news = byId(data.news);
+  }, 120_000);
+
+  it('runs one sync that every loader of the Astro sync shares', () => {
+    expect(output.match(/Synced tiny: /g)).toHaveLength(1);
+    expect(requests.filter((line) => line.startsWith('GET /v1/tiny '))).toHaveLength(1);
+    expect(report(output, 'comfortable:collection:news')).toMatchObject({ documents: 4, locales: 3, updated: 12 });
+    expect(report(output, 'comfortable:query:type:author')).toMatchObject({ documents: 2, locales: 3, updated: 6 });
+    expect(report(output, 'comfortable:alias:home')).toMatchObject({ documents: 1, locales: 3, updated: 3 });
+  });
+
+  it('has an entry per document and locale, with the id <locale>/<document id>', () => {
+    expect(ids(data.news)).toEqual(['de_CH/100', 'de_CH/101', 'de_CH/102', 'de_CH/103', 'de_DE/100', 'de_DE/101', 'de_DE/102', 'de_DE/103', 'en_US/100', 'en_US/101', 'en_US/102', 'en_US/103']);
+    expect(news['de_DE/101'].data).toMatchObject({ id: '101', locale: 'de_DE', contentType: 'news' });
+  });
+
+  it('applies the locale fallback and marks which values are not the locale’s own', () => {
+    expect(news['de_DE/100'].data.fields.title).toBe('Apfelernte');
+    expect(news['de_DE/100'].data.fallbacks.title).toBeUndefined(); // its own value
+    expect(news['de_CH/100'].data.fields.title).toBe('Apfelernte');
+    expect(news['de_CH/100'].data.fallbacks).toMatchObject({ title: 'de_DE', text: 'en_US' });
+    expect(news['de_CH/101'].data.fields.title).toBe('Bananenschiffe');
+    expect(news['de_CH/101'].data.fallbacks.title).toBeUndefined();
+  });
+
+  it('turns relations into references to the collection of the target content type, which getEntry resolves', () => {
+    const apples = news['en_US/100'].data.fields;
+    // authors use their own entryId (a slug of the name), and references to them follow it
+    expect(apples.author).toEqual({ collection: 'authors', id: 'en_US/ada' });
+    expect(apples.relatedNews[0]).toEqual({ collection: 'news', id: 'en_US/101' });
+    expect(byId(data.authors)['de_DE/ada'].data.fields.favourite).toEqual({ collection: 'news', id: 'de_DE/100' });
+    expect(data.authorNames).toMatchObject({ 'en_US/100': 'Ada', 'de_CH/101': 'Bob', 'de_DE/102': 'Ada' });
+  });
+
+  it('reports a reference to nothing once per loader and keeps building', () => {
+    expect(news['en_US/100'].data.fields.relatedNews[1]).toEqual({ id: '999', contentType: 'news' });
+    const warning = '[comfortable:collection:news] Reference from document 100, field relatedNews: 999 is not in the synced content';
+    expect(output.split(warning)).toHaveLength(2);
+  });
+
+  it('turns assets into image objects and allows the asset host in image.remotePatterns', async () => {
+    expect(news['de_DE/100'].data.fields.images).toEqual([
+      { id: '300', src: `${server.origin}/files/tiny/images/apples.svg`, width: 100, height: 80, alt: 'A basket', mimeType: 'image/svg+xml', fileName: 'apples.svg' },
+    ]);
+    const resolved = JSON.parse(await readFile(join(site.dir, 'resolved-config.json'), 'utf8'));
+    expect(resolved.image.remotePatterns).toContainEqual({ protocol: 'http', hostname: '127.0.0.1', port: String(server.port) });
+  });
+
+  it('creates a schema and an Entry type for each collection (createSchema)', async () => {
+    const types = await readFile(join(site.dir, '.astro/loaders/news.ts'), 'utf8');
+    expect(types).toContain('export type Entry = {');
+    expect(types).toContain('"contentType": "news";');
+    for (const field of ['title', 'text', 'rating', 'author', 'relatedNews', 'images', 'place']) expect(types).toContain(`"${field}"?:`);
+    expect(types).toContain('"dependencyDigest": string;');
+    expect(types).toMatch(/"author"\?: \(\{\s*"collection": "authors";\s*"id": string;\s*\}\) \| \(\{\s*"id": string;\s*"contentType": string;\s*\}\) \| null;/);
+    expect(await readFile(join(site.dir, '.astro/loaders/authors.ts'), 'utf8')).toMatch(/"favourite"\?:[\s\S]*"avatar"\?:|"avatar"\?:[\s\S]*"favourite"\?:/);
+    expect(await readFile(join(site.dir, '.astro/content.d.ts'), 'utf8')).toContain('import("./loaders/news.js").Entry');
+    // the schema ran: the entry's content type is the literal it allows
+    expect(new Set(data.news.map((e: Json) => e.data.contentType))).toEqual(new Set(['news']));
+  });
+
+  it('gives pages types in which getEntry(reference) is an entry of the target collection (tsc)', async () => {
+    // src/pages/data.json.ts reads `(await getEntry(entry.data.fields.author))?.data.fields.name`
+    const tsc = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
+    const { code, output } = await run(process.execPath, [tsc, '--noEmit', '-p', join(site.dir, 'tsconfig.json')]);
+    expect(output).toBe('');
+    expect(code).toBe(0);
+  }, 60_000);
+
+  it('lets a user schema replace the created one', async () => {
+    const home = byId(data.home);
+    expect(ids(data.home)).toEqual(['de_CH/100', 'de_DE/100', 'en_US/100']);
+    expect(home['en_US/100'].data.fields).toEqual({ title: 'APPLE HARVEST' }); // transformed, other fields stripped
+    expect(home['de_DE/100'].data.fields).toEqual({ title: 'APFELERNTE' });
+    const content = await readFile(join(site.dir, '.astro/content.d.ts'), 'utf8');
+    expect(content).toContain('InferEntrySchema<"home">');
+    expect(content).not.toContain('loaders/home.js');
+  });
+});
+
+describe('the next builds', () => {
+  let first: Json;
+
+  beforeAll(async () => {
+    first = JSON.parse(await readFile(join(site.dir, 'dist/data.json'), 'utf8'));
+  });
+
+  it('parse nothing when nothing changed', async () => {
+    const { output, data } = await build();
+    expect(output).toMatch(/Synced tiny: 8 records \(0 added, 0 updated, 0 removed\)/);
+    expect(report(output, 'comfortable:collection:news')).toEqual({ documents: 4, locales: 3, updated: 0, removed: 0, unchanged: 12 });
+    expect(report(output, 'comfortable:query:type:author')).toMatchObject({ updated: 0, removed: 0, unchanged: 6 });
+    expect(report(output, 'comfortable:alias:home')).toMatchObject({ updated: 0, removed: 0, unchanged: 3 });
+    expect(data).toEqual(first);
+  }, 120_000);
+
+  it('drop deleted documents, and a changed author changes the dependencyDigest of the news that include it, not their digest', async () => {
+    const edited = structuredClone(tiny);
+    edited.documents = edited.documents.filter((d: Json) => d.meta.id !== '103');
+    const ada = edited.documents.find((d: Json) => d.meta.id === '200');
+    ada.fields.name = 'Ada Lovelace';
+    ada.meta.updatedAt = '2025-01-01T00:00:00.000Z';
+    await server.replaceSnapshot(edited);
+
+    const { output, data } = await build();
+    const before = byId(first.news);
+    const after = byId(data.news);
+    expect(ids(data.news)).toEqual(ids(first.news).filter((id) => !id.endsWith('/103')));
+    expect(report(output, 'comfortable:collection:news')).toMatchObject({ documents: 3, removed: 3 });
+
+    // news 100 shows Ada: same document, new dependency
+    expect(after['en_US/100'].data.digest).toBe(before['en_US/100'].data.digest);
+    expect(after['en_US/100'].data.dependencyDigest).not.toBe(before['en_US/100'].data.dependencyDigest);
+    expect(after['en_US/101'].data.dependencyDigest).toBe(before['en_US/101'].data.dependencyDigest); // Bob's news
+    expect(after['en_US/100'].data.fields.author).toEqual({ collection: 'authors', id: 'en_US/ada-lovelace' });
+    expect(data.authorNames['en_US/100']).toBe('Ada Lovelace');
+    expect(ids(data.authors)).toEqual(['de_CH/ada-lovelace', 'de_CH/bob', 'de_DE/ada-lovelace', 'de_DE/bob', 'en_US/ada-lovelace', 'en_US/bob']);
+  }, 120_000);
+
+  it('start clean when a loader option changes', async () => {
+    const { output, data } = await build({ FIXTURE_LOCALES: 'en_US,de_DE' });
+    expect(report(output, 'comfortable:collection:news')).toEqual({ documents: 3, locales: 2, updated: 6, removed: 0, unchanged: 0 });
+    expect(report(output, 'comfortable:query:type:author')).toMatchObject({ updated: 0 });
+    expect(ids(data.news)).toEqual(['de_DE/100', 'de_DE/101', 'de_DE/102', 'en_US/100', 'en_US/101', 'en_US/102']);
+  }, 120_000);
+
+  it('start clean when the store was written by another version of the package', async () => {
+    // What an upgrade leaves behind: the authors' fingerprint in the data store is not this version's.
+    const storeFile = join(site.dir, 'node_modules/.astro/data-store.json');
+    const store = devalue.parse(await readFile(storeFile, 'utf8')) as Map<string, Map<string, unknown>>;
+    store.get('meta:authors')!.set('fingerprint', 'written-by-comfortable-loader-0.0.1');
+    await writeFile(storeFile, devalue.stringify(store));
+
+    const { output } = await build({ FIXTURE_LOCALES: 'en_US,de_DE' });
+    expect(report(output, 'comfortable:query:type:author')).toEqual({ documents: 2, locales: 3, updated: 6, removed: 0, unchanged: 0 });
+    expect(report(output, 'comfortable:collection:news')).toMatchObject({ updated: 0, unchanged: 6 });
+  }, 120_000);
+});

@@ -1,0 +1,74 @@
+import { spawn } from 'node:child_process';
+import { cp, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Fixture projects run as users run them: each test file works on its own copy (Astro keeps
+ * `.astro/`, `node_modules/.astro` and `dist/` in the project), and the CLIs run as child
+ * processes, so every build starts with fresh process state, like `astro build` in CI.
+ */
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const astroCli = join(repoRoot, 'node_modules/astro/bin/astro.mjs');
+
+/** Copies `test/fixtures/<fixture>` to `test/.tmp/<name>`, at the same depth, so its relative imports of `src/` resolve. */
+export async function copyFixture(fixture: string, name: string): Promise<{ dir: string; remove(): Promise<void> }> {
+  const dir = join(repoRoot, 'test/.tmp', `${name}-${process.pid}`);
+  await rm(dir, { recursive: true, force: true });
+  await cp(join(repoRoot, 'test/fixtures', fixture), dir, { recursive: true });
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** The environment of a user's shell: without vitest's own variables (Astro's dev server serves no pages under VITEST) and CI. */
+function childEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const rest = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(VITEST.*|TEST|NODE_ENV|CI)$/.test(key)));
+  return { ...rest, ASTRO_TELEMETRY_DISABLED: '1', ASTRO_DISABLE_UPDATE_CHECK: 'true', NO_COLOR: '1', ...env };
+}
+
+/** Runs `astro <args>` in a project; the output is stdout and stderr as they came. */
+export function runAstro(root: string, args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number | null; output: string }> {
+  return run(process.execPath, [astroCli, ...args], { cwd: root, env });
+}
+
+/** Runs a command; the output is stdout and stderr as they came. */
+export function run(command: string, args: string[], options: { cwd?: string; env?: Record<string, string | undefined> } = {}): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd, env: childEnv(options.env ?? {}) });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+export interface AstroDev {
+  /** Such as `http://127.0.0.1:4321` */
+  url: string;
+  /** Everything the dev server printed so far. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** Starts `astro dev` on a port and resolves when it serves. */
+export function startAstroDev(root: string, port: number, env: Record<string, string | undefined> = {}): Promise<AstroDev> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [astroCli, 'dev', '--port', String(port), '--host', '127.0.0.1'], { cwd: root, env: childEnv(env) });
+    let output = '';
+    const exited = new Promise<void>((done) => child.on('close', () => done()));
+    const stop = async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    };
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const local = /Local\s+(http:\/\/\S+?)\/?\s/.exec(output);
+      if (local) resolve({ url: local[1]!, output: () => output, stop });
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('error', reject);
+    void exited.then(() => reject(new Error(`astro dev exited before serving:\n${output}`)));
+  });
+}
