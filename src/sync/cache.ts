@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -27,6 +27,8 @@ const recordEntrySchema = z.object({
   d: z.string(),
   /** references by field */
   f: z.record(z.string(), z.array(z.string())),
+  /** Partial: only the fields a masked source asked for; fetched in full when a source without a mask needs it. */
+  p: z.literal(true).optional(),
 });
 export type RecordEntry = z.infer<typeof recordEntrySchema>;
 
@@ -79,6 +81,8 @@ export class CacheError extends Error {
 
 const manifestFile = 'manifest.json';
 const lockFile = 'sync.lock';
+/** How long a lock file without a readable holder counts as being written rather than left behind. */
+const unreadableLockMs = 10_000;
 
 /** Reads the manifest; `undefined` when there is none, a CacheError when it is corrupt. */
 export async function readManifest(dir: string): Promise<Manifest | undefined> {
@@ -97,9 +101,56 @@ export async function readManifest(dir: string): Promise<Manifest | undefined> {
   }
   const format = (json as { format?: unknown } | null)?.format;
   if (format !== cacheFormat) throw new CacheError(`the cache in ${dir} has format ${JSON.stringify(format)}, this version reads format ${cacheFormat}`);
-  const result = manifestSchema.safeParse(json);
+  const result = parseManifest(json as Record<string, unknown>);
   if (!result.success) throw new CacheError(`the cache manifest ${join(dir, manifestFile)} is damaged at ${result.error.issues[0]!.path.join('.')}`);
+  await checkSegments(dir, result.data as Manifest);
   return result.data as Manifest;
+}
+
+/**
+ * `manifestSchema.safeParse`, with the record entries (the bulk of a big manifest) checked by
+ * hand: when each is exactly what the schema accepts (no key it would strip), they are taken as
+ * they are and zod checks the rest; otherwise zod checks everything and names the problem.
+ */
+function parseManifest(json: Record<string, unknown>) {
+  const { records } = json;
+  if (!isPlainObject(records) || !Object.values(records).every(isRecordEntry)) return manifestSchema.safeParse(json);
+  const result = manifestSchema.safeParse({ ...json, records: {} });
+  if (result.success) result.data.records = records as Record<string, RecordEntry>;
+  return result;
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const recordEntryKeys = new Set(['s', 'o', 'l', 'u', 'r', 't', 'd', 'f', 'p']);
+
+/** What `recordEntrySchema` accepts and returns unchanged. */
+function isRecordEntry(entry: unknown): boolean {
+  if (!isPlainObject(entry)) return false;
+  const { s, o, l, u, r, t, d, f, p } = entry;
+  if (typeof s !== 'string' || typeof u !== 'string' || typeof t !== 'string' || typeof d !== 'string') return false;
+  if (!Number.isSafeInteger(o) || (o as number) < 0 || !Number.isSafeInteger(l) || (l as number) <= 0) return false;
+  if (typeof r !== 'number' || !Number.isFinite(r) || (p !== undefined && p !== true) || ('p' in entry && p === undefined)) return false;
+  if (!isPlainObject(f)) return false;
+  for (const key in f) {
+    const ids = f[key];
+    if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string')) return false;
+  }
+  for (const key in entry) if (!recordEntryKeys.has(key)) return false;
+  return true;
+}
+
+/** A manifest is only as good as its segments: each must exist and be as long as its records need. */
+async function checkSegments(dir: string, manifest: Manifest): Promise<void> {
+  const needed = new Map<string, number>();
+  for (const entry of Object.values(manifest.records)) needed.set(entry.s, Math.max(needed.get(entry.s) ?? 0, entry.o + entry.l));
+  for (const [name, length] of needed) {
+    const size = await stat(join(dir, name)).then(
+      (info) => info.size,
+      () => undefined,
+    );
+    if (size === undefined) throw new CacheError(`the cache segment ${name} in ${dir} is missing`);
+    if (size < length) throw new CacheError(`the cache segment ${name} in ${dir} is truncated (${size} of at least ${length} bytes)`);
+  }
 }
 
 /** Reads records of a manifest, segment by segment; a damaged segment is a CacheError. */
@@ -156,15 +207,23 @@ export class RecordReader {
   }
 }
 
-/** Appends records to a new segment; nothing is visible until the manifest names it. */
+/**
+ * Appends records to a new segment; nothing is visible until the manifest names it. Appends
+ * may come from several sources at once: a record's place is fixed when it is appended, lines
+ * are written in batches at their own offsets, and a record written in this run can be read
+ * back before the segment is finished.
+ */
 export class SegmentWriter {
   readonly name: string;
   readonly #path: string;
-  #handle: FileHandle | undefined;
+  #handle: Promise<FileHandle> | undefined;
   #offset = 0;
   #chunks: Buffer[] = [];
   #pending = 0;
   #written = 0;
+  /** Lines not known to be on disk yet, by offset. */
+  readonly #unwritten = new Map<number, Buffer>();
+  readonly #writes = new Set<Promise<void>>();
 
   constructor(dir: string) {
     this.name = `records-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}.jsonl`;
@@ -175,41 +234,75 @@ export class SegmentWriter {
     return this.#written;
   }
 
-  /** Queues a record; returns where it will be. */
-  async append(record: StoredRecord): Promise<{ s: string; o: number; l: number }> {
+  /** Queues a record and returns where it will be; call `flushIfFull` after. */
+  append(record: StoredRecord): { s: string; o: number; l: number } {
     const line = Buffer.from(`${JSON.stringify(record)}\n`);
     const at = { s: this.name, o: this.#offset, l: line.length - 1 };
     this.#offset += line.length;
     this.#chunks.push(line);
+    this.#unwritten.set(at.o, line);
     this.#pending += line.length;
     this.#written++;
-    if (this.#pending > 1 << 20) await this.#flush();
     return at;
   }
 
-  async #flush(): Promise<void> {
-    if (this.#chunks.length === 0) return;
-    this.#handle ??= await open(`${this.#path}.tmp`, 'w');
+  /** Writes the queued records once they add up to a megabyte, to bound memory. */
+  async flushIfFull(): Promise<void> {
+    if (this.#pending > 1 << 20) await this.#flush();
+  }
+
+  /** Reads back a record appended in this run. */
+  async read(at: { o: number; l: number }): Promise<StoredRecord> {
+    let line = this.#unwritten.get(at.o);
+    if (!line) {
+      line = Buffer.alloc(at.l);
+      await (await this.#handle!).read(line, 0, at.l, at.o);
+    }
+    return JSON.parse(line.toString('utf8', 0, at.l)) as StoredRecord;
+  }
+
+  #flush(): Promise<void> {
+    if (this.#chunks.length === 0) return Promise.resolve();
     const data = Buffer.concat(this.#chunks);
+    const start = this.#offset - data.length;
     this.#chunks = [];
     this.#pending = 0;
-    await this.#handle.write(data);
+    this.#handle ??= open(`${this.#path}.tmp`, 'w');
+    const write = this.#handle
+      .then((handle) => handle.write(data, 0, data.length, start))
+      .then(() => {
+        for (let o = start; o < start + data.length; ) {
+          const length = this.#unwritten.get(o)!.length;
+          this.#unwritten.delete(o);
+          o += length;
+        }
+      });
+    this.#writes.add(write);
+    void write.then(
+      () => this.#writes.delete(write),
+      () => this.#writes.delete(write),
+    );
+    return write;
   }
 
   /** Writes what is queued and moves the segment into place; returns false when it holds nothing. */
   async finish(): Promise<boolean> {
     await this.#flush();
+    await Promise.all(this.#writes);
     if (!this.#handle) return false;
-    await this.#handle.sync();
-    await this.#handle.close();
+    const handle = await this.#handle;
     this.#handle = undefined;
+    await handle.sync();
+    await handle.close();
     await rename(`${this.#path}.tmp`, this.#path);
     return true;
   }
 
   async abort(): Promise<void> {
-    await this.#handle?.close();
+    await Promise.allSettled(this.#writes);
+    const handle = await this.#handle?.catch(() => undefined);
     this.#handle = undefined;
+    await handle?.close().catch(() => {});
     await rm(`${this.#path}.tmp`, { force: true });
   }
 }
@@ -261,17 +354,29 @@ export async function acquireLock(dir: string, waitMs = 60_000, warn: (message: 
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    const holder = await readFile(path, 'utf8').then(
-      (text) => JSON.parse(text) as { pid?: number; host?: string },
-      () => undefined,
-    );
-    const alive = holder?.pid !== undefined && holder.host === hostname() && isAlive(holder.pid);
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // released meanwhile
+      throw error;
+    }
+    let holder: { pid?: number; host?: string } | undefined;
+    try {
+      holder = JSON.parse(text) as { pid?: number; host?: string };
+    } catch {
+      holder = undefined;
+    }
+    // A lock without a readable holder is being written by a sync that just took it, unless it is old.
+    const age = holder ? 0 : await stat(path).then((info) => Date.now() - info.mtimeMs, () => undefined);
+    if (age === undefined) continue;
+    const alive = holder ? holder.pid !== undefined && holder.host === hostname() && isAlive(holder.pid) : age < unreadableLockMs;
     if (!alive) {
       warn(`Taking over a stale cache lock in ${dir}${holder?.pid ? ` (process ${holder.pid} is gone)` : ''}`);
       await rm(path, { force: true });
       continue;
     }
-    if (Date.now() - started > waitMs) throw new CacheError(`Another sync (process ${holder!.pid}) holds the cache lock ${path}; waited ${Math.round(waitMs / 1000)} s`);
+    if (Date.now() - started > waitMs) throw new CacheError(`Another sync (process ${holder?.pid ?? 'unknown'}) holds the cache lock ${path}; waited ${Math.round(waitMs / 1000)} s`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

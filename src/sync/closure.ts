@@ -36,11 +36,21 @@ export function includeClosure(
     ids.add(id);
     return node;
   };
+  // A record's assets are worked out the first time it is reached; after that the assets found
+  // are already in `ids`, and only its missing ones are reported again, as each reach did.
+  const assetsDone = new Map<string, Closure['missing']>();
   const addAssets = (id: string, node: Node) => {
     if (!embedAssets) return;
+    const done = assetsDone.get(id);
+    if (done) {
+      for (const ref of done) missing.push({ ...ref });
+      return;
+    }
+    const first = missing.length;
     for (const [field, targets] of Object.entries(node.refs)) {
       for (const target of targets) if (isAsset(target, field, node)) visit(id, field, target);
     }
+    assetsDone.set(id, missing.slice(first).map((ref) => ({ ...ref })));
   };
   const follows = (field: string, target: string, node: Node) => !(embedAssets && isAsset(target, field, node));
 
@@ -100,4 +110,134 @@ export function includeClosure(
     }
   }
   return { ids, missing };
+}
+
+/**
+ * The closure of each member alone: `closureOf(id)` holds the ids of `includeClosure([id], …).ids`
+ * (each once, in no particular order). Records are linked to the existing records they embed and
+ * include the first time they are reached, and walks mark the linked records instead of hashing
+ * ids, so all members of a source cost about one closure rather than one each. Valid while
+ * `nodeOf` and `isAsset` answer the same.
+ */
+export function memberClosures(
+  includes: number | IncludeMap | undefined,
+  embedAssets: boolean,
+  nodeOf: (id: string) => Node | undefined,
+  isAsset: (id: string, field: string, from: Node) => boolean,
+): (member: string) => string[] {
+  if (includes !== undefined && typeof includes !== 'number') return (member) => [...includeClosure([member], includes, embedAssets, nodeOf, isAsset).ids];
+  const levels = includes ?? 0;
+  interface Linked {
+    id: string;
+    node: Node;
+    /** Existing records it embeds as assets, and existing records it includes (in reference order). */
+    assets?: Linked[];
+    follows?: Linked[];
+    /** The walk that last put it in the closure, and the one that last expanded it. */
+    added: number;
+    expanded: number;
+  }
+  const linked = new Map<string, Linked | null>();
+  const find = (id: string): Linked | undefined => {
+    let entry = linked.get(id);
+    if (entry === undefined) {
+      const node = nodeOf(id);
+      entry = node ? { id, node, added: 0, expanded: 0 } : null;
+      linked.set(id, entry);
+    }
+    return entry ?? undefined;
+  };
+  const link = (record: Linked) => {
+    const assets: Linked[] = [];
+    const follows: Linked[] = [];
+    for (const [field, targets] of Object.entries(record.node.refs)) {
+      for (const target of targets) {
+        const asset = embedAssets && isAsset(target, field, record.node);
+        const found = find(target);
+        if (found) (asset ? assets : follows).push(found);
+      }
+    }
+    record.assets = assets;
+    record.follows = follows;
+  };
+  let walk = 0;
+  return (member) => {
+    const start = find(member);
+    if (!start) return [];
+    walk++;
+    const ids: string[] = [];
+    const add = (record: Linked) => {
+      if (record.added !== walk) {
+        record.added = walk;
+        ids.push(record.id);
+      }
+      if (!record.assets) link(record);
+      for (const asset of record.assets!) {
+        if (asset.added !== walk) {
+          asset.added = walk;
+          ids.push(asset.id);
+        }
+      }
+    };
+    add(start);
+    start.expanded = walk;
+    let frontier = [start];
+    for (let level = 1; level <= levels && frontier.length > 0; level++) {
+      const next: Linked[] = [];
+      for (const record of frontier) {
+        if (!record.follows) link(record);
+        for (const target of record.follows!) {
+          add(target);
+          if (target.expanded !== walk) {
+            target.expanded = walk;
+            next.push(target);
+          }
+        }
+      }
+      frontier = next;
+    }
+    return ids;
+  };
+}
+
+/**
+ * The records whose closure may have changed when the records `changed` did (were added,
+ * changed or dropped): `changed` themselves and every record with a chain of at most
+ * `levels + 1` references to one of them. A closure walk with `levels` include levels looks
+ * at nothing further (the references of what it includes, the assets of what it reaches), so
+ * the closure of any other record is made of the same records as before. `eachNode` calls back
+ * with every record and its references (those of records not in `changed` are the same before
+ * and after); it is called once, and only when something changed.
+ */
+export function reachersOf(
+  changed: ReadonlySet<string>,
+  levels: number,
+  eachNode: (visit: (id: string, refs: Record<string, string[]>) => void) => void,
+): Set<string> {
+  const reached = new Set(changed);
+  if (changed.size === 0) return reached;
+  const ids: string[] = [];
+  const refsOf: Record<string, string[]>[] = [];
+  eachNode((id, refs) => {
+    ids.push(id);
+    refsOf.push(refs);
+  });
+  let frontier: ReadonlySet<string> = changed;
+  for (let step = 0; step <= levels && frontier.size > 0; step++) {
+    const next = new Set<string>();
+    scan: for (let i = 0; i < ids.length; i++) {
+      const refs = refsOf[i]!;
+      for (const field in refs) {
+        for (const target of refs[field]!) {
+          if (frontier.has(target)) {
+            if (!reached.has(ids[i]!)) next.add(ids[i]!);
+            continue scan;
+          }
+        }
+      }
+    }
+    for (const id of next) reached.add(id);
+    frontier = next;
+  }
+  return reached;
 }

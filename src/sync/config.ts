@@ -94,13 +94,15 @@ export function configProblem(error: z.ZodError, prefix = ''): ConfigError {
   let message = issue.message;
   if (issue.code === 'invalid_value') message = `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
   if (issue.code === 'unrecognized_keys') message = `unknown option ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
-  const input = 'input' in issue && issue.input !== undefined && issue.code !== 'unrecognized_keys' ? ` (got ${JSON.stringify(issue.input)?.slice(0, 60)})` : '';
+  // The value is shown to help, except a key's, which must never be printed.
+  const shown = 'input' in issue && issue.input !== undefined && issue.code !== 'unrecognized_keys' && !issue.path.includes('apiKey');
+  const input = shown ? ` (got ${JSON.stringify(issue.input)?.slice(0, 60)})` : '';
   return new ConfigError(option || '(config)', `Invalid option ${option || '(config)'}: ${message}${input}`);
 }
 
 /** Validates a sync config; throws a ConfigError naming the option. */
 export function parseSyncConfig(input: unknown, prefix = ''): SyncConfig {
-  const result = syncConfigSchema.safeParse(input);
+  const result = syncConfigSchema.safeParse(input, { reportInput: true });
   if (!result.success) throw configProblem(result.error, prefix);
   const config = result.data;
   const sources = Object.keys(config.collections).length + (Array.isArray(config.aliases) ? config.aliases.length : Object.keys(config.aliases).length) + Object.keys(config.queries).length;

@@ -18,10 +18,10 @@ import {
   type SourceState,
 } from './cache.ts';
 import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } from './changeset.ts';
-import { includeClosure, type Node } from './closure.ts';
+import { type Closure, includeClosure, memberClosures, type Node, reachersOf } from './closure.ts';
 import { hash, parseSyncConfig, requestOptions, type Source, sourcesOf, type SyncConfig, type SyncConfigInput } from './config.ts';
 import type { Locales } from './locales.ts';
-import { digestOf, mergePartial, type Model, normalizeRecord, referencesOf } from './records.ts';
+import { digestOf, isLocaleMap, mergePartial, type Model, normalizeRecord, referencesOf, type StoredRecord } from './records.ts';
 
 /**
  * The sync: fetch what the sources need with every locale, normalise it into records, and
@@ -104,9 +104,10 @@ export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogg
       logger.info(`Offline: using the cache of ${previous.lastSync} (${Object.keys(previous.records).length} records)`);
       return cachedResult(dir, previous, [], warnings);
     }
-    const run = new SyncRun(config, dir, config.mode === 'fresh' ? undefined : previous, fingerprint, logger, warn);
+    // Fresh ignores what is cached, but its changeset still compares with the last committed content.
+    const run = new SyncRun(config, dir, config.mode === 'fresh' ? undefined : previous, previous, fingerprint, logger, warn);
     try {
-      const result = await run.execute();
+      const result = { ...(await run.execute()), warnings };
       if (config.onSync && !result.changeset.empty) await config.onSync(result.changeset);
       return result;
     } catch (error) {
@@ -164,6 +165,8 @@ class SyncRun {
   readonly #config: SyncConfig;
   readonly #dir: string;
   readonly #previous: Manifest | undefined;
+  /** The committed cache the changeset compares with. */
+  readonly #baseline: Manifest | undefined;
   readonly #fingerprint: string;
   readonly #logger: SyncLogger;
   readonly #warn: (message: string) => void;
@@ -174,16 +177,22 @@ class SyncRun {
   readonly #entries: Record<string, RecordEntry>;
   readonly #model: Model;
   readonly #fresh = new Set<string>();
+  /** Records known to be current in this run without being fetched: listed or re-checked with their stamps. */
+  readonly #checked = new Set<string>();
+  /** Bumped whenever records or the model change, so a closure computed before stays valid until then. */
+  #version = 0;
+  readonly #closures = new Map<string, { version: number; members: readonly string[]; closure: Closure }>();
   readonly #localeCounts = new Map<string, number>();
   #locales: Locales | undefined;
   #localeKeys: { has(key: string): boolean } = { has: (key) => localeLike.test(key) };
   readonly #stats = { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 };
   readonly #started = Date.now();
 
-  constructor(config: SyncConfig, dir: string, previous: Manifest | undefined, fingerprint: string, logger: SyncLogger, warn: (m: string) => void) {
+  constructor(config: SyncConfig, dir: string, previous: Manifest | undefined, baseline: Manifest | undefined, fingerprint: string, logger: SyncLogger, warn: (m: string) => void) {
     this.#config = config;
     this.#dir = dir;
     this.#previous = previous;
+    this.#baseline = baseline;
     this.#fingerprint = fingerprint;
     this.#logger = logger;
     this.#warn = warn;
@@ -231,12 +240,15 @@ class SyncRun {
       }),
     );
 
-    if (this.#previous) await this.#refreshIncluded(sources, states);
+    for (const { members } of states.values()) for (const id of members) this.#checked.add(id);
     const dangling = await this.#completeClosures(sources, states);
 
     if (!this.#locales) {
-      const keys = [...this.#localeCounts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([key]) => key);
-      this.#locales = { defaultLocale: keys[0] ?? 'en_US', locales: keys.map((key) => ({ key })), source: 'data' };
+      // A sync that downloads little sees few locales: start from those guessed before.
+      const before = this.#previous?.locales.source === 'data' ? this.#previous.locales : undefined;
+      const seen = [...this.#localeCounts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([key]) => key);
+      const keys = [...new Set([...(before?.locales.map((l) => l.key) ?? []), ...seen])];
+      this.#locales = { defaultLocale: before?.defaultLocale ?? keys[0] ?? 'en_US', locales: keys.map((key) => ({ key })), source: 'data' };
       this.#warn(`The server did not list the repository's locales; using the locale keys seen in the data (${keys.join(', ') || 'none'}), default ${this.#locales.defaultLocale}, without fallbacks`);
     }
     return this.#commit(sources, states, dangling, syncedAt);
@@ -244,34 +256,52 @@ class SyncRun {
 
   /** Normalises an answered record (and records embedded in it) into the pending cache. */
   async #accept(answer: ApiRecord, masked: boolean): Promise<void> {
+    this.#version++;
     const embedded: ApiRecord[] = [];
     if (!this.#locales) this.#countLocales(answer);
     let record = normalizeRecord(answer, this.#localeKeys, this.#model, (r) => embedded.push(r));
-    if (masked) record = mergePartial(await this.#stored(record.id), record);
+    let partial = false;
+    if (masked) ({ record, partial } = await this.#mergeMasked(record));
+    // From here to the entry's update nothing awaits, so concurrent sources cannot interleave.
     const digest = digestOf(record);
     const existing = this.#entries[record.id];
     this.#fresh.add(record.id);
-    if (!existing || existing.d !== digest) {
-      const at = await this.#writer.append(record);
+    if (!existing || existing.d !== digest || existing.p !== (partial || undefined)) {
+      const at = this.#writer.append(record);
       this.#stats.written++;
-      this.#entries[record.id] = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referencesOf(record) };
+      this.#entries[record.id] = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referencesOf(record), ...(partial ? { p: true as const } : {}) };
+      this.#version++;
+      await this.#writer.flushIfFull();
     }
     for (const child of embedded) await this.#accept(child, false);
   }
 
-  #countLocales(answer: ApiRecord): void {
-    for (const value of Object.values(answer.fields)) {
-      if (value && typeof value === 'object' && !Array.isArray(value)) {
-        const keys = Object.keys(value);
-        if (keys.length > 0 && keys.every((k) => localeLike.test(k))) for (const k of keys) this.#localeCounts.set(k, (this.#localeCounts.get(k) ?? 0) + 1);
-      }
+  /**
+   * A masked answer holds some fields only: the others are kept from the stored version when it
+   * is of the same revision (an older one would mix old values in). Unless that version is
+   * complete, the result is partial, and is fetched in full when a source without a mask needs it.
+   */
+  async #mergeMasked(answer: StoredRecord): Promise<{ record: StoredRecord; partial: boolean }> {
+    for (;;) {
+      const entry = this.#entries[answer.id];
+      const stored = await this.#stored(answer.id);
+      if (this.#entries[answer.id] !== entry) continue; // replaced meanwhile: merge onto the newer version
+      const base = stored && stored.updatedAt === answer.updatedAt && stored.revision === answer.revision ? stored : undefined;
+      return { record: mergePartial(base, answer), partial: !base || entry?.p === true };
     }
   }
 
-  async #stored(id: string) {
+  #countLocales(answer: ApiRecord): void {
+    for (const value of Object.values(answer.fields)) {
+      if (isLocaleMap(value, this.#localeKeys)) for (const k of Object.keys(value)) this.#localeCounts.set(k, (this.#localeCounts.get(k) ?? 0) + 1);
+    }
+  }
+
+  async #stored(id: string): Promise<StoredRecord | undefined> {
     const entry = this.#entries[id];
-    if (!entry || !this.#reader || entry.s === this.#writer.name) return undefined;
-    return this.#reader.get(id);
+    if (!entry) return undefined;
+    if (entry.s === this.#writer.name) return this.#writer.read(entry);
+    return this.#reader?.get(id);
   }
 
   async #acceptPage(page: { data: ApiRecord[]; includes?: Record<string, ApiRecord[]> | undefined }, masked: boolean): Promise<string[]> {
@@ -351,21 +381,18 @@ class SyncRun {
   #isAsset = (target: string, field: string, from: Node): boolean =>
     this.#entries[target]?.t === '_asset' || this.#model[from.contentType]?.[field]?.kind === 'asset';
 
-  #closure(source: Source, members: readonly string[]) {
-    return includeClosure(members, source.options.includes, source.options.embedAssets !== false, this.#node, this.#isAsset);
+  /** A source's closure; computed again only when records or the model changed since (callers only read it). */
+  #closure(source: Source, members: readonly string[]): Closure {
+    const cached = this.#closures.get(source.key);
+    if (cached && cached.version === this.#version && cached.members === members) return cached.closure;
+    const closure = includeClosure(members, source.options.includes, source.options.embedAssets !== false, this.#node, this.#isAsset);
+    this.#closures.set(source.key, { version: this.#version, members, closure });
+    return closure;
   }
 
-  /** Included records that were not fetched in this run: list their stamps, refetch the changed ones, drop the deleted. */
-  async #refreshIncluded(sources: Source[], states: Map<string, { members: string[] }>): Promise<void> {
-    const members = new Set([...states.values()].flatMap((s) => s.members));
-    const unchecked = new Set<string>();
-    for (const source of sources) {
-      for (const id of this.#closure(source, states.get(source.key)!.members).ids) {
-        if (!members.has(id) && !this.#fresh.has(id) && this.#entries[id]?.t !== '_asset') unchecked.add(id);
-      }
-    }
-    if (unchecked.size === 0) return;
-    const ids = [...unchecked];
+  /** Cached records that were neither fetched nor listed in this run: list their stamps, refetch the changed ones, drop the deleted. */
+  async #refreshIncluded(ids: string[]): Promise<void> {
+    for (const id of ids) this.#checked.add(id);
     const changed: string[] = [];
     const seen = new Set<string>();
     for (let i = 0; i < ids.length; i += this.#config.pageSize) {
@@ -378,23 +405,46 @@ class SyncRun {
       }
     }
     for (const id of ids) if (!seen.has(id)) delete this.#entries[id]; // gone from the server
+    this.#version++;
     if (changed.length > 0) await this.#fetchByIds(changed);
   }
 
-  /** Fetches records the closures need but the cache lacks, until nothing is missing; returns the dangling references. */
+  /**
+   * Brings every closure up to date, until nothing changes: cached records they reach are
+   * re-checked (a record fetched in this run may reach one nothing reached before), and records
+   * they lack are fetched. Returns the dangling references.
+   */
   async #completeClosures(sources: Source[], states: Map<string, { members: string[] }>): Promise<Manifest['dangling']> {
     const absent = new Set<string>();
     for (let round = 0; ; round++) {
       const missing = new Map<string, { from: string; field: string; id: string }[]>();
+      const unchecked = new Set<string>();
+      const incomplete = new Set<string>();
       for (const source of sources) {
-        for (const ref of this.#closure(source, states.get(source.key)!.members).missing) {
+        const closure = this.#closure(source, states.get(source.key)!.members);
+        const masked = source.options.fields !== undefined;
+        for (const id of closure.ids) {
+          if (!this.#fresh.has(id) && !this.#checked.has(id) && this.#entries[id]?.t !== '_asset') unchecked.add(id);
+          if (!masked && this.#entries[id]?.p) incomplete.add(id);
+        }
+        for (const ref of closure.missing) {
           const list = missing.get(ref.id) ?? [];
           list.push(ref);
           missing.set(ref.id, list);
         }
       }
+      // Each round checks or fetches records not seen before, so the rounds end; the cap is a guard.
+      if ((unchecked.size > 0 || incomplete.size > 0) && round < 100) {
+        if (unchecked.size > 0) await this.#refreshIncluded([...unchecked]);
+        // A source without a mask needs these whole; one the server no longer has is dropped.
+        const gone = [...incomplete].filter((id) => this.#entries[id]?.p);
+        const found = await this.#fetchByIds(gone);
+        for (const id of gone) if (!found.has(id)) delete this.#entries[id];
+        this.#version++;
+        continue;
+      }
       const toFetch = [...missing.keys()].filter((id) => !absent.has(id));
-      if (toFetch.length === 0 || round >= 10) {
+      if (toFetch.length === 0 || round >= 100) {
         const dangling = [...missing.values()].flat();
         const unique = new Map(dangling.map((d) => [`${d.from}.${d.field}.${d.id}`, d]));
         return [...unique.values()].sort((a, b) => (a.from + a.field < b.from + b.field ? -1 : 1));
@@ -416,8 +466,34 @@ class SyncRun {
     }
   }
 
-  async #commit(sources: Source[], states: Map<string, { members: string[] }>, dangling: Manifest['dangling'], syncedAt: string): Promise<SyncResult> {
+  #reach: { levels: number; affected: Set<string> } | undefined;
+
+  /**
+   * When a member's dependency digest of the cache still holds: the source's options and the
+   * model are as they were, and its closure cannot reach a record that was added, changed or
+   * dropped in this run (see `reachersOf`). Then the digest is kept rather than worked out again.
+   * Undefined when every digest must be worked out.
+   */
+  #unaffected(source: Source): { digests: Record<string, string>; affected: Set<string> } | undefined {
     const previous = this.#previous;
+    const before = previous?.sources[source.key];
+    const includes = source.options.includes ?? 0;
+    if (!previous || !before || before.fingerprint !== source.fingerprint || typeof includes !== 'number') return undefined;
+    if (JSON.stringify(this.#model) !== JSON.stringify(previous.model)) return undefined;
+    if (!this.#reach || this.#reach.levels < includes) {
+      const entries = this.#entries;
+      const changed = new Set<string>();
+      for (const id in entries) if (entries[id] !== previous.records[id]) changed.add(id);
+      for (const id in previous.records) if (!(id in entries)) changed.add(id);
+      // Computed once, for the most include levels asked: a superset serves the sources with fewer.
+      const levels = Math.max(includes, ...sourcesOf(this.#config).map((s) => (typeof s.options.includes === 'number' ? s.options.includes : 0)));
+      this.#reach = { levels, affected: reachersOf(changed, levels, (visit) => { for (const id in entries) visit(id, entries[id]!.f); }) };
+    }
+    return { digests: before.dependencyDigests, affected: this.#reach.affected };
+  }
+
+  async #commit(sources: Source[], states: Map<string, { members: string[] }>, dangling: Manifest['dangling'], syncedAt: string): Promise<SyncResult> {
+    const previous = this.#baseline;
     const needed = new Set<string>();
     const sourceStates: Record<string, SourceState> = {};
     const changeset: Omit<Changeset, 'empty'> = { sources: {}, records: emptyChanges() };
@@ -426,9 +502,16 @@ class SyncRun {
       const closure = this.#closure(source, members);
       for (const id of closure.ids) needed.add(id);
       const dependencyDigests: Record<string, string> = {};
+      const ownClosure = memberClosures(source.options.includes, source.options.embedAssets !== false, this.#node, this.#isAsset);
+      const kept = this.#unaffected(source);
       for (const id of members) {
         if (!this.#entries[id]) continue;
-        const own = this.#closure(source, [id]).ids;
+        const known = kept?.digests[id];
+        if (known !== undefined && !kept!.affected.has(id)) {
+          dependencyDigests[id] = known;
+          continue;
+        }
+        const own = ownClosure(id);
         dependencyDigests[id] = hash([...own].sort().map((dep) => `${dep}:${this.#entries[dep]!.d}`).join(','));
       }
       const before = previous?.sources[source.key];

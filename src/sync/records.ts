@@ -72,7 +72,8 @@ export function mergeKinds(a: FieldKind | undefined, b: FieldKind | undefined): 
 
 /** A localized value under `locale=all`: an object whose keys are all locale keys of the repository. */
 export function isLocaleMap(value: unknown, locales: { has(key: string): boolean }): value is Record<string, unknown> {
-  if (!isObject(value) || isApiReference(value)) return false;
+  // A location's `lat` and `lng` look like locale keys when the locales are guessed from the data.
+  if (!isObject(value) || isApiReference(value) || kindOfValue(value) === 'location') return false;
   const keys = Object.keys(value);
   return keys.length > 0 && keys.every((key) => locales.has(key));
 }
