@@ -105,9 +105,12 @@ export function redactUrl(url: string): string {
   return url.replace(/([?&])key=[^&#]*(&?)/g, (_m, lead: string, tail: string) => (tail ? lead : '')).replace(/[?&]$/, '');
 }
 
-/** Replaces every occurrence of a secret in a text. */
+/** Replaces every occurrence of a secret in a text, as written and as URL-encoded (a server may echo the URL). */
 export function scrub(text: string, secret: string | undefined): string {
-  return secret ? text.split(secret).join('***') : text;
+  if (!secret) return text;
+  const encoded = encodeURIComponent(secret);
+  for (const spelling of new Set([secret, encoded, encoded.replaceAll('%20', '+')])) text = text.split(spelling).join('***');
+  return text;
 }
 
 /** Builds the error for an HTTP status. */

@@ -194,7 +194,9 @@ export class Transport {
 
       const { status, headers, text } = outcome;
       const notModified = status === 304 && cached !== undefined;
-      this.#report(request.method, shown, status, Buffer.byteLength(text), attemptStarted, attempt, notModified);
+      // Content-Length when given: measuring a page of several MB of text costs as much as validating it.
+      const bytes = Number(headers['content-length']) || Buffer.byteLength(text);
+      this.#report(request.method, shown, status, bytes, attemptStarted, attempt, notModified);
       if (notModified) return this.#parse(request, cached.body, shown, attempt);
       if (status >= 200 && status < 300) {
         const value = this.#parse(request, text, shown, attempt);
@@ -248,7 +250,8 @@ export class Transport {
     try {
       json = JSON.parse(text);
     } catch {
-      const preview = scrub(text.slice(0, 60), this.#apiKey).replace(/\s+/g, ' ');
+      // Scrub before cutting: a key cut in half by the preview would not be recognised.
+      const preview = scrub(text, this.#apiKey).slice(0, 60).replace(/\s+/g, ' ');
       throw new UnexpectedAnswerError(`${request.method} ${shown} answered something that is not JSON: ${JSON.stringify(preview)}`, { method: request.method, url: shown, attempts });
     }
     const result = request.schema.safeParse(json);
@@ -265,7 +268,11 @@ export class Transport {
   #serverMessage(text: string): string | undefined {
     try {
       const body = errorAnswerSchema.safeParse(JSON.parse(text));
-      if (body.success) return body.data.error?.message ?? body.data.message;
+      // Scrubbed here, as it goes into the error's message as well as its serverMessage.
+      if (body.success) {
+        const message = body.data.error?.message ?? body.data.message;
+        return message === undefined ? undefined : scrub(message, this.#apiKey);
+      }
     } catch {
       // not JSON: no server message
     }

@@ -5,7 +5,7 @@ import { applyMask } from './mask.ts';
 import type { RequestOptions } from './options.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
 import type { CollectionDefinition } from './snapshot.ts';
-import { parseSorting, sortRecords } from './sorting.ts';
+import { parseSorting, sortedDocuments, sortRecords } from './sorting.ts';
 
 /**
  * Computes answers. A list runs: collection definition → request filters → tags → search →
@@ -49,20 +49,43 @@ export function collectionError(repository: PreparedRepository, collection: Coll
   return undefined;
 }
 
+const maxSelections = 32;
+const selections = new WeakMap<PreparedRecord[], Map<string, PreparedRecord[]>>();
+
+/**
+ * The documents a list answers before offset and limit. The last few selections of each base
+ * list (a snapshot's documents, a collection) are kept, so paging through one costs a slice.
+ */
 function selectDocuments(repository: PreparedRepository, base: PreparedRecord[], options: RequestOptions): PreparedRecord[] {
-  const { filters, includeTags, excludeTags, search, locale } = options;
-  let records = base;
-  if (filters || includeTags || excludeTags || search) {
-    records = base.filter(
-      (record) =>
-        (!filters || filters(record, locale)) &&
-        (!includeTags || hasAnyTag(record, includeTags)) &&
-        (!excludeTags || !hasAnyTag(record, excludeTags)) &&
-        (!search || search.every((term) => record.searchText(locale).includes(term))),
-    );
+  const key = options.selectionKey;
+  if (key === undefined) return base;
+  let cache = selections.get(base);
+  if (!cache) selections.set(base, (cache = new Map()));
+  let selected = cache.get(key);
+  if (selected) cache.delete(key); // re-inserted below as the most recent
+  else {
+    selected = computeSelection(repository, base, options);
+    if (cache.size >= maxSelections) cache.delete(cache.keys().next().value!);
   }
-  if (options.sorting?.length) records = sortRecords(repository, records === base ? [...base] : records, options.sorting, locale);
-  return records;
+  cache.set(key, selected);
+  return selected;
+}
+
+function computeSelection(repository: PreparedRepository, base: PreparedRecord[], options: RequestOptions): PreparedRecord[] {
+  const { filters, includeTags, excludeTags, search, locale } = options;
+  const matches = (record: PreparedRecord) =>
+    (!filters || filters(record, locale)) &&
+    (!includeTags || hasAnyTag(record, includeTags)) &&
+    (!excludeTags || !hasAnyTag(record, excludeTags)) &&
+    (!search || search.every((term) => record.searchText(locale).includes(term)));
+  const filtered = filters || includeTags || excludeTags || search;
+  if (!options.sorting?.length) return filtered ? base.filter(matches) : base;
+  // Filter the whole repository in the requested order (kept per snapshot) rather than sort per request.
+  const order = sortedDocuments(repository, options.sorting, locale);
+  if (base === repository.defaultOrder) return filtered ? order.filter(matches) : order;
+  const inBase = new Uint8Array(repository.documents.length);
+  for (const record of base) inBase[record.index] = 1;
+  return order.filter((record) => inBase[record.index] === 1 && (!filtered || matches(record)));
 }
 
 function includeGroups(repository: PreparedRepository, answered: PreparedRecord[], options: RequestOptions): Map<string, PreparedRecord[]> | undefined {
@@ -79,28 +102,78 @@ function includesObject(repository: PreparedRepository, groups: Map<string, Prep
   return out;
 }
 
+/**
+ * An answer's JSON: text, or UTF-8 parts to be sent one after another (spliced from cached record
+ * JSON, never joined: a 1,000-document page is megabytes). For parts, `identity` names what they
+ * are made of (locale, meta, record ids); within one snapshot it determines the bytes, so an ETag
+ * hashes it instead of the bytes.
+ */
+export type Body = { json: string; identity?: undefined } | { json: Buffer[]; identity: string };
+
 /** The JSON body of a list answer. */
-export function listBody(repository: PreparedRepository, base: PreparedRecord[], options: RequestOptions): string {
+export function listBody(repository: PreparedRepository, base: PreparedRecord[], options: RequestOptions): Body {
   const selected = selectDocuments(repository, base, options);
   const page = options.limit === 0 ? [] : selected.slice(options.offset, options.offset + options.limit);
   const meta = { count: page.length, limit: options.limit, offset: options.offset, total: selected.length };
   const groups = includeGroups(repository, page, options);
   const { mask } = options;
   if (mask) {
-    const data = page.map((record) => applyMask(recordObject(repository, record, options), mask));
+    // A mask that keeps no fields (an id listing) needs no field values worked out.
+    const object = mask.has('fields') || mask.has('*') ? (record: PreparedRecord) => recordObject(repository, record, options) : (record: PreparedRecord) => ({ meta: record.meta });
+    const data = page.map((record) => applyMask(object(record), mask));
     const includes = groups && (applyMask({ includes: includesObject(repository, groups, options) }, mask) as { includes?: unknown }).includes;
-    return JSON.stringify({ status: 200, meta, data, ...(includes !== undefined ? { includes } : {}) });
+    return { json: JSON.stringify({ status: 200, meta, data, ...(includes !== undefined ? { includes } : {}) }) };
   }
-  const json = (records: PreparedRecord[]) => records.map((record) => record.toJson(options.locale, options.embedAssets)).join(',');
-  const head = `{"status":200,"meta":${JSON.stringify(meta)},"data":[${json(page)}]`;
-  if (!groups) return `${head}}`;
-  const includes = [...groups].map(([name, records]) => `${JSON.stringify(name)}:[${json(records)}]`).join(',');
-  return `${head},"includes":{${includes}}}`;
+  const parts = [Buffer.from(`{"status":200,"meta":${JSON.stringify(meta)},"data":[`)];
+  pushRecords(parts, page, options);
+  parts.push(Buffer.from(']'));
+  if (groups) {
+    parts.push(comma);
+    pushIncludes(parts, groups, options);
+  }
+  parts.push(Buffer.from('}'));
+  return { json: parts, identity: identity('list', options, meta, page, groups) };
 }
 
 /** The JSON body of a single document or asset answer. */
-export function recordBody(repository: PreparedRepository, record: PreparedRecord, options: RequestOptions): string {
+export function recordBody(repository: PreparedRepository, record: PreparedRecord, options: RequestOptions): Body {
   const groups = includeGroups(repository, [record], options);
-  const object = { ...recordObject(repository, record, options), ...(groups ? { includes: includesObject(repository, groups, options) } : {}) };
-  return JSON.stringify(options.mask ? applyMask(object, options.mask) : object);
+  if (options.mask) {
+    const object = { ...recordObject(repository, record, options), ...(groups ? { includes: includesObject(repository, groups, options) } : {}) };
+    return { json: JSON.stringify(applyMask(object, options.mask)) };
+  }
+  const json = record.toJson(options.locale, options.embedAssets);
+  const id = identity('record', options, undefined, [record], groups);
+  if (!groups) return { json: [json], identity: id };
+  const parts = [json.subarray(0, json.length - 1), comma]; // `{"fields":…,"meta":…` + `,"includes":{…}}`
+  pushIncludes(parts, groups, options);
+  parts.push(Buffer.from('}'));
+  return { json: parts, identity: id };
+}
+
+function identity(kind: string, options: RequestOptions, meta: object | undefined, records: PreparedRecord[], groups: Map<string, PreparedRecord[]> | undefined): string {
+  const ids = (list: PreparedRecord[]) => list.map((r) => r.id).join(',');
+  const included = groups ? [...groups].map(([name, list]) => `${name}:${ids(list)}`).join(';') : '-';
+  return `${kind}|${options.locale}|${options.embedAssets}|${JSON.stringify(meta)}|${ids(records)}|${included}`;
+}
+
+const comma = Buffer.from(',');
+
+/** Appends the records' JSON, comma-separated. */
+function pushRecords(parts: Buffer[], records: PreparedRecord[], options: RequestOptions): void {
+  records.forEach((record, i) => {
+    if (i > 0) parts.push(comma);
+    parts.push(record.toJson(options.locale, options.embedAssets));
+  });
+}
+
+/** Appends `"includes":{"<field>":[…],…}`. */
+function pushIncludes(parts: Buffer[], groups: Map<string, PreparedRecord[]>, options: RequestOptions): void {
+  parts.push(Buffer.from('"includes":{'));
+  [...groups].forEach(([name, records], i) => {
+    parts.push(Buffer.from(`${i > 0 ? ',' : ''}${JSON.stringify(name)}:[`));
+    pushRecords(parts, records, options);
+    parts.push(Buffer.from(']'));
+  });
+  parts.push(Buffer.from('}'));
 }

@@ -82,7 +82,24 @@ export function compileFilters(repository: PreparedRepository, filters: unknown,
     else branches[branches.length - 1]!.push(predicate);
   }
   if (branches.length === 0) return undefined;
-  return (record, view) => branches.some((branch) => branch.every((p) => p(record, view)));
+  return anyOf(branches.map(allOf));
+}
+
+// Plain loops rather than some()/every() with closures: a predicate runs once per document per request.
+function allOf(predicates: Predicate[]): Predicate {
+  if (predicates.length === 1) return predicates[0]!;
+  return (record, view) => {
+    for (let i = 0; i < predicates.length; i++) if (!predicates[i]!(record, view)) return false;
+    return true;
+  };
+}
+
+function anyOf(predicates: Predicate[]): Predicate {
+  if (predicates.length === 1) return predicates[0]!;
+  return (record, view) => {
+    for (let i = 0; i < predicates.length; i++) if (predicates[i]!(record, view)) return true;
+    return false;
+  };
 }
 
 function compileCondition(repository: PreparedRepository, condition: Record<string, unknown>, locale: LocaleView): Predicate {
@@ -99,7 +116,7 @@ function compileCondition(repository: PreparedRepository, condition: Record<stri
       parts.push(compileTest(repository, source, operator as Operator, given, locale));
     }
   }
-  return (record, view) => parts.every((p) => p(record, view));
+  return allOf(parts);
 }
 
 type Test = (value: Normalized, record: PreparedRecord, view: LocaleView) => boolean;
@@ -132,14 +149,18 @@ function compileTest(repository: PreparedRepository, source: FilterPath, operato
   const metaMatcher = source.scope === 'meta' ? matcherFor(metaKind(source.name)!) : undefined;
   // A document whose type lacks the field: the field is missing (spec §4).
   const whenMissing = operator === 'notEqual' || operator === 'notLike' || operator === 'notIn' || operator === 'empty';
-  const columns = new Map<LocaleView, Normalized[]>();
+  // The column of the view last asked for, held here: the predicate runs once per document.
+  let columnView: LocaleView | undefined;
+  let values: Normalized[] = [];
 
   return (record, view) => {
     if (source.contentType !== '*' && record.contentType !== source.contentType) return false;
     const matcher = metaMatcher ?? matchers.get(record.contentType);
     if (!matcher) return whenMissing;
-    let values = columns.get(view);
-    if (!values) columns.set(view, (values = column(repository, source, view)));
+    if (view !== columnView) {
+      values = column(repository, source, view);
+      columnView = view;
+    }
     return matcher.test(values[record.index], record, view);
   };
 }
@@ -170,7 +191,9 @@ function makeTest(
         throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a list, such as ["a","b"] or a,b`);
       }
       const values = list.map((v) => readGiven(typeof v === 'string' && kind !== 'text' ? v.trim() : v, kind, what));
-      const isIn = (value: Normalized) => anyOf(value, (v) => values.some((w) => cmp(v, w) === 0));
+      // Kinds whose comparison is plain equality look values up in a set (a list of ids can be long); text compares with a collator.
+      const exact = kind !== 'text' && kind !== 'location' ? new Set(values) : undefined;
+      const isIn = (value: Normalized) => anyOf(value, exact ? (v) => exact.has(v) : (v) => values.some((w) => cmp(v, w) === 0));
       return operator === 'in' ? (value) => isIn(value) : (value) => !isIn(value);
     }
     case 'like':

@@ -19,6 +19,8 @@ export interface RequestOptions {
   sorting?: SortKey[];
   mask?: Mask;
   search?: string[];
+  /** Names what filters, tags, search, sorting and locale select, so lists can reuse a selection; absent when nothing is selected. */
+  selectionKey?: string;
 }
 
 export const defaultLimit = 25;
@@ -117,6 +119,10 @@ export function readOptions(repository: PreparedRepository, merged: Map<OptionNa
     if (typeof search !== 'string' && typeof search !== 'number') throw badRequest(`Invalid search ${quote(search)}: expected text`);
     const terms = String(search).toLowerCase().split(/\s+/).filter(Boolean);
     if (terms.length > 0) options.search = terms;
+  }
+  const { filters, includeTags, excludeTags, sorting, search } = options;
+  if (filters || includeTags || excludeTags || sorting || search) {
+    options.selectionKey = JSON.stringify([locale, filters ? get('filters') : null, includeTags, excludeTags, sorting, search]);
   }
   return options;
 }

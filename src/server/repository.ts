@@ -45,7 +45,7 @@ export class PreparedRecord {
   readonly updatedAt: number;
   readonly #repository: PreparedRepository;
   readonly #views = new Map<LocaleView, Record<string, unknown>>();
-  readonly #json = new Map<string, string>();
+  readonly #json = new Map<string, Buffer>();
   readonly #search = new Map<LocaleView, string>();
 
   constructor(repository: PreparedRepository, raw: SnapshotRecord, index: number, type: TypeInfo) {
@@ -138,12 +138,12 @@ export class PreparedRecord {
     return { fields: this.fields(locale), meta: this.meta };
   }
 
-  /** `{ fields, meta }` as JSON, serialised once per locale and reused by every answer. */
-  toJson(locale: LocaleView, embedAssets: boolean): string {
+  /** `{ fields, meta }` as UTF-8 JSON, serialised once per locale and reused by every answer. */
+  toJson(locale: LocaleView, embedAssets: boolean): Buffer {
     const key = embedAssets ? `${locale}+embed` : locale;
     let json = this.#json.get(key);
     if (json === undefined) {
-      json = JSON.stringify(embedAssets ? this.#repository.embedAssets(this, locale) : this.toObject(locale));
+      json = Buffer.from(JSON.stringify(embedAssets ? this.#repository.embedAssets(this, locale) : this.toObject(locale)));
       this.#json.set(key, json);
     }
     return json;

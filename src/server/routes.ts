@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { collectionMembers, listBody, recordBody } from './answer.ts';
+import { type Body, collectionMembers, listBody, recordBody } from './answer.ts';
 import { ApiError, badRequest, notFound, quote } from './errors.ts';
 import { mergeOptionSources, readOptions } from './options.ts';
 import { parseQueryString } from './query-string.ts';
@@ -18,7 +18,8 @@ export interface ApiRequest {
 export interface ApiResponse {
   status: number;
   headers: Record<string, string>;
-  body: string;
+  /** JSON text, or its UTF-8 bytes in parts to send one after another. */
+  body: string | Buffer[];
 }
 
 type Route =
@@ -66,7 +67,7 @@ function apiKeyOf(request: ApiRequest, queryKey: string | undefined): string | u
   return request.method === 'POST' ? undefined : queryKey || undefined;
 }
 
-function json(status: number, body: string, extra: Record<string, string> = {}): ApiResponse {
+function json(status: number, body: string | Buffer[], extra: Record<string, string> = {}): ApiResponse {
   return { status, headers: { 'content-type': 'application/json; charset=utf-8', ...extra }, body };
 }
 
@@ -108,9 +109,9 @@ export function handleApiRequest(repositories: ReadonlyMap<string, PreparedRepos
     if (!key) throw new ApiError(401, 'No API key found in request');
     if (!repository.apiKeys.has(key)) throw new ApiError(401, 'Invalid authentication credentials');
 
-    let body: string;
+    let body: Body;
     if (route.kind === 'repository') {
-      body = JSON.stringify({ status: 200, meta: repository.info });
+      body = { json: JSON.stringify({ status: 200, meta: repository.info }) };
     } else {
       const options = readOptions(repository, mergeOptionSources(tree, request.body), isList);
       switch (route.kind) {
@@ -138,9 +139,9 @@ export function handleApiRequest(repositories: ReadonlyMap<string, PreparedRepos
         }
       }
     }
-    const etag = etagOf(body);
+    const etag = etagOf(body.identity === undefined ? body.json : `${repository.version}|${body.identity}`);
     if (matchesEtag(request.ifNoneMatch, etag)) return { status: 304, headers: { etag }, body: '' };
-    return json(200, body, { etag });
+    return json(200, body.json, { etag });
   } catch (error) {
     if (error instanceof ApiError) return errorResponse(error);
     throw error;

@@ -108,20 +108,39 @@ export async function readManifest(dir: string): Promise<Manifest | undefined> {
 }
 
 /**
- * `manifestSchema.safeParse`, with the record entries (the bulk of a big manifest) checked by
- * hand: when each is exactly what the schema accepts (no key it would strip), they are taken as
- * they are and zod checks the rest; otherwise zod checks everything and names the problem.
+ * `manifestSchema.safeParse`, with the bulk of a big manifest checked by hand: the record
+ * entries, and the member, closure and digest lists of the sources. When each is exactly what
+ * the schema accepts (no key it would strip), they are taken as they are and zod checks the
+ * rest; otherwise zod checks everything and names the problem.
  */
 function parseManifest(json: Record<string, unknown>) {
-  const { records } = json;
-  if (!isPlainObject(records) || !Object.values(records).every(isRecordEntry)) return manifestSchema.safeParse(json);
-  const result = manifestSchema.safeParse({ ...json, records: {} });
-  if (result.success) result.data.records = records as Record<string, RecordEntry>;
+  const { records, sources } = json;
+  if (!recordEntryChecked || !isPlainObject(records) || !isPlainObject(sources)) return manifestSchema.safeParse(json);
+  if (!Object.values(records).every(isRecordEntry) || !Object.values(sources).every(hasStateLists)) return manifestSchema.safeParse(json);
+  const light = Object.fromEntries(Object.entries(sources).map(([key, state]) => [key, { ...(state as object), members: [], closure: [], dependencyDigests: {} }]));
+  const result = manifestSchema.safeParse({ ...json, records: {}, sources: light });
+  if (result.success) {
+    result.data.records = records as Record<string, RecordEntry>;
+    for (const [key, state] of Object.entries(result.data.sources)) {
+      const { members, closure, dependencyDigests } = sources[key] as SourceState;
+      Object.assign(state, { members, closure, dependencyDigests });
+    }
+  }
   return result;
 }
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isStringArray = (value: unknown) => Array.isArray(value) && value.every((item) => typeof item === 'string');
 const recordEntryKeys = new Set(['s', 'o', 'l', 'u', 'r', 't', 'd', 'f', 'p']);
+/** The hand check below knows every key of the schema (when one is added, zod checks alone until the check learns it). */
+const recordEntryChecked = Object.keys(recordEntrySchema.shape).every((key) => recordEntryKeys.has(key)) && recordEntryKeys.size === Object.keys(recordEntrySchema.shape).length;
+
+/** A source state whose member, closure and digest lists are what `sourceStateSchema` accepts (zod checks the rest). */
+function hasStateLists(state: unknown): boolean {
+  if (!isPlainObject(state) || !isStringArray(state.members) || !isStringArray(state.closure) || !isPlainObject(state.dependencyDigests)) return false;
+  for (const key in state.dependencyDigests) if (typeof state.dependencyDigests[key] !== 'string') return false;
+  return true;
+}
 
 /** What `recordEntrySchema` accepts and returns unchanged. */
 function isRecordEntry(entry: unknown): boolean {

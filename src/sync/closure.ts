@@ -27,57 +27,92 @@ export function includeClosure(
 ): Closure {
   const ids = new Set<string>();
   const missing: Closure['missing'] = [];
-  const visit = (from: string, field: string, id: string): Node | undefined => {
-    const node = nodeOf(id);
+  // Every id met gets one record of its own walk state, and a record's references point to
+  // those of their targets, so a walk follows links rather than looking ids up again (with a
+  // hundred thousand records, the lookups were most of the cost).
+  interface Walked {
+    id: string;
+    /** The id's node once looked up; null when it has none. */
+    node?: Node | null;
+    /** Its references, each classified once (an asset to embed, or one to follow); the target's record is found when first needed. */
+    refs?: { field: string; target: string; walked?: Walked; asset: boolean }[];
+    /** The missing assets its first `addAssets` reported, reported again on every later reach. */
+    missingAssets?: Closure['missing'];
+    inIds: boolean;
+    expanded: boolean;
+  }
+  const walked = new Map<string, Walked>();
+  const find = (id: string): Walked => {
+    let record = walked.get(id);
+    if (!record) walked.set(id, (record = { id, inIds: false, expanded: false }));
+    return record;
+  };
+  const nodeOfWalked = (record: Walked): Node | undefined => {
+    if (record.node === undefined) record.node = nodeOf(record.id) ?? null;
+    return record.node ?? undefined;
+  };
+  const refsOf = (record: Walked, node: Node) => {
+    if (!record.refs) {
+      record.refs = [];
+      for (const [field, targets] of Object.entries(node.refs)) {
+        for (const target of targets) record.refs.push({ field, target, asset: embedAssets && isAsset(target, field, node) });
+      }
+    }
+    return record.refs;
+  };
+  const add = (record: Walked) => {
+    if (!record.inIds) {
+      record.inIds = true;
+      ids.add(record.id);
+    }
+  };
+  const visit = (from: string, field: string, target: Walked): Node | undefined => {
+    const node = nodeOfWalked(target);
     if (!node) {
-      missing.push({ from, field, id });
+      missing.push({ from, field, id: target.id });
       return undefined;
     }
-    ids.add(id);
+    add(target);
     return node;
   };
   // A record's assets are worked out the first time it is reached; after that the assets found
   // are already in `ids`, and only its missing ones are reported again, as each reach did.
-  const assetsDone = new Map<string, Closure['missing']>();
-  const addAssets = (id: string, node: Node) => {
+  const addAssets = (record: Walked, node: Node) => {
     if (!embedAssets) return;
-    const done = assetsDone.get(id);
-    if (done) {
-      for (const ref of done) missing.push({ ...ref });
+    if (record.missingAssets) {
+      for (const ref of record.missingAssets) missing.push({ ...ref });
       return;
     }
     const first = missing.length;
-    for (const [field, targets] of Object.entries(node.refs)) {
-      for (const target of targets) if (isAsset(target, field, node)) visit(id, field, target);
-    }
-    assetsDone.set(id, missing.slice(first).map((ref) => ({ ...ref })));
+    for (const ref of refsOf(record, node)) if (ref.asset) visit(record.id, ref.field, (ref.walked ??= find(ref.target)));
+    record.missingAssets = missing.slice(first).map((ref) => ({ ...ref }));
   };
   const follows = (field: string, target: string, node: Node) => !(embedAssets && isAsset(target, field, node));
 
-  for (const id of members) {
-    const node = nodeOf(id);
+  const starts = members.map(find);
+  for (const record of starts) {
+    const node = nodeOfWalked(record);
     if (node) {
-      ids.add(id);
-      addAssets(id, node);
+      add(record);
+      addAssets(record, node);
     }
   }
   if (typeof includes === 'number') {
-    const expanded = new Set(members);
-    let frontier = [...members];
+    for (const record of starts) record.expanded = true;
+    let frontier = starts;
     for (let level = 1; level <= includes && frontier.length > 0; level++) {
-      const next: string[] = [];
-      for (const id of frontier) {
-        const node = nodeOf(id);
+      const next: Walked[] = [];
+      for (const record of frontier) {
+        const node = nodeOfWalked(record);
         if (!node) continue;
-        for (const [field, targets] of Object.entries(node.refs)) {
-          for (const target of targets) {
-            if (!follows(field, target, node)) continue;
-            const reached = visit(id, field, target);
-            if (reached) addAssets(target, reached);
-            if (reached && !expanded.has(target)) {
-              expanded.add(target);
-              next.push(target);
-            }
+        for (const ref of refsOf(record, node)) {
+          if (ref.asset) continue;
+          const target = (ref.walked ??= find(ref.target));
+          const reached = visit(record.id, ref.field, target);
+          if (reached) addAssets(target, reached);
+          if (reached && !target.expanded) {
+            target.expanded = true;
+            next.push(target);
           }
         }
       }
@@ -92,13 +127,14 @@ export function includeClosure(
           const [contentType, , field] = path.split('.') as [string, string, string];
           const reached = new Set<string>();
           for (const id of from) {
-            const node = nodeOf(id);
+            const node = nodeOfWalked(find(id));
             if (!node || (contentType !== '*' && contentType !== node.contentType)) continue;
             for (const target of node.refs[field] ?? []) {
               if (!follows(field, target, node)) continue;
-              const target_ = visit(id, field, target);
+              const record = find(target);
+              const target_ = visit(id, field, record);
               if (target_) {
-                addAssets(target, target_);
+                addAssets(record, target_);
                 reached.add(target);
               }
             }
