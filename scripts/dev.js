@@ -25,8 +25,7 @@ const dev = astroCli(['dev', '--host', '127.0.0.1', '--port', String(devPort)], 
   announced = true;
   console.log(`\nSite:     http://127.0.0.1:${devPort}/en_US/  (astro dev)`);
   console.log(`Read API: ${server.url}`);
-  console.log(`Edit ${snapshot} and the site refreshes. As the CMS does on every save, give each`);
-  console.log('document you change a new meta.updatedAt (or meta.revision): the sync fetches only what those say changed.');
+  console.log(`Edit ${snapshot} and the site refreshes: the server's signed webhook names the changed documents.`);
   console.log('Press Ctrl+C to stop.');
 });
 const code = await dev.exited;

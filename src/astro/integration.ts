@@ -3,7 +3,7 @@ import type { AstroIntegration } from 'astro';
 import { z } from 'zod';
 import { ConfigError, configProblem, syncConfigSchema } from '../sync/config.ts';
 import type { SyncLogger } from '../sync/engine.ts';
-import { changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
+import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import { comfortableVite } from '../vite/plugin.ts';
 import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';
 import { virtualModuleTypes } from './declarations.ts';
@@ -80,7 +80,7 @@ export function comfortable(options: ComfortableIntegrationOptions): AstroIntegr
             secret: refreshSecret,
             path: refreshPath,
             run: async (payload) => {
-              const result = await shared.refresh();
+              const result = await shared.refresh(changedIds(payload));
               const sources = changedSources(result.changeset);
               const loaders = loaderRegistry().loadersFor(sources);
               if (loaders.length > 0 && refreshContent) await refreshContent({ loaders, context: { comfortable: { sources, payload } } });

@@ -76,8 +76,14 @@ export function andEveryBranch(filters: FilterEntry[] | undefined, condition: Re
   return [only, ...(filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: condition } as FilterEntry] : [entry]))];
 }
 
+/** Hints for one sync run. */
+export interface SyncHints {
+  /** Document ids to fetch again even when their `updatedAt` and revision look unchanged (a webhook's changed ids). */
+  refetch?: readonly string[];
+}
+
 /** Runs one sync; see `SyncConfig` for the options. */
-export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogger = consoleLogger): Promise<SyncResult> {
+export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogger = consoleLogger, hints: SyncHints = {}): Promise<SyncResult> {
   const config = parseSyncConfig(input);
   const dir = resolve(config.cacheDir ?? defaultCacheDir());
   const warnings: string[] = [];
@@ -105,7 +111,7 @@ export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogg
       return cachedResult(dir, previous, [], warnings);
     }
     // Fresh ignores what is cached, but its changeset still compares with the last committed content.
-    const run = new SyncRun(config, dir, config.mode === 'fresh' ? undefined : previous, previous, fingerprint, logger, warn);
+    const run = new SyncRun(config, dir, config.mode === 'fresh' ? undefined : previous, previous, fingerprint, logger, warn, hints.refetch ?? []);
     try {
       const result = { ...(await run.execute()), warnings };
       if (config.onSync && !result.changeset.empty) await config.onSync(result.changeset);
@@ -167,6 +173,8 @@ class SyncRun {
   readonly #previous: Manifest | undefined;
   /** The committed cache the changeset compares with. */
   readonly #baseline: Manifest | undefined;
+  /** Ids to fetch again whatever their stamps say. */
+  readonly #refetch: readonly string[];
   readonly #fingerprint: string;
   readonly #logger: SyncLogger;
   readonly #warn: (message: string) => void;
@@ -188,7 +196,8 @@ class SyncRun {
   readonly #stats = { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 };
   readonly #started = Date.now();
 
-  constructor(config: SyncConfig, dir: string, previous: Manifest | undefined, baseline: Manifest | undefined, fingerprint: string, logger: SyncLogger, warn: (m: string) => void) {
+  constructor(config: SyncConfig, dir: string, previous: Manifest | undefined, baseline: Manifest | undefined, fingerprint: string, logger: SyncLogger, warn: (m: string) => void, refetch: readonly string[] = []) {
+    this.#refetch = refetch;
     this.#config = config;
     this.#dir = dir;
     this.#previous = previous;
@@ -240,6 +249,9 @@ class SyncRun {
       }),
     );
 
+    // A webhook may name documents whose stamps did not move (a snapshot edited by hand): fetch them anyway.
+    const hinted = this.#refetch.filter((id) => this.#entries[id] && this.#entries[id]!.t !== '_asset' && !this.#fresh.has(id));
+    if (hinted.length > 0) await this.#fetchByIds(hinted);
     for (const { members } of states.values()) for (const id of members) this.#checked.add(id);
     const dangling = await this.#completeClosures(sources, states);
 

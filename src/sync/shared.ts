@@ -77,8 +77,8 @@ export class SharedSync {
    * consumer counts as having had it, so the next full Astro sync starts one new round that all
    * its loaders share, instead of some reading this one and the rest starting another.
    */
-  refresh(): Promise<SyncResult> {
-    this.#round = this.#start(() => sync(this.config(), this.#logger));
+  refresh(refetch: readonly string[] = []): Promise<SyncResult> {
+    this.#round = this.#start(() => sync(this.config(), this.#logger, { refetch }));
     for (const consumer of this.#consumers) this.#round.consumed.add(consumer);
     return this.#round.promise;
   }
@@ -109,6 +109,12 @@ const key = Symbol.for('comfortable-loader.shared-sync');
 export function sharedSync(): SharedSync {
   const holder = globalThis as { [key]?: SharedSync };
   return (holder[key] ??= new SharedSync());
+}
+
+/** The changed ids a refresh webhook names (`{ changed: [ids] }`, the local server's format); none for other payloads. */
+export function changedIds(payload: unknown): string[] {
+  const changed = (payload as { changed?: unknown } | null)?.changed;
+  return Array.isArray(changed) ? changed.filter((id): id is string => typeof id === 'string') : [];
 }
 
 /** Names the loaders whose sources a changeset touched. */

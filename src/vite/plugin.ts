@@ -3,7 +3,7 @@ import type { Plugin } from 'vite';
 import type { SyncResult } from '../sync/engine.ts';
 import { entryOf, type Entry } from '../sync/entries.ts';
 import type { StoredRecord } from '../sync/records.ts';
-import { type SharedConfig, sharedSync } from '../sync/shared.ts';
+import { changedIds, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import { refreshMiddleware } from './refresh.ts';
 
 /**
@@ -118,8 +118,8 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
           refreshMiddleware({
             secret: refreshSecret,
             ...(refreshPath ? { path: refreshPath } : {}),
-            run: async () => {
-              const result = await shared.refresh();
+            run: async (payload) => {
+              const result = await shared.refresh(changedIds(payload));
               return { changeset: result.changeset };
             },
           }),
