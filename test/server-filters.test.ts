@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import { fixture, getJson, tinyKey } from './helpers/server.ts';
+import { doc, everyWay, nordic, type Options, refusedEveryWay, repository } from './helpers/forms.ts';
+import { fixture, getJson } from './helpers/server.ts';
 
 /**
  * Spec §4 (filters), the tag options of §3 and `search` of §8, over HTTP against the real server.
@@ -10,21 +11,6 @@ import { fixture, getJson, tinyKey } from './helpers/server.ts';
  * and `nordic` (a Swedish locale, whose collation puts Ä after Z).
  */
 
-type Options = Record<string, unknown>;
-
-const stamp = '2024-01-01T00:00:00.000Z';
-const doc = (id: string, contentType: string, fields: object, meta: object = {}) => ({
-  fields,
-  meta: { id, contentType, revision: 1, tags: [], createdAt: stamp, updatedAt: stamp, ...meta },
-});
-const repository = (apiId: string, locales: object[] = [{ key: 'en_US' }]) => ({
-  id: '1',
-  apiId,
-  name: apiId,
-  defaultLocale: 'en_US',
-  locales,
-  apiKeys: [tinyKey], // one key for every repository keeps the requests short
-});
 
 const ledger = {
   repository: repository('ledger'),
@@ -58,11 +44,6 @@ const blanks = {
   ],
 };
 
-const nordic = {
-  repository: repository('nordic', [{ key: 'en_US' }, { key: 'sv_SE', fallback: 'en_US' }]),
-  contentTypes: [{ apiId: 'word', fields: [{ apiId: 'w', type: 'text' }] }],
-  documents: [doc('1', 'word', { w: 'Zebra' }), doc('2', 'word', { w: 'Äpple' }), doc('3', 'word', { w: 'Apple' })],
-};
 
 let server: ReadApiServer;
 beforeAll(async () => {
@@ -70,34 +51,13 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-/** Options as bracketed parameters: objects nest, lists of objects are indexed, lists of values are joined with ",". */
-function bracketed(options: Options): string {
-  const pairs: string[] = [];
-  const walk = (name: string, value: unknown): void => {
-    if (Array.isArray(value) && value.some((v) => typeof v === 'object' && v !== null)) value.forEach((v, i) => walk(`${name}[${i}]`, v));
-    else if (Array.isArray(value)) pairs.push(`${name}=${encodeURIComponent(value.join(','))}`);
-    else if (typeof value === 'object' && value !== null) for (const [k, v] of Object.entries(value)) walk(`${name}[${k}]`, v);
-    else pairs.push(`${name}=${encodeURIComponent(String(value))}`);
-  };
-  for (const [name, value] of Object.entries(options)) walk(name, value);
-  return pairs.join('&');
-}
-
-/** The three ways to send the same options to a list route. */
-function threeWays(path: string, options: Options) {
-  return Promise.all([
-    getJson(server, `${path}?${bracketed(options)}`),
-    getJson(server, `${path}?query=${encodeURIComponent(JSON.stringify(options))}`),
-    getJson(server, path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(options) }),
-  ]);
-}
-
 /** Asks a list route three ways; all must answer the same 200. */
 async function list(path: string, options: Options): Promise<any> {
-  const [brackets, query, post] = await threeWays(path, options);
+  const [brackets, query, post] = await everyWay(server, path, options);
   expect(brackets.status, JSON.stringify(brackets.body)).toBe(200);
   expect(query.body, 'query= JSON').toEqual(brackets.body);
-  expect(post.body, 'POST body').toEqual(brackets.body);
+  expect(post, 'a list route takes a POST body').toBeDefined();
+  expect(post!.body, 'POST body').toEqual(brackets.body);
   return brackets.body;
 }
 
@@ -113,13 +73,8 @@ async function matching(options: Options, path = '/tiny/documents'): Promise<str
 const where = (...filters: object[]) => ({ filters });
 
 /** Asks three ways; all must be refused with a 400. Returns the first message. */
-async function refused(options: Options, path = '/tiny/documents'): Promise<string> {
-  const answers = await threeWays(path, options);
-  for (const answer of answers) {
-    expect(answer.status, JSON.stringify(answer.body)).toBe(400);
-    expect(answer.body.error.code).toBe('bad_request');
-  }
-  return answers[0].body.message;
+function refused(options: Options, path = '/tiny/documents'): Promise<string> {
+  return refusedEveryWay(server, path, options);
 }
 
 /** A bracketed query string as written, sent as it is. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import { fixture, getJson, tinyKey } from './helpers/server.ts';
+import { doc, everyWay, nordic, type Options, refusedEveryWay, repository } from './helpers/forms.ts';
+import { fixture, getJson } from './helpers/server.ts';
 
 /**
  * Spec §5 (sorting), §6 (includes and embedded assets) and the `fields` mask of §8, over HTTP
@@ -10,20 +11,6 @@ import { fixture, getJson, tinyKey } from './helpers/server.ts';
  * each sortable type per item, and `nordic`, with a Swedish locale whose collation puts Ä after Z.
  */
 
-type Options = Record<string, unknown>;
-
-const doc = (id: string, contentType: string, fields: object, meta: object = {}) => ({
-  fields,
-  meta: { id, contentType, revision: 1, tags: [], createdAt: '2024-01-01T00:00:00.000Z', updatedAt: '2024-01-01T00:00:00.000Z', ...meta },
-});
-const repository = (apiId: string, locales: object[] = [{ key: 'en_US' }]) => ({
-  id: '1',
-  apiId,
-  name: apiId,
-  defaultLocale: 'en_US',
-  locales,
-  apiKeys: [tinyKey], // one key for every repository keeps the requests short
-});
 
 /** Items 9, 10 and 11 hold one value of each type; item 12 holds none. Ids 9 < 10 < 11 only as numbers. */
 const store = {
@@ -96,11 +83,6 @@ const store = {
   ],
 };
 
-const nordic = {
-  repository: repository('nordic', [{ key: 'en_US' }, { key: 'sv_SE', fallback: 'en_US' }]),
-  contentTypes: [{ apiId: 'word', fields: [{ apiId: 'w', type: 'text' }] }],
-  documents: [doc('1', 'word', { w: 'Zebra' }), doc('2', 'word', { w: 'Äpple' }), doc('3', 'word', { w: 'Apple' })],
-};
 
 let server: ReadApiServer;
 beforeAll(async () => {
@@ -108,48 +90,17 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-/** Options as bracketed parameters: objects nest, lists of objects are indexed, lists of values are joined with ",". */
-function bracketed(options: Options): string {
-  const pairs: string[] = [];
-  const walk = (name: string, value: unknown): void => {
-    if (Array.isArray(value) && value.some((v) => typeof v === 'object' && v !== null)) value.forEach((v, i) => walk(`${name}[${i}]`, v));
-    else if (Array.isArray(value)) pairs.push(`${name}=${encodeURIComponent(value.join(','))}`);
-    else if (typeof value === 'object' && value !== null) for (const [k, v] of Object.entries(value)) walk(`${name}[${k}]`, v);
-    else pairs.push(`${name}=${encodeURIComponent(String(value))}`);
-  };
-  for (const [name, value] of Object.entries(options)) walk(name, value);
-  return pairs.join('&');
-}
-
-const isList = (path: string) => /\/(documents|collections\/[^/]+)$/.test(path);
-
-/** The forms a route takes options in: brackets and query= everywhere, a POST body on the list routes. */
-function everyWay(path: string, options: Options) {
-  return Promise.all([
-    getJson(server, `${path}?${bracketed(options)}`),
-    getJson(server, `${path}?query=${encodeURIComponent(JSON.stringify(options))}`),
-    ...(isList(path)
-      ? [getJson(server, path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(options) })]
-      : []),
-  ]);
-}
-
 /** Asks in every form; all must answer the same 200. */
 async function ask(path: string, options: Options): Promise<any> {
-  const [first, ...others] = await everyWay(path, options);
+  const [first, ...others] = await everyWay(server, path, options);
   expect(first!.status, JSON.stringify(first!.body)).toBe(200);
   for (const other of others) expect(other.body).toEqual(first!.body);
   return first!.body;
 }
 
 /** Asks in every form; all must be refused with a 400. Returns the first message. */
-async function refused(path: string, options: Options): Promise<string> {
-  const answers = await everyWay(path, options);
-  for (const answer of answers) {
-    expect(answer.status, JSON.stringify(answer.body)).toBe(400);
-    expect(answer.body.error.code).toBe('bad_request');
-  }
-  return answers[0]!.body.message;
+function refused(path: string, options: Options): Promise<string> {
+  return refusedEveryWay(server, path, options);
 }
 
 /** A query string as written, sent as it is. */
