@@ -7,6 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, createServer, type ViteDevServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeAllPools } from '../src/api/transport.ts';
+import { genericDeclarations } from '../src/astro/declarations.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { fixture, startTiny, tinyKey } from './helpers/server.ts';
 
@@ -88,6 +89,11 @@ describe('vite build', () => {
 });
 
 describe('the declarations in types/virtual.d.ts', () => {
+  it('are the generic declarations Astro injects, so the two cannot drift apart', async () => {
+    const shipped = await readFile(fileURLToPath(new URL('../types/virtual.d.ts', import.meta.url)), 'utf8');
+    expect(shipped.endsWith(genericDeclarations)).toBe(true);
+  });
+
   it('type a usage sample, and refuse wrong uses', async () => {
     // The app as installed: the package in node_modules, found through its exports ("types": ["comfortable-loader/virtual"]).
     const project = join(work, 'typed-app');
