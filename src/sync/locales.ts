@@ -14,6 +14,15 @@ export interface Locales {
 
 /** Locale → the keys to try in order: the locale, its fallback, …, ending at the default locale. */
 export function fallbackChains(locales: Locales): Map<string, string[]> {
+  let chains = chainsByLocales.get(locales);
+  if (!chains) chainsByLocales.set(locales, (chains = computeChains(locales)));
+  return chains;
+}
+
+// Every entry asks for its chain; a repository's locales change only with a new manifest.
+const chainsByLocales = new WeakMap<Locales, Map<string, string[]>>();
+
+function computeChains(locales: Locales): Map<string, string[]> {
   const byKey = new Map(locales.locales.map((l) => [l.key, l]));
   const chains = new Map<string, string[]>();
   for (const { key } of locales.locales) {
