@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateSnapshot } from '../bench/generate.ts';
 import { closeAllPools } from '../src/api/transport.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import { acquireLock, readManifest, RecordReader } from '../src/sync/cache.ts';
+import { acquireLock, cacheFormat, readManifest, RecordReader } from '../src/sync/cache.ts';
 import type { Changeset } from '../src/sync/changeset.ts';
 import { ConfigError, parseSyncConfig, type SyncConfigInput } from '../src/sync/config.ts';
 import { sync, SyncError, type SyncLogger, type SyncResult } from '../src/sync/engine.ts';
@@ -586,7 +586,7 @@ describe('the cache manifest', () => {
     const result = await sync(configFor(server.url, dir), recorder());
     const manifest = (await readManifest(dir))!;
     expect(manifest).toEqual(result.manifest);
-    expect(manifest).toMatchObject({ format: 1, repository: 'mag', baseUrl: server.url, lastSync: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    expect(manifest).toMatchObject({ format: cacheFormat, repository: 'mag', baseUrl: server.url, lastSync: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
     expect(sorted(Object.keys(manifest.sources))).toEqual(['alias:home', 'collection:articles', 'collection:featured', 'query:authors']);
     expect(manifest.sources['collection:articles']!.members).toEqual(['1001', '1003', '1002']); // the collection's sorting
     expect(manifest.sources['collection:featured']!.members).toEqual(['1003', '1001']);
@@ -795,6 +795,23 @@ describe('a damaged or foreign cache', () => {
     const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'));
     delete manifest.sources;
     await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest));
+    await expectRebuilt(await sync(configFor(server.url, dir), recorder()), /damaged/);
+  });
+
+  it('a damaged record row or source list is detected and rebuilt with a warning', async () => {
+    const { server, dir } = await synced();
+    const stored = await readFile(join(dir, 'manifest.json'), 'utf8');
+    const damage = [
+      (m: { records: unknown[][] }) => (m.records[1]![8] = [['author', m.records.length + 5]]), // a reference to no record
+      (m: { records: unknown[][] }) => (m.records[0]![3] = 0), // a record of no length
+      (m: { sources: Record<string, { digests: unknown[] }> }) => Object.values(m.sources)[0]!.digests.pop(),
+    ];
+    for (const change of damage) {
+      const manifest = JSON.parse(stored);
+      change(manifest);
+      await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest));
+      await expect(readManifest(dir)).rejects.toThrow(/damaged at (records\.[01]|sources\..+\.digests)$/);
+    }
     await expectRebuilt(await sync(configFor(server.url, dir), recorder()), /damaged/);
   });
 
