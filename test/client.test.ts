@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -150,6 +151,22 @@ describe('the document, alias and asset endpoints', () => {
     const asset = await clientOf('tiny').asset('300');
     expect(asset.meta.contentType).toBe('_asset');
     expect(asset.fields.file).toMatchObject({ url: `${server.origin}/files/tiny/images/apples.svg`, fileName: 'apples.svg', width: 100 });
+  });
+
+  it('keeps an asset’s fields in the order the server sent them, as in a document that embeds it', async () => {
+    const tiny = JSON.parse(await readFile(fixture('tiny.json'), 'utf8'));
+    for (const asset of tiny.assets) asset.fields = { file: asset.fields.file, description: asset.fields.description, title: asset.fields.title };
+    const reordered = await startServer({ snapshots: [tiny], watch: false });
+    try {
+      const client = createClient({ baseUrl: reordered.url, repository: 'tiny', apiKey: tinyKey });
+      const asset = await client.asset('300', { locale: 'all' });
+      expect(Object.keys(asset.fields)).toEqual(['file', 'description', 'title']);
+      const embedding = (await client.documents({ locale: 'all', embedAssets: true, limit: 1000 })).data.find((d) => JSON.stringify(d.fields).includes('apples.svg'))!;
+      const embedded = Object.values(embedding.fields).flat().find((value) => (value as ApiRecord | null)?.meta?.id === '300') as ApiRecord;
+      expect(Object.keys(embedded.fields)).toEqual(Object.keys(asset.fields));
+    } finally {
+      await reordered.close();
+    }
   });
 
   it('answers a missing document, alias or asset, and a document asked for as an asset, with a NotFoundError', async () => {

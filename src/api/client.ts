@@ -124,7 +124,7 @@ export class ReadApiClient {
 
   /** `GET /v1/<repo>/assets/<id>`. */
   asset<O extends RecordOptions>(id: string, options?: O): Promise<Masked<O, AssetAnswer, MaskedDocumentAnswer>> {
-    return this.#get(this.#path('assets', id), options ?? {}, options?.fields ? maskedDocumentAnswerSchema : assetAnswerSchema) as never;
+    return this.#get<unknown>(this.#path('assets', id), options ?? {}, options?.fields ? maskedDocumentAnswerSchema : assetAnswerSchema) as never;
   }
 
   #page(source: ListSource, options: ListOptions): Promise<ListAnswer> {

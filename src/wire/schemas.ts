@@ -65,13 +65,8 @@ export const fileSchema = z.looseObject({
   height: z.number().optional(),
 });
 
-export const assetAnswerSchema = recordSchema.extend({
-  fields: z.looseObject({
-    title: z.unknown().optional(),
-    description: z.unknown().optional(),
-    file: z.unknown().optional(),
-  }),
-});
+/** An asset: `title`, `description` and `file` in its fields, kept in the order the server sent (a declared shape would reorder them). */
+export const assetAnswerSchema = recordSchema;
 
 export const localeSchema = z.looseObject({ key: z.string(), fallback: z.string().optional() });
 
