@@ -204,7 +204,9 @@ interface View {
   records: Record<string, StoredRecord>;
   members: Record<string, string[]>;
   closures: Record<string, string[]>;
+  dependencyDigests: Record<string, Record<string, string>>;
   dangling: string[];
+  sourceDangling: Record<string, string[]>;
 }
 
 async function viewOf(result: SyncResult): Promise<View> {
@@ -214,7 +216,9 @@ async function viewOf(result: SyncResult): Promise<View> {
     records: await readBack(result),
     members: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, s.members])),
     closures: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, [...s.closure].sort()])),
+    dependencyDigests: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, s.dependencyDigests])),
     dangling: manifest.dangling.map((d) => `${d.from}.${d.field}→${d.id}`).sort(),
+    sourceDangling: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, s.dangling.map((d) => `${d.from}.${d.field}→${d.id}`).sort()])),
   };
 }
 
@@ -266,7 +270,9 @@ describe('an incremental sync ends with the same cache as a fresh full sync', ()
           expect(a.members, `members, ${where}`).toEqual(b.members);
           expect(a.closures, `closures, ${where}`).toEqual(b.closures);
           expect(a.dangling, `dangling references, ${where}`).toEqual(b.dangling);
+          expect(a.sourceDangling, `dangling references by source, ${where}`).toEqual(b.sourceDangling);
           for (const id of b.ids) expect(a.records[id], `record ${id}, ${where}`).toEqual(b.records[id]);
+          expect(a.dependencyDigests, `dependency digests, ${where}`).toEqual(b.dependencyDigests);
 
           const expected = expectedChanges(before, a);
           const { records, sources } = incremental.changeset;

@@ -802,7 +802,7 @@ describe('a damaged or foreign cache', () => {
     const { server, dir } = await synced();
     const stored = await readFile(join(dir, 'manifest.json'), 'utf8');
     const damage = [
-      (m: { records: unknown[][] }) => (m.records[1]![8] = [['author', m.records.length + 5]]), // a reference to no record
+      (m: { records: unknown[][] }) => (m.records[1]![8] = [['author', 5]]), // a reference that is not an id
       (m: { records: unknown[][] }) => (m.records[0]![3] = 0), // a record of no length
       (m: { sources: Record<string, { digests: unknown[] }> }) => Object.values(m.sources)[0]!.digests.pop(),
     ];

@@ -32,6 +32,13 @@ export interface RecordEntry {
   p?: true;
 }
 
+/** A reference whose target the server does not have. */
+export interface DanglingReference {
+  from: string;
+  field: string;
+  id: string;
+}
+
 export interface SourceState {
   kind: 'collection' | 'alias' | 'query';
   name: string;
@@ -42,10 +49,14 @@ export interface SourceState {
   closure: string[];
   /** Member id → dependency digest (its own digest and those of the records it includes). */
   dependencyDigests: Record<string, string>;
+  /** References of the closure whose target the server does not have. */
+  dangling: DanglingReference[];
   /** ISO time the source was last fetched; changes since then (minus a margin) are fetched next time. */
   syncedAt: string;
   etag?: string;
 }
+
+const danglingSchema = z.array(z.object({ from: z.string(), field: z.string(), id: z.string() }));
 
 const headSchema = z.object({
   format: z.literal(cacheFormat),
@@ -62,7 +73,7 @@ const headSchema = z.object({
   }),
   model: z.record(z.string(), z.record(z.string(), z.object({ kind: z.string().optional(), localized: z.boolean(), multiple: z.boolean().optional() }))),
   /** References whose target the server does not have: `<document id>.<field>` → target id. */
-  dangling: z.array(z.object({ from: z.string(), field: z.string(), id: z.string() })),
+  dangling: danglingSchema,
   /** Answers kept for conditional GETs of aliases and the repository (small; never list pages). */
   etags: z.record(z.string(), z.object({ etag: z.string(), body: z.string() })),
 });
@@ -79,10 +90,10 @@ export type Manifest = Omit<z.infer<typeof headSchema>, 'locales' | 'model'> & {
  * megabytes) in arrays, which JSON parses and writes several times faster than objects:
  * - `segments`: the segment names;
  * - `records`: `[id, segment, offset, length, updatedAt, revision, contentType, digest, references, 1 when partial]`,
- *   references as `[[field, target, …], …]`;
- * - `sources`: each source's state with `members` and `closure` as lists of records, and
- *   `digests` the dependency digests in the order of `members`.
- * A record is named by its place in `records`, or by its id when it has none (a dangling target).
+ *   references as `[[field, target id, …], …]`;
+ * - `sources`: each source's state, with `digests` the dependency digests in the order of `members`.
+ * A record row names no other row by position, so the row of an entry that did not change is
+ * written again as it was read.
  */
 const storedSchema = headSchema.extend({
   segments: z.array(z.string()),
@@ -95,6 +106,7 @@ const storedSchema = headSchema.extend({
       fingerprint: z.string(),
       syncedAt: z.string(),
       etag: z.string().optional(),
+      dangling: danglingSchema,
       members: z.custom<unknown[]>(Array.isArray, 'expected an array'),
       closure: z.custom<unknown[]>(Array.isArray, 'expected an array'),
       digests: z.custom<unknown[]>(Array.isArray, 'expected an array'),
@@ -102,18 +114,17 @@ const storedSchema = headSchema.extend({
   ),
 });
 
-type RecordRow = [string, number, number, number, string, number, string, string, (string | number)[][], 1?];
+type RecordRow = [string, number, number, number, string, number, string, string, string[][], 1?];
+
+/** The row each entry was read from (its segment number is set again when written). */
+const rows = new WeakMap<RecordEntry, RecordRow>();
 
 /** The manifest as stored (see `storedSchema`). */
 export function encodeManifest(manifest: Manifest): string {
   const { records, sources, ...head } = manifest;
-  const index = new Map<string, number>();
-  let next = 0;
-  for (const id in records) index.set(id, next++);
-  const ref = (id: string) => index.get(id) ?? id;
   const segments: string[] = [];
   const segmentIndex = new Map<string, number>();
-  const rows: RecordRow[] = [];
+  const stored: RecordRow[] = [];
   for (const id in records) {
     const entry = records[id]!;
     let segment = segmentIndex.get(entry.s);
@@ -121,44 +132,39 @@ export function encodeManifest(manifest: Manifest): string {
       segmentIndex.set(entry.s, (segment = segments.length));
       segments.push(entry.s);
     }
-    const references: (string | number)[][] = [];
-    for (const field in entry.f) references.push([field, ...entry.f[field]!.map(ref)]);
-    const row: RecordRow = [id, segment, entry.o, entry.l, entry.u, entry.r, entry.t, entry.d, references];
-    if (entry.p) row.push(1);
-    rows.push(row);
+    let row = rows.get(entry);
+    if (row) row[1] = segment;
+    else {
+      const references: string[][] = [];
+      for (const field in entry.f) references.push([field, ...entry.f[field]!]);
+      row = [id, segment, entry.o, entry.l, entry.u, entry.r, entry.t, entry.d, references];
+      if (entry.p) row.push(1);
+      rows.set(entry, row);
+    }
+    stored.push(row);
   }
-  const storedSources = Object.fromEntries(
-    Object.entries(sources).map(([key, { members, closure, dependencyDigests, ...state }]) => [
-      key,
-      { ...state, members: members.map(ref), closure: closure.map(ref), digests: members.map((id) => dependencyDigests[id] ?? null) },
-    ]),
-  );
-  return JSON.stringify({ ...head, segments, records: rows, sources: storedSources });
+  const storedSources: Record<string, object> = {};
+  for (const [key, { members, dependencyDigests, ...state }] of Object.entries(sources)) {
+    storedSources[key] = { ...state, members, digests: members.map((id) => dependencyDigests[id] ?? null) };
+  }
+  return JSON.stringify({ ...head, segments, records: stored, sources: storedSources });
 }
 
 /** Reads a stored manifest back; a CacheError names the first damaged place. */
 export function decodeManifest(json: unknown, file: string): Manifest {
   const parsed = storedSchema.safeParse(json);
   if (!parsed.success) throw damaged(file, parsed.error.issues[0]!.path.join('.'));
-  const { segments, records: rows, sources: storedSources, ...head } = parsed.data;
-  const ids: string[] = new Array(rows.length);
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i];
-    if (!Array.isArray(row) || typeof row[0] !== 'string') throw damaged(file, `records.${i}`);
-    ids[i] = row[0];
-  }
-  const target = (value: unknown): string | undefined =>
-    typeof value === 'string' ? value : Number.isInteger(value) && (value as number) >= 0 && (value as number) < ids.length ? ids[value as number] : undefined;
+  const { segments, records: storedRecords, sources: storedSources, ...head } = parsed.data;
   const records: Record<string, RecordEntry> = {};
-  for (let i = 0; i < rows.length; i++) {
-    const entry = recordEntryOf(rows[i] as unknown[], segments, target);
+  for (let i = 0; i < storedRecords.length; i++) {
+    const row = storedRecords[i];
+    const entry = Array.isArray(row) ? recordEntryOf(row, segments) : undefined;
     if (!entry) throw damaged(file, `records.${i}`);
-    records[ids[i]!] = entry;
+    records[(row as RecordRow)[0]] = entry;
+    rows.set(entry, row as RecordRow);
   }
   const sources: Record<string, SourceState> = {};
-  for (const [key, { members: storedMembers, closure: storedClosure, digests, ...state }] of Object.entries(storedSources)) {
-    const members = storedMembers.map(target);
-    const closure = storedClosure.map(target);
+  for (const [key, { members, closure, digests, ...state }] of Object.entries(storedSources)) {
     if (!members.every(isString)) throw damaged(file, `sources.${key}.members`);
     if (!closure.every(isString)) throw damaged(file, `sources.${key}.closure`);
     if (digests.length !== members.length || !digests.every((d) => d === null || typeof d === 'string')) throw damaged(file, `sources.${key}.digests`);
@@ -175,22 +181,16 @@ const isString = (value: unknown): value is string => typeof value === 'string';
 const damaged = (file: string, at: string) => new CacheError(`the cache manifest ${file} is damaged at ${at}`);
 
 /** A stored record row as an entry; `undefined` when it is not what `encodeManifest` writes. */
-function recordEntryOf(row: unknown[], segments: string[], target: (value: unknown) => string | undefined): RecordEntry | undefined {
-  const [, s, o, l, u, r, t, d, references, p] = row;
-  if (row.length !== 9 && !(row.length === 10 && p === 1)) return undefined;
+function recordEntryOf(row: unknown[], segments: string[]): RecordEntry | undefined {
+  const [id, s, o, l, u, r, t, d, references, p] = row;
+  if (typeof id !== 'string' || (row.length !== 9 && !(row.length === 10 && p === 1))) return undefined;
   if (!Number.isInteger(s) || segments[s as number] === undefined) return undefined;
   if (!Number.isSafeInteger(o) || (o as number) < 0 || !Number.isSafeInteger(l) || (l as number) <= 0) return undefined;
   if (typeof u !== 'string' || typeof r !== 'number' || !Number.isFinite(r) || typeof t !== 'string' || typeof d !== 'string' || !Array.isArray(references)) return undefined;
   const f: Record<string, string[]> = {};
   for (const reference of references as unknown[]) {
-    if (!Array.isArray(reference) || typeof reference[0] !== 'string' || reference.length < 2) return undefined;
-    const targets: string[] = [];
-    for (let i = 1; i < reference.length; i++) {
-      const id = target(reference[i]);
-      if (id === undefined) return undefined;
-      targets.push(id);
-    }
-    f[reference[0]] = targets;
+    if (!Array.isArray(reference) || reference.length < 2 || !reference.every(isString)) return undefined;
+    f[reference[0] as string] = reference.slice(1);
   }
   const entry: RecordEntry = { s: segments[s as number]!, o: o as number, l: l as number, u, r, t, d, f };
   if (p === 1) entry.p = true;

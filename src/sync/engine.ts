@@ -10,6 +10,7 @@ import {
   CacheError,
   cacheFormat,
   commitManifest,
+  type DanglingReference,
   type Manifest,
   type RecordEntry,
   readManifest,
@@ -74,6 +75,12 @@ const transient = (error: unknown) =>
 export function andEveryBranch(filters: FilterEntry[] | undefined, condition: Record<string, Record<string, unknown>>): FilterEntry[] {
   const only = condition as FilterEntry;
   return [only, ...(filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: condition } as FilterEntry] : [entry]))];
+}
+
+/** References once each, in order of document and field. */
+function uniqueReferences(references: DanglingReference[]): DanglingReference[] {
+  const unique = new Map(references.map((d) => [`${d.from}.${d.field}.${d.id}`, d]));
+  return [...unique.values()].sort((a, b) => (a.from + a.field < b.from + b.field ? -1 : 1));
 }
 
 /** Hints for one sync run. */
@@ -189,6 +196,8 @@ class SyncRun {
   readonly #checked = new Set<string>();
   /** Bumped whenever records or the model change, so a closure computed before stays valid until then. */
   #version = 0;
+  /** Whether a record was added or dropped, or changed its content type or references, in this run. */
+  #linksChanged = false;
   readonly #closures = new Map<string, { version: number; members: readonly string[]; closure: Closure }>();
   readonly #localeCounts = new Map<string, number>();
   #locales: Locales | undefined;
@@ -281,7 +290,9 @@ class SyncRun {
     if (!existing || existing.d !== digest || existing.p !== (partial || undefined)) {
       const at = this.#writer.append(record);
       this.#stats.written++;
-      this.#entries[record.id] = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referencesOf(record), ...(partial ? { p: true as const } : {}) };
+      const entry: RecordEntry = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referencesOf(record), ...(partial ? { p: true as const } : {}) };
+      if (!existing || existing.t !== entry.t || JSON.stringify(existing.f) !== JSON.stringify(entry.f)) this.#linksChanged = true;
+      this.#entries[record.id] = entry;
       this.#version++;
       await this.#writer.flushIfFull();
     }
@@ -393,13 +404,33 @@ class SyncRun {
   #isAsset = (target: string, field: string, from: Node): boolean =>
     this.#entries[target]?.t === '_asset' || this.#model[from.contentType]?.[field]?.kind === 'asset';
 
-  /** A source's closure; computed again only when records or the model changed since (callers only read it). */
+  #drop(id: string): void {
+    if (!(id in this.#entries)) return;
+    delete this.#entries[id];
+    this.#linksChanged = true;
+  }
+
+  /**
+   * A source's closure; computed again only when records or the model changed since (callers
+   * only read it). While no record was added, dropped or linked differently in this run, the
+   * source's closure of the cache still holds, and so do its dangling references.
+   */
   #closure(source: Source, members: readonly string[]): Closure {
     const cached = this.#closures.get(source.key);
     if (cached && cached.version === this.#version && cached.members === members) return cached.closure;
-    const closure = includeClosure(members, source.options.includes, source.options.embedAssets !== false, this.#node, this.#isAsset);
+    const closure = this.#keptClosure(source, members) ?? includeClosure(members, source.options.includes, source.options.embedAssets !== false, this.#node, this.#isAsset);
     this.#closures.set(source.key, { version: this.#version, members, closure });
     return closure;
+  }
+
+  #keptClosure(source: Source, members: readonly string[]): Closure | undefined {
+    const previous = this.#previous;
+    const before = previous?.sources[source.key];
+    if (!previous || !before || this.#linksChanged || before.fingerprint !== source.fingerprint) return undefined;
+    if (members.length !== before.members.length || members.some((id, i) => id !== before.members[i])) return undefined;
+    if (JSON.stringify(this.#model) !== JSON.stringify(previous.model)) return undefined;
+    const ids = new Set(before.closure);
+    return { ids, missing: before.dangling.map((ref) => ({ ...ref })) };
   }
 
   /** Cached records that were neither fetched nor listed in this run: list their stamps, refetch the changed ones, drop the deleted. */
@@ -416,7 +447,7 @@ class SyncRun {
         if (!entry || entry.u !== stamp.meta.updatedAt || entry.r !== stamp.meta.revision) changed.push(stamp.meta.id);
       }
     }
-    for (const id of ids) if (!seen.has(id)) delete this.#entries[id]; // gone from the server
+    for (const id of ids) if (!seen.has(id)) this.#drop(id); // gone from the server
     this.#version++;
     if (changed.length > 0) await this.#fetchByIds(changed);
   }
@@ -451,15 +482,13 @@ class SyncRun {
         // A source without a mask needs these whole; one the server no longer has is dropped.
         const gone = [...incomplete].filter((id) => this.#entries[id]?.p);
         const found = await this.#fetchByIds(gone);
-        for (const id of gone) if (!found.has(id)) delete this.#entries[id];
+        for (const id of gone) if (!found.has(id)) this.#drop(id);
         this.#version++;
         continue;
       }
       const toFetch = [...missing.keys()].filter((id) => !absent.has(id));
       if (toFetch.length === 0 || round >= 100) {
-        const dangling = [...missing.values()].flat();
-        const unique = new Map(dangling.map((d) => [`${d.from}.${d.field}.${d.id}`, d]));
-        return [...unique.values()].sort((a, b) => (a.from + a.field < b.from + b.field ? -1 : 1));
+        return uniqueReferences([...missing.values()].flat());
       }
       const assets = toFetch.filter((id) => missing.get(id)!.some((ref) => this.#isAsset(id, ref.field, this.#node(ref.from)!)));
       const documents = toFetch.filter((id) => !assets.includes(id));
@@ -543,6 +572,7 @@ class SyncRun {
         members: [...now],
         closure: [...closure.ids],
         dependencyDigests,
+        dangling: uniqueReferences(closure.missing),
         syncedAt,
       };
     }
