@@ -599,6 +599,37 @@ describe('the cache manifest', () => {
     expect(Object.keys(manifest.etags).some((k) => k.includes('/alias/home'))).toBe(true);
   });
 
+  it('writes the records a sync changed to an index file of their own, and folds the files into one as they grow', async () => {
+    const served = await serve();
+    const dir = await tempDir();
+    const indexFiles = async () => (await readdir(dir)).filter((name) => name.startsWith('index-')).sort();
+    const first = await sync(configFor(served.server.url, dir), recorder());
+    expect(await indexFiles()).toHaveLength(1);
+
+    touch(docOf(served.snapshot, '1002'));
+    await served.publish();
+    const second = await sync(configFor(served.server.url, dir), recorder());
+    expect(second.changeset.records.updated).toEqual(['1002']);
+    const index = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')).index as string[];
+    expect(index).toHaveLength(2);
+    expect(index[0]).toBe((await indexFiles())[0]);
+    const later = JSON.parse(await readFile(join(dir, index[1]!), 'utf8'));
+    expect(later.records.map((row: unknown[]) => row[0])).toEqual(['1002']);
+    expect(await readManifest(dir)).toEqual(second.manifest);
+    expect(second.manifest.records['1002']!.r).toBe(first.manifest.records['1002']!.r + 1);
+
+    // A sync without a change writes no index file; one more change makes the later rows a quarter of the records.
+    await sync(configFor(served.server.url, dir), recorder());
+    expect(await indexFiles()).toHaveLength(2);
+    touch(docOf(served.snapshot, '1003'));
+    await served.publish();
+    const third = await sync(configFor(served.server.url, dir), recorder());
+    expect(await indexFiles()).toHaveLength(1);
+    expect(JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')).index).toEqual(await indexFiles());
+    expect(await readManifest(dir)).toEqual(third.manifest);
+    expect(await recordsOf({ reader: new RecordReader(dir, (await readManifest(dir))!) })).toEqual(await recordsOf(third));
+  });
+
   it('never holds the API key, in any file', async () => {
     const { server } = await serve();
     const dir = await tempDir();
@@ -800,19 +831,24 @@ describe('a damaged or foreign cache', () => {
 
   it('a damaged record row or source list is detected and rebuilt with a warning', async () => {
     const { server, dir } = await synced();
-    const stored = await readFile(join(dir, 'manifest.json'), 'utf8');
-    const damage = [
-      (m: { records: unknown[][] }) => (m.records[1]![8] = [['author', 5]]), // a reference that is not an id
-      (m: { records: unknown[][] }) => (m.records[0]![3] = 0), // a record of no length
-      (m: { sources: Record<string, { digests: unknown[] }> }) => Object.values(m.sources)[0]!.digests.pop(),
+    const head = await readFile(join(dir, 'manifest.json'), 'utf8');
+    const [index] = JSON.parse(head).index as string[];
+    const rows = await readFile(join(dir, index!), 'utf8');
+    const damage: [string, (json: any) => unknown][] = [
+      [index!, (m) => (m.records[1][8] = [['author', 5]])], // a reference that is not an id
+      [index!, (m) => (m.records[0][3] = 0)], // a record of no length
+      ['manifest.json', (m) => Object.values<{ digests: unknown[] }>(m.sources)[0]!.digests.pop()],
     ];
-    for (const change of damage) {
-      const manifest = JSON.parse(stored);
-      change(manifest);
-      await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest));
+    for (const [file, change] of damage) {
+      const json = JSON.parse(file === index ? rows : head);
+      change(json);
+      await writeFile(join(dir, file), JSON.stringify(json));
       await expect(readManifest(dir)).rejects.toThrow(/damaged at (records\.[01]|sources\..+\.digests)$/);
+      await writeFile(join(dir, index!), rows);
+      await writeFile(join(dir, 'manifest.json'), head);
     }
-    await expectRebuilt(await sync(configFor(server.url, dir), recorder()), /damaged/);
+    await rm(join(dir, index!));
+    await expectRebuilt(await sync(configFor(server.url, dir), recorder()), /index .* is missing/);
   });
 
   it('a missing segment is detected and the cache rebuilt with a warning', async () => {

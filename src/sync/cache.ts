@@ -86,18 +86,22 @@ export type Manifest = Omit<z.infer<typeof headSchema>, 'locales' | 'model'> & {
 };
 
 /**
- * The manifest on disk: the head as it is, and the bulk (a hundred thousand records make tens of
- * megabytes) in arrays, which JSON parses and writes several times faster than objects:
- * - `segments`: the segment names;
- * - `records`: `[id, segment, offset, length, updatedAt, revision, contentType, digest, references, 1 when partial]`,
- *   references as `[[field, target id, …], …]`;
- * - `sources`: each source's state, with `digests` the dependency digests in the order of `members`.
- * A record row names no other row by position, so the row of an entry that did not change is
- * written again as it was read.
+ * The manifest on disk is the head (what `Manifest` holds but its records) in `manifest.json`,
+ * and the records in index files it names, read in order: the first holds every record of its
+ * time, each later one the records added or changed since and the ids removed. A sync that
+ * changed few records writes one small index file instead of all records again; when the later
+ * files hold a quarter as many rows as the records, or there are many, they are folded into one.
+ * Like segments, index files are never changed once written, and removed when the head no
+ * longer names them.
+ *
+ * The bulk (a hundred thousand records make tens of megabytes) is stored in arrays, which JSON
+ * parses and writes several times faster than objects:
+ * - an index file's `records`: `[id, segment, offset, length, updatedAt, revision, contentType, digest, references, 1 when partial]`,
+ *   with `segment` a place in the file's `segments`, and references as `[[field, target id, …], …]`;
+ * - each source's `digests`: the dependency digests in the order of `members`.
  */
 const storedSchema = headSchema.extend({
-  segments: z.array(z.string()),
-  records: z.custom<unknown[]>(Array.isArray, 'expected an array'),
+  index: z.array(z.string().regex(/^index-[\w.-]+\.json$/)),
   sources: z.record(
     z.string(),
     z.object({
@@ -114,18 +118,29 @@ const storedSchema = headSchema.extend({
   ),
 });
 
+const indexFileSchema = z.object({
+  segments: z.array(z.string()),
+  records: z.custom<unknown[]>(Array.isArray, 'expected an array'),
+  removed: z.array(z.string()),
+});
+
 type RecordRow = [string, number, number, number, string, number, string, string, string[][], 1?];
 
-/** The row each entry was read from (its segment number is set again when written). */
+/** The row each entry was read from or written as (its segment number is set again when written). */
 const rows = new WeakMap<RecordEntry, RecordRow>();
 
-/** The manifest as stored (see `storedSchema`). */
-export function encodeManifest(manifest: Manifest): string {
-  const { records, sources, ...head } = manifest;
+/** The index files a manifest was read from or written to, and how many rows the later ones hold. */
+const stored = new WeakMap<Manifest, { index: string[]; laterRows: number }>();
+
+/** Index files beyond the first that are folded into one on the next write. */
+const maxLaterFiles = 16;
+
+/** An index file's content: rows for `ids` of `records`, and the ids removed. */
+function encodeIndex(records: Record<string, RecordEntry>, ids: Iterable<string>, removed: string[]): string {
   const segments: string[] = [];
   const segmentIndex = new Map<string, number>();
-  const stored: RecordRow[] = [];
-  for (const id in records) {
+  const out: RecordRow[] = [];
+  for (const id of ids) {
     const entry = records[id]!;
     let segment = segmentIndex.get(entry.s);
     if (segment === undefined) {
@@ -141,28 +156,41 @@ export function encodeManifest(manifest: Manifest): string {
       if (entry.p) row.push(1);
       rows.set(entry, row);
     }
-    stored.push(row);
+    out.push(row);
   }
-  const storedSources: Record<string, object> = {};
-  for (const [key, { members, dependencyDigests, ...state }] of Object.entries(sources)) {
-    storedSources[key] = { ...state, members, digests: members.map((id) => dependencyDigests[id] ?? null) };
-  }
-  return JSON.stringify({ ...head, segments, records: stored, sources: storedSources });
+  return JSON.stringify({ segments, records: out, removed });
 }
 
-/** Reads a stored manifest back; a CacheError names the first damaged place. */
-export function decodeManifest(json: unknown, file: string): Manifest {
-  const parsed = storedSchema.safeParse(json);
+/** Applies an index file to `records`; a CacheError names the first damaged place. */
+function decodeIndex(json: unknown, file: string, records: Record<string, RecordEntry>): number {
+  const parsed = indexFileSchema.safeParse(json);
   if (!parsed.success) throw damaged(file, parsed.error.issues[0]!.path.join('.'));
-  const { segments, records: storedRecords, sources: storedSources, ...head } = parsed.data;
-  const records: Record<string, RecordEntry> = {};
-  for (let i = 0; i < storedRecords.length; i++) {
-    const row = storedRecords[i];
+  const { segments, records: stored, removed } = parsed.data;
+  for (let i = 0; i < stored.length; i++) {
+    const row = stored[i];
     const entry = Array.isArray(row) ? recordEntryOf(row, segments) : undefined;
     if (!entry) throw damaged(file, `records.${i}`);
     records[(row as RecordRow)[0]] = entry;
     rows.set(entry, row as RecordRow);
   }
+  for (const id of removed) delete records[id];
+  return stored.length + removed.length;
+}
+
+/** The head as stored, naming the index files. */
+function encodeHead(manifest: Manifest, index: string[]): string {
+  const { records: _records, sources, ...head } = manifest;
+  const storedSources: Record<string, object> = {};
+  for (const [key, { members, dependencyDigests, ...state }] of Object.entries(sources)) {
+    storedSources[key] = { ...state, members, digests: members.map((id) => dependencyDigests[id] ?? null) };
+  }
+  return JSON.stringify({ ...head, index, sources: storedSources });
+}
+
+function decodeHead(json: unknown, file: string): { manifest: Manifest; index: string[] } {
+  const parsed = storedSchema.safeParse(json);
+  if (!parsed.success) throw damaged(file, parsed.error.issues[0]!.path.join('.'));
+  const { index, sources: storedSources, ...head } = parsed.data;
   const sources: Record<string, SourceState> = {};
   for (const [key, { members, closure, digests, ...state }] of Object.entries(storedSources)) {
     if (!members.every(isString)) throw damaged(file, `sources.${key}.members`);
@@ -174,13 +202,13 @@ export function decodeManifest(json: unknown, file: string): Manifest {
     });
     sources[key] = { ...state, members, closure, dependencyDigests };
   }
-  return { ...head, sources, records } as Manifest;
+  return { manifest: { ...head, sources, records: {} } as Manifest, index };
 }
 
 const isString = (value: unknown): value is string => typeof value === 'string';
 const damaged = (file: string, at: string) => new CacheError(`the cache manifest ${file} is damaged at ${at}`);
 
-/** A stored record row as an entry; `undefined` when it is not what `encodeManifest` writes. */
+/** A stored record row as an entry; `undefined` when it is not what `encodeIndex` writes. */
 function recordEntryOf(row: unknown[], segments: string[]): RecordEntry | undefined {
   const [id, s, o, l, u, r, t, d, references, p] = row;
   if (typeof id !== 'string' || (row.length !== 9 && !(row.length === 10 && p === 1))) return undefined;
@@ -212,24 +240,36 @@ const unreadableLockMs = 10_000;
 
 /** Reads the manifest; `undefined` when there is none, a CacheError when it is corrupt. */
 export async function readManifest(dir: string): Promise<Manifest | undefined> {
-  let text: string;
-  try {
-    text = await readFile(join(dir, manifestFile), 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new CacheError(`the cache manifest ${join(dir, manifestFile)} is not valid JSON`);
-  }
-  const format = (json as { format?: unknown } | null)?.format;
+  const head = await readJson(dir, manifestFile, true);
+  if (head === undefined) return undefined;
+  const format = (head as { format?: unknown } | null)?.format;
   if (format !== cacheFormat) throw new CacheError(`the cache in ${dir} has format ${JSON.stringify(format)}, this version reads format ${cacheFormat}`);
-  const manifest = decodeManifest(json, join(dir, manifestFile));
+  const { manifest, index } = decodeHead(head, join(dir, manifestFile));
+  let laterRows = 0;
+  for (const [i, name] of index.entries()) {
+    const count = decodeIndex(await readJson(dir, name), join(dir, name), manifest.records);
+    if (i > 0) laterRows += count;
+  }
+  stored.set(manifest, { index, laterRows });
   await checkSegments(dir, manifest);
   return manifest;
+}
+
+/** A cache file's JSON; `undefined` for a missing manifest, a CacheError for anything else amiss. */
+async function readJson(dir: string, name: string, mayBeMissing = false): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(join(dir, name), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    if (mayBeMissing) return undefined;
+    throw new CacheError(`the cache index ${name} in ${dir} is missing`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new CacheError(`the cache ${name === manifestFile ? 'manifest' : 'index'} ${join(dir, name)} is not valid JSON`);
+  }
 }
 
 /** A manifest is only as good as its segments: each must exist and be as long as its records need. */
@@ -400,25 +440,60 @@ export class SegmentWriter {
   }
 }
 
-/** Replaces the manifest atomically, then removes segments it no longer names. */
-export async function commitManifest(dir: string, manifest: Manifest): Promise<void> {
+/**
+ * Replaces the manifest atomically, then removes the segments and index files it no longer
+ * names. `base` is the manifest the cache held (as read or committed): when given, only the
+ * records that differ from it are written, to a new index file after its own.
+ */
+export async function commitManifest(dir: string, manifest: Manifest, base?: Manifest): Promise<void> {
+  const { records } = manifest;
+  const before = base && stored.get(base);
+  let index: string[] = [];
+  let laterRows = 0;
+  if (before) {
+    const changed: string[] = [];
+    const removed: string[] = [];
+    let count = 0;
+    for (const id in records) {
+      count++;
+      if (records[id] !== base.records[id]) changed.push(id);
+    }
+    for (const id in base.records) if (!(id in records)) removed.push(id);
+    laterRows = before.laterRows + changed.length + removed.length;
+    if (changed.length + removed.length === 0) index = before.index;
+    else if (laterRows <= count / 4 && before.index.length <= maxLaterFiles) index = [...before.index, await writeIndex(dir, encodeIndex(records, changed, removed))];
+  }
+  if (index.length === 0) {
+    index = [await writeIndex(dir, encodeIndex(records, Object.keys(records), []))];
+    laterRows = 0;
+  }
   const tmp = join(dir, `${manifestFile}.${process.pid}.tmp`);
-  await writeFile(tmp, encodeManifest(manifest));
+  await writeFile(tmp, encodeHead(manifest, index));
   await rename(tmp, join(dir, manifestFile));
-  await removeUnusedSegments(dir, manifest);
+  stored.set(manifest, { index, laterRows });
+  await removeUnused(dir, manifest, index);
 }
 
-async function removeUnusedSegments(dir: string, manifest: Manifest | undefined): Promise<void> {
-  const live = new Set(Object.values(manifest?.records ?? {}).map((e) => e.s));
+async function writeIndex(dir: string, text: string): Promise<string> {
+  const name = `index-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}.json`;
+  await writeFile(join(dir, `${name}.tmp`), text);
+  await rename(join(dir, `${name}.tmp`), join(dir, name));
+  return name;
+}
+
+/** Removes the segments and index files a cache does not name (all of them without a cache). */
+async function removeUnused(dir: string, manifest: Manifest | undefined, index: string[] = []): Promise<void> {
+  const live = new Set<string>(index);
+  for (const id in manifest?.records) live.add(manifest.records[id]!.s);
   for (const name of await readdir(dir).catch(() => [] as string[])) {
-    if (name.startsWith('records-') && !live.has(name)) await rm(join(dir, name), { force: true });
+    if ((name.startsWith('records-') || name.startsWith('index-')) && !live.has(name)) await rm(join(dir, name), { force: true });
   }
 }
 
-/** Removes a cache: manifest first (so what remains is no cache), then its segments. */
+/** Removes a cache: manifest first (so what remains is no cache), then its segments and index files. */
 export async function clearCache(dir: string): Promise<void> {
   await rm(join(dir, manifestFile), { force: true });
-  await removeUnusedSegments(dir, undefined);
+  await removeUnused(dir, undefined);
 }
 
 /** Bytes of segments a manifest still needs vs bytes on disk, for compaction. */

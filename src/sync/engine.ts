@@ -600,7 +600,7 @@ class SyncRun {
       dangling,
       etags: this.#etags.entries,
     };
-    await commitManifest(this.#dir, manifest);
+    await commitManifest(this.#dir, manifest, this.#baseline);
     this.#stats.ms = Date.now() - this.#started;
     const result: SyncResult = {
       changeset: { ...changeset, empty: isEmptyChangeset(changeset) },
