@@ -55,7 +55,7 @@ process.send!(
     ms,
     cpuMs: (user + system) / 1000,
     stats: result.stats,
-    records: Object.keys(result.manifest.records).length,
+    records: result.manifest.records.size,
     changes: { added: added.length, updated: updated.length, removed: removed.length },
     warnings,
     kinds,

@@ -204,7 +204,7 @@ interface View {
   records: Record<string, StoredRecord>;
   members: Record<string, string[]>;
   closures: Record<string, string[]>;
-  dependencyDigests: Record<string, Record<string, string>>;
+  dependencyDigests: Record<string, Map<string, string>>;
   dangling: string[];
   sourceDangling: Record<string, string[]>;
 }
@@ -212,7 +212,7 @@ interface View {
 async function viewOf(result: SyncResult): Promise<View> {
   const { manifest } = result;
   return {
-    ids: Object.keys(manifest.records).sort(),
+    ids: [...manifest.records.keys()].sort(),
     records: await readBack(result),
     members: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, s.members])),
     closures: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, [...s.closure].sort()])),

@@ -385,7 +385,7 @@ describe('normalisation into records', () => {
 
   it('keeps one record per document or asset, however many sources and includes reach it', async () => {
     expect(sorted(records.keys())).toEqual(allRecordIds);
-    expect(sorted(Object.keys(result.manifest.records))).toEqual(allRecordIds);
+    expect(sorted(result.manifest.records.keys())).toEqual(allRecordIds);
     expect(result.stats.written).toBe(allRecordIds.length);
     const lines = (await Promise.all((await readdir(result.cacheDir)).filter((n) => n.startsWith('records-')).map((n) => readFile(join(result.cacheDir, n), 'utf8'))))
       .join('')
@@ -592,8 +592,8 @@ describe('the cache manifest', () => {
     expect(manifest.sources['collection:featured']!.members).toEqual(['1003', '1001']);
     expect(manifest.sources['alias:home']).toMatchObject({ kind: 'alias', name: 'home', members: ['1001'] });
     expect(sorted(manifest.sources['alias:home']!.closure)).toEqual(['1001', '1002', '2001', '3001', '3002']);
-    expect(sorted(Object.keys(manifest.sources['query:authors']!.dependencyDigests))).toEqual(['2001', '2002']);
-    expect(manifest.records['1001']).toMatchObject({ t: 'article', r: 1, u: '2024-02-01T00:00:00.000Z', f: { author: ['2001'], related: ['1002'], cover: ['3001'], gallery: ['3001', '3002'] } });
+    expect(sorted(manifest.sources['query:authors']!.dependencyDigests.keys())).toEqual(['2001', '2002']);
+    expect(manifest.records.get('1001')).toMatchObject({ t: 'article', r: 1, u: '2024-02-01T00:00:00.000Z', f: { author: ['2001'], related: ['1002'], cover: ['3001'], gallery: ['3001', '3002'] } });
     const reader = new RecordReader(dir, manifest);
     expect((await reader.get('2002'))!.fields.name).toBe('Bob');
     expect(Object.keys(manifest.etags).some((k) => k.includes('/alias/home'))).toBe(true);
@@ -616,7 +616,7 @@ describe('the cache manifest', () => {
     const later = JSON.parse(await readFile(join(dir, index[1]!), 'utf8'));
     expect(later.records.map((row: unknown[]) => row[0])).toEqual(['1002']);
     expect(await readManifest(dir)).toEqual(second.manifest);
-    expect(second.manifest.records['1002']!.r).toBe(first.manifest.records['1002']!.r + 1);
+    expect(second.manifest.records.get('1002')!.r).toBe(first.manifest.records.get('1002')!.r + 1);
 
     // A sync without a change writes no index file; one more change makes the later rows a quarter of the records.
     await sync(configFor(served.server.url, dir), recorder());
@@ -718,7 +718,7 @@ describe('atomic commits', () => {
     const first = await sync(config, recorder());
     // Several sources wrote to the segment at once; every record still reads back whole.
     const records = await recordsOf(first);
-    expect(records.size).toBe(Object.keys(first.manifest.records).length);
+    expect(records.size).toBe(first.manifest.records.size);
     expect(await recordsOf(await sync({ ...config, cacheDir: await tempDir(), mode: 'fresh' }, recorder()))).toEqual(records);
     const before = await folderState(dir);
 
@@ -915,7 +915,7 @@ describe('a changed source option', () => {
     const served = await serve();
     const dir = await tempDir();
     const first = await sync(configFor(served.server.url, dir, { collections: { authors: { includes: 0 } }, aliases: [], queries: {} }), recorder());
-    expect(sorted(Object.keys(first.manifest.records))).toEqual(['2001', '2002', '3002']);
+    expect(sorted(first.manifest.records.keys())).toEqual(['2001', '2002', '3002']);
     const second = await sync(configFor(served.server.url, dir, { collections: { authors: { includes: 1, embedAssets: true } }, aliases: [], queries: {} }), recorder());
     // The favourites 1001 and 1003 and the asset 3001 of 1001 join; the authors are not written again.
     expect(tidy(second.changeset.records)).toEqual({ added: ['1001', '1003', '3001'], updated: [], removed: [] });
@@ -1036,7 +1036,7 @@ describe('onSync', () => {
         ...configFor(server.url, dir),
         onSync: async (changeset) => {
           const manifest = await readManifest(dir);
-          seen.push({ changeset, committed: sorted(Object.keys(manifest?.records ?? {})) });
+          seen.push({ changeset, committed: sorted(manifest?.records.keys() ?? []) });
         },
       },
       recorder(),

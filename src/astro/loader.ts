@@ -122,9 +122,9 @@ async function loadEntries(
   for (const key of keys) {
     const state = manifest.sources[key];
     for (const id of state?.members ?? []) {
-      if (seenMembers.has(id) || !manifest.records[id]) continue;
+      if (seenMembers.has(id) || !manifest.records.has(id)) continue;
       seenMembers.add(id);
-      members.push({ id, dependencyDigest: state!.dependencyDigests[id] ?? '' });
+      members.push({ id, dependencyDigest: state!.dependencyDigests.get(id) ?? '' });
     }
   }
 
@@ -141,7 +141,7 @@ async function loadEntries(
     return record;
   };
   for (const { id, dependencyDigest } of members) {
-    const entry = manifest.records[id]!;
+    const entry = manifest.records.get(id)!;
     const custom = options.entryId !== undefined;
     const record = custom ? await read(id) : undefined;
     for (const locale of locales) {
@@ -152,7 +152,7 @@ async function loadEntries(
       // The digest is checked before reading or parsing: unchanged entries cost nothing.
       if (store.get(storeId)?.digest === digest) continue;
       const full = record ?? (await read(id))!;
-      for (const ids of Object.values(manifest.records[id]!.f)) for (const ref of ids) if (manifest.records[ref]?.t === '_asset') await read(ref);
+      for (const ids of Object.values(entry.f)) for (const ref of ids) if (manifest.records.get(ref)?.t === '_asset') await read(ref);
       const view = entryOf(full, locale, manifest.locales, (assetId) => records.get(assetId));
       const data: ComfortableEntryData = {
         id,
@@ -202,7 +202,7 @@ async function referencesToCollections(
     if (model[name]?.kind !== 'relation' || value === null || value === undefined) continue;
     const convert = async (ref: { id: string; contentType: string }) => {
       const target = registry.collectionFor(ref.contentType);
-      const exists = manifest.records[ref.id] !== undefined;
+      const exists = manifest.records.has(ref.id);
       if (target && exists) return { collection: target.collection, id: await targetId(ref, target.entryId) };
       const why = !exists ? `${ref.id} is not in the synced content (dangling, or beyond the includes depth)` : `no collection holds content type "${ref.contentType}" (map it with the integration's contentTypes option)`;
       const key = `${entry.id}.${name}.${ref.id}`;

@@ -57,11 +57,11 @@ export function fieldsSchema(model: Model, contentType: string, targets: Record<
 /** Relation field → the collections its stored references point to, through `collectionOf` (the contentTypes option). */
 export function referenceTargets(manifest: Manifest, contentType: string, collectionOf: (contentType: string) => string | undefined): Record<string, string[]> {
   const targets: Record<string, Set<string>> = {};
-  for (const record of Object.values(manifest.records)) {
+  for (const record of manifest.records.values()) {
     if (record.t !== contentType) continue;
     for (const [field, ids] of Object.entries(record.f)) {
       for (const id of ids) {
-        const type = manifest.records[id]?.t;
+        const type = manifest.records.get(id)?.t;
         const collection = type && collectionOf(type);
         if (collection) (targets[field] ??= new Set()).add(collection);
       }
@@ -91,7 +91,7 @@ export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string
 export function contentTypesOf(manifest: Manifest, sources: string[]): string[] {
   const types = new Set<string>();
   for (const key of sources) for (const id of manifest.sources[key]?.members ?? []) {
-    const type = manifest.records[id]?.t;
+    const type = manifest.records.get(id)?.t;
     if (type) types.add(type);
   }
   return [...types].sort();

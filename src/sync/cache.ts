@@ -48,7 +48,7 @@ export interface SourceState {
   /** The records the source needs (members and what they include), for the changeset. */
   closure: string[];
   /** Member id → dependency digest (its own digest and those of the records it includes). */
-  dependencyDigests: Record<string, string>;
+  dependencyDigests: Map<string, string>;
   /** References of the closure whose target the server does not have. */
   dangling: DanglingReference[];
   /** ISO time the source was last fetched; changes since then (minus a margin) are fetched next time. */
@@ -82,7 +82,8 @@ export type Manifest = Omit<z.infer<typeof headSchema>, 'locales' | 'model'> & {
   locales: Locales;
   model: Model;
   sources: Record<string, SourceState>;
-  records: Record<string, RecordEntry>;
+  /** Record id → entry. */
+  records: Map<string, RecordEntry>;
 };
 
 /**
@@ -136,12 +137,12 @@ const stored = new WeakMap<Manifest, { index: string[]; laterRows: number }>();
 const maxLaterFiles = 16;
 
 /** An index file's content: rows for `ids` of `records`, and the ids removed. */
-function encodeIndex(records: Record<string, RecordEntry>, ids: Iterable<string>, removed: string[]): string {
+function encodeIndex(records: Map<string, RecordEntry>, ids: Iterable<string>, removed: string[]): string {
   const segments: string[] = [];
   const segmentIndex = new Map<string, number>();
   const out: RecordRow[] = [];
   for (const id of ids) {
-    const entry = records[id]!;
+    const entry = records.get(id)!;
     let segment = segmentIndex.get(entry.s);
     if (segment === undefined) {
       segmentIndex.set(entry.s, (segment = segments.length));
@@ -162,7 +163,7 @@ function encodeIndex(records: Record<string, RecordEntry>, ids: Iterable<string>
 }
 
 /** Applies an index file to `records`; a CacheError names the first damaged place. */
-function decodeIndex(json: unknown, file: string, records: Record<string, RecordEntry>): number {
+function decodeIndex(json: unknown, file: string, records: Map<string, RecordEntry>): number {
   const parsed = indexFileSchema.safeParse(json);
   if (!parsed.success) throw damaged(file, parsed.error.issues[0]!.path.join('.'));
   const { segments, records: stored, removed } = parsed.data;
@@ -170,10 +171,10 @@ function decodeIndex(json: unknown, file: string, records: Record<string, Record
     const row = stored[i];
     const entry = Array.isArray(row) ? recordEntryOf(row, segments) : undefined;
     if (!entry) throw damaged(file, `records.${i}`);
-    records[(row as RecordRow)[0]] = entry;
+    records.set((row as RecordRow)[0], entry);
     rows.set(entry, row as RecordRow);
   }
-  for (const id of removed) delete records[id];
+  for (const id of removed) records.delete(id);
   return stored.length + removed.length;
 }
 
@@ -182,7 +183,7 @@ function encodeHead(manifest: Manifest, index: string[]): string {
   const { records: _records, sources, ...head } = manifest;
   const storedSources: Record<string, object> = {};
   for (const [key, { members, dependencyDigests, ...state }] of Object.entries(sources)) {
-    storedSources[key] = { ...state, members, digests: members.map((id) => dependencyDigests[id] ?? null) };
+    storedSources[key] = { ...state, members, digests: members.map((id) => dependencyDigests.get(id) ?? null) };
   }
   return JSON.stringify({ ...head, index, sources: storedSources });
 }
@@ -196,13 +197,13 @@ function decodeHead(json: unknown, file: string): { manifest: Manifest; index: s
     if (!members.every(isString)) throw damaged(file, `sources.${key}.members`);
     if (!closure.every(isString)) throw damaged(file, `sources.${key}.closure`);
     if (digests.length !== members.length || !digests.every((d) => d === null || typeof d === 'string')) throw damaged(file, `sources.${key}.digests`);
-    const dependencyDigests: Record<string, string> = {};
+    const dependencyDigests = new Map<string, string>();
     members.forEach((id, i) => {
-      if (digests[i] !== null) dependencyDigests[id] = digests[i] as string;
+      if (digests[i] !== null) dependencyDigests.set(id, digests[i] as string);
     });
     sources[key] = { ...state, members, closure, dependencyDigests };
   }
-  return { manifest: { ...head, sources, records: {} } as Manifest, index };
+  return { manifest: { ...head, sources, records: new Map() } as Manifest, index };
 }
 
 const isString = (value: unknown): value is string => typeof value === 'string';
@@ -275,7 +276,7 @@ async function readJson(dir: string, name: string, mayBeMissing = false): Promis
 /** A manifest is only as good as its segments: each must exist and be as long as its records need. */
 async function checkSegments(dir: string, manifest: Manifest): Promise<void> {
   const needed = new Map<string, number>();
-  for (const entry of Object.values(manifest.records)) needed.set(entry.s, Math.max(needed.get(entry.s) ?? 0, entry.o + entry.l));
+  for (const entry of manifest.records.values()) needed.set(entry.s, Math.max(needed.get(entry.s) ?? 0, entry.o + entry.l));
   for (const [name, length] of needed) {
     const size = await stat(join(dir, name)).then(
       (info) => info.size,
@@ -311,7 +312,7 @@ export class RecordReader {
   }
 
   async get(id: string): Promise<StoredRecord | undefined> {
-    const entry = this.#manifest.records[id];
+    const entry = this.#manifest.records.get(id);
     if (!entry) return undefined;
     const buffer = await this.#segment(entry.s);
     try {
@@ -324,10 +325,10 @@ export class RecordReader {
   }
 
   /** Every live record, grouped by segment to read each file once. */
-  async *all(ids: Iterable<string> = Object.keys(this.#manifest.records)): AsyncGenerator<StoredRecord> {
+  async *all(ids: Iterable<string> = this.#manifest.records.keys()): AsyncGenerator<StoredRecord> {
     const bySegment = new Map<string, string[]>();
     for (const id of ids) {
-      const entry = this.#manifest.records[id];
+      const entry = this.#manifest.records.get(id);
       if (!entry) continue;
       let list = bySegment.get(entry.s);
       if (!list) bySegment.set(entry.s, (list = []));
@@ -453,18 +454,14 @@ export async function commitManifest(dir: string, manifest: Manifest, base?: Man
   if (before) {
     const changed: string[] = [];
     const removed: string[] = [];
-    let count = 0;
-    for (const id in records) {
-      count++;
-      if (records[id] !== base.records[id]) changed.push(id);
-    }
-    for (const id in base.records) if (!(id in records)) removed.push(id);
+    for (const [id, entry] of records) if (entry !== base.records.get(id)) changed.push(id);
+    for (const id of base.records.keys()) if (!records.has(id)) removed.push(id);
     laterRows = before.laterRows + changed.length + removed.length;
     if (changed.length + removed.length === 0) index = before.index;
-    else if (laterRows <= count / 4 && before.index.length <= maxLaterFiles) index = [...before.index, await writeIndex(dir, encodeIndex(records, changed, removed))];
+    else if (laterRows <= records.size / 4 && before.index.length <= maxLaterFiles) index = [...before.index, await writeIndex(dir, encodeIndex(records, changed, removed))];
   }
   if (index.length === 0) {
-    index = [await writeIndex(dir, encodeIndex(records, Object.keys(records), []))];
+    index = [await writeIndex(dir, encodeIndex(records, records.keys(), []))];
     laterRows = 0;
   }
   const tmp = join(dir, `${manifestFile}.${process.pid}.tmp`);
@@ -484,7 +481,7 @@ async function writeIndex(dir: string, text: string): Promise<string> {
 /** Removes the segments and index files a cache does not name (all of them without a cache). */
 async function removeUnused(dir: string, manifest: Manifest | undefined, index: string[] = []): Promise<void> {
   const live = new Set<string>(index);
-  for (const id in manifest?.records) live.add(manifest.records[id]!.s);
+  for (const entry of manifest?.records.values() ?? []) live.add(entry.s);
   for (const name of await readdir(dir).catch(() => [] as string[])) {
     if ((name.startsWith('records-') || name.startsWith('index-')) && !live.has(name)) await rm(join(dir, name), { force: true });
   }
@@ -499,7 +496,7 @@ export async function clearCache(dir: string): Promise<void> {
 /** Bytes of segments a manifest still needs vs bytes on disk, for compaction. */
 export function liveRatio(manifest: Manifest, segmentSizes: Map<string, number>): number {
   let live = 0;
-  for (const entry of Object.values(manifest.records)) live += entry.l + 1;
+  for (const entry of manifest.records.values()) live += entry.l + 1;
   let total = 0;
   for (const size of segmentSizes.values()) total += size;
   return total === 0 ? 1 : live / total;

@@ -16,6 +16,8 @@ export interface Closure {
   ids: Set<string>;
   /** References whose target is not known: to fetch, or dangling. */
   missing: { from: string; field: string; id: string }[];
+  /** The closure of the cache, kept because nothing it depends on changed. */
+  kept?: true;
 }
 
 export function includeClosure(

@@ -77,6 +77,8 @@ export function andEveryBranch(filters: FilterEntry[] | undefined, condition: Re
   return [only, ...(filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: condition } as FilterEntry] : [entry]))];
 }
 
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
+
 /** References once each, in order of document and field. */
 function uniqueReferences(references: DanglingReference[]): DanglingReference[] {
   const unique = new Map(references.map((d) => [`${d.from}.${d.field}.${d.id}`, d]));
@@ -114,7 +116,7 @@ export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogg
     }
     if (config.mode === 'offline') {
       if (!previous) throw new SyncError('offline_without_cache', `Offline mode needs a cache, and there is none in ${dir}: run a sync online first (mode "incremental")`);
-      logger.info(`Offline: using the cache of ${previous.lastSync} (${Object.keys(previous.records).length} records)`);
+      logger.info(`Offline: using the cache of ${previous.lastSync} (${previous.records.size} records)`);
       return cachedResult(dir, previous, [], warnings);
     }
     // Fresh ignores what is cached, but its changeset still compares with the last committed content.
@@ -189,7 +191,7 @@ class SyncRun {
   readonly #etags: ManifestEtags;
   readonly #reader: RecordReader | undefined;
   readonly #writer: SegmentWriter;
-  readonly #entries: Record<string, RecordEntry>;
+  readonly #entries: Map<string, RecordEntry>;
   readonly #model: Model;
   readonly #fresh = new Set<string>();
   /** Records known to be current in this run without being fetched: listed or re-checked with their stamps. */
@@ -229,7 +231,7 @@ class SyncRun {
     });
     this.#reader = previous && new RecordReader(dir, previous);
     this.#writer = new SegmentWriter(dir);
-    this.#entries = { ...previous?.records };
+    this.#entries = new Map(previous?.records);
     this.#model = structuredClone(previous?.model ?? {});
   }
 
@@ -259,7 +261,7 @@ class SyncRun {
     );
 
     // A webhook may name documents whose stamps did not move (a snapshot edited by hand): fetch them anyway.
-    const hinted = this.#refetch.filter((id) => this.#entries[id] && this.#entries[id]!.t !== '_asset' && !this.#fresh.has(id));
+    const hinted = this.#refetch.filter((id) => this.#entries.has(id) && this.#entries.get(id)!.t !== '_asset' && !this.#fresh.has(id));
     if (hinted.length > 0) await this.#fetchByIds(hinted);
     for (const { members } of states.values()) for (const id of members) this.#checked.add(id);
     const dangling = await this.#completeClosures(sources, states);
@@ -285,14 +287,14 @@ class SyncRun {
     if (masked) ({ record, partial } = await this.#mergeMasked(record));
     // From here to the entry's update nothing awaits, so concurrent sources cannot interleave.
     const digest = digestOf(record);
-    const existing = this.#entries[record.id];
+    const existing = this.#entries.get(record.id);
     this.#fresh.add(record.id);
     if (!existing || existing.d !== digest || existing.p !== (partial || undefined)) {
       const at = this.#writer.append(record);
       this.#stats.written++;
       const entry: RecordEntry = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referencesOf(record), ...(partial ? { p: true as const } : {}) };
       if (!existing || existing.t !== entry.t || JSON.stringify(existing.f) !== JSON.stringify(entry.f)) this.#linksChanged = true;
-      this.#entries[record.id] = entry;
+      this.#entries.set(record.id, entry);
       this.#version++;
       await this.#writer.flushIfFull();
     }
@@ -306,9 +308,9 @@ class SyncRun {
    */
   async #mergeMasked(answer: StoredRecord): Promise<{ record: StoredRecord; partial: boolean }> {
     for (;;) {
-      const entry = this.#entries[answer.id];
+      const entry = this.#entries.get(answer.id);
       const stored = await this.#stored(answer.id);
-      if (this.#entries[answer.id] !== entry) continue; // replaced meanwhile: merge onto the newer version
+      if (this.#entries.get(answer.id) !== entry) continue; // replaced meanwhile: merge onto the newer version
       const base = stored && stored.updatedAt === answer.updatedAt && stored.revision === answer.revision ? stored : undefined;
       return { record: mergePartial(base, answer), partial: !base || entry?.p === true };
     }
@@ -321,7 +323,7 @@ class SyncRun {
   }
 
   async #stored(id: string): Promise<StoredRecord | undefined> {
-    const entry = this.#entries[id];
+    const entry = this.#entries.get(id);
     if (!entry) return undefined;
     if (entry.s === this.#writer.name) return this.#writer.read(entry);
     return this.#reader?.get(id);
@@ -357,7 +359,7 @@ class SyncRun {
     for await (const page of this.#client.pages(this.#listSource(source), { ...selection, fields: listing, pageSize: this.#config.pageSize })) {
       for (const stamp of page.data as unknown as { meta: { id: string; updatedAt?: string; revision?: number } }[]) {
         members.push(stamp.meta.id);
-        const entry = this.#entries[stamp.meta.id];
+        const entry = this.#entries.get(stamp.meta.id);
         if (!entry || entry.u !== stamp.meta.updatedAt || entry.r !== stamp.meta.revision) changed.push(stamp.meta.id);
       }
     }
@@ -397,16 +399,15 @@ class SyncRun {
   }
 
   #node = (id: string): Node | undefined => {
-    const entry = this.#entries[id];
+    const entry = this.#entries.get(id);
     return entry && { contentType: entry.t, refs: entry.f };
   };
 
   #isAsset = (target: string, field: string, from: Node): boolean =>
-    this.#entries[target]?.t === '_asset' || this.#model[from.contentType]?.[field]?.kind === 'asset';
+    this.#entries.get(target)?.t === '_asset' || this.#model[from.contentType]?.[field]?.kind === 'asset';
 
   #drop(id: string): void {
-    if (!(id in this.#entries)) return;
-    delete this.#entries[id];
+    if (!this.#entries.delete(id)) return;
     this.#linksChanged = true;
   }
 
@@ -430,7 +431,7 @@ class SyncRun {
     if (members.length !== before.members.length || members.some((id, i) => id !== before.members[i])) return undefined;
     if (JSON.stringify(this.#model) !== JSON.stringify(previous.model)) return undefined;
     const ids = new Set(before.closure);
-    return { ids, missing: before.dangling.map((ref) => ({ ...ref })) };
+    return { ids, missing: before.dangling.map((ref) => ({ ...ref })), kept: true };
   }
 
   /** Cached records that were neither fetched nor listed in this run: list their stamps, refetch the changed ones, drop the deleted. */
@@ -443,7 +444,7 @@ class SyncRun {
       const page = await this.#client.documents({ filters: [{ '*.meta.id': { in: chunk } }], fields: listing, limit: chunk.length });
       for (const stamp of page.data as unknown as { meta: { id: string; updatedAt?: string; revision?: number } }[]) {
         seen.add(stamp.meta.id);
-        const entry = this.#entries[stamp.meta.id];
+        const entry = this.#entries.get(stamp.meta.id);
         if (!entry || entry.u !== stamp.meta.updatedAt || entry.r !== stamp.meta.revision) changed.push(stamp.meta.id);
       }
     }
@@ -467,8 +468,8 @@ class SyncRun {
         const closure = this.#closure(source, states.get(source.key)!.members);
         const masked = source.options.fields !== undefined;
         for (const id of closure.ids) {
-          if (!this.#fresh.has(id) && !this.#checked.has(id) && this.#entries[id]?.t !== '_asset') unchecked.add(id);
-          if (!masked && this.#entries[id]?.p) incomplete.add(id);
+          if (!this.#fresh.has(id) && !this.#checked.has(id) && this.#entries.get(id)?.t !== '_asset') unchecked.add(id);
+          if (!masked && this.#entries.get(id)?.p) incomplete.add(id);
         }
         for (const ref of closure.missing) {
           const list = missing.get(ref.id) ?? [];
@@ -480,7 +481,7 @@ class SyncRun {
       if ((unchecked.size > 0 || incomplete.size > 0) && round < 100) {
         if (unchecked.size > 0) await this.#refreshIncluded([...unchecked]);
         // A source without a mask needs these whole; one the server no longer has is dropped.
-        const gone = [...incomplete].filter((id) => this.#entries[id]?.p);
+        const gone = [...incomplete].filter((id) => this.#entries.get(id)?.p);
         const found = await this.#fetchByIds(gone);
         for (const id of gone) if (!found.has(id)) this.#drop(id);
         this.#version++;
@@ -515,7 +516,7 @@ class SyncRun {
    * dropped in this run (see `reachersOf`). Then the digest is kept rather than worked out again.
    * Undefined when every digest must be worked out.
    */
-  #unaffected(source: Source): { digests: Record<string, string>; affected: Set<string> } | undefined {
+  #unaffected(source: Source): { members: readonly string[]; digests: Map<string, string>; affected: Set<string> } | undefined {
     const previous = this.#previous;
     const before = previous?.sources[source.key];
     const includes = source.options.includes ?? 0;
@@ -524,13 +525,32 @@ class SyncRun {
     if (!this.#reach || this.#reach.levels < includes) {
       const entries = this.#entries;
       const changed = new Set<string>();
-      for (const id in entries) if (entries[id] !== previous.records[id]) changed.add(id);
-      for (const id in previous.records) if (!(id in entries)) changed.add(id);
+      for (const [id, entry] of entries) if (entry !== previous.records.get(id)) changed.add(id);
+      for (const id of previous.records.keys()) if (!entries.has(id)) changed.add(id);
       // Computed once, for the most include levels asked: a superset serves the sources with fewer.
       const levels = Math.max(includes, ...sourcesOf(this.#config).map((s) => (typeof s.options.includes === 'number' ? s.options.includes : 0)));
-      this.#reach = { levels, affected: reachersOf(changed, levels, (visit) => { for (const id in entries) visit(id, entries[id]!.f); }) };
+      this.#reach = { levels, affected: reachersOf(changed, levels, (visit) => { for (const [id, entry] of entries) visit(id, entry.f); }) };
     }
-    return { digests: before.dependencyDigests, affected: this.#reach.affected };
+    return { members: before.members, digests: before.dependencyDigests, affected: this.#reach.affected };
+  }
+
+  /** Each member's dependency digest: its own digest and those of the records it includes. */
+  #dependencyDigests(source: Source, members: readonly string[]): Map<string, string> {
+    const kept = this.#unaffected(source);
+    const ownClosure = memberClosures(source.options.includes, source.options.embedAssets !== false, this.#node, this.#isAsset);
+    const digest = (id: string) => hash([...ownClosure(id)].sort().map((dep) => `${dep}:${this.#entries.get(dep)!.d}`).join(','));
+    if (kept && members === kept.members) {
+      // The cache's digests, but for the members whose closure may have changed.
+      const digests = new Map(kept.digests);
+      for (const id of kept.affected) if (digests.has(id)) digests.set(id, digest(id));
+      return digests;
+    }
+    const digests = new Map<string, string>();
+    for (const id of members) {
+      const known = kept?.digests.get(id);
+      digests.set(id, known !== undefined && !kept!.affected.has(id) ? known : digest(id));
+    }
+    return digests;
   }
 
   async #commit(sources: Source[], states: Map<string, { members: string[] }>, dangling: Manifest['dangling'], syncedAt: string): Promise<SyncResult> {
@@ -542,48 +562,44 @@ class SyncRun {
       const { members } = states.get(source.key)!;
       const closure = this.#closure(source, members);
       for (const id of closure.ids) needed.add(id);
-      const dependencyDigests: Record<string, string> = {};
-      const ownClosure = memberClosures(source.options.includes, source.options.embedAssets !== false, this.#node, this.#isAsset);
-      const kept = this.#unaffected(source);
-      for (const id of members) {
-        if (!this.#entries[id]) continue;
-        const known = kept?.digests[id];
-        if (known !== undefined && !kept!.affected.has(id)) {
-          dependencyDigests[id] = known;
-          continue;
-        }
-        const own = ownClosure(id);
-        dependencyDigests[id] = hash([...own].sort().map((dep) => `${dep}:${this.#entries[dep]!.d}`).join(','));
-      }
       const before = previous?.sources[source.key];
+      // Members as the cache has them (the common case) need no sets to compare.
+      const unchanged = before !== undefined && sameList(members, before.members) && members.every((id) => this.#entries.has(id));
+      const now = unchanged ? before.members : members.filter((id) => this.#entries.has(id));
+      const dependencyDigests = this.#dependencyDigests(source, now);
       const changes: SourceChanges = emptyChanges();
-      const old = new Set(before?.members ?? []);
-      const now = new Set(members.filter((id) => this.#entries[id]));
-      for (const id of now) {
-        if (!old.has(id)) changes.added.push(id);
-        else if (before?.dependencyDigests[id] !== dependencyDigests[id]) changes.updated.push(id);
+      if (unchanged) {
+        for (const id of now) if (before.dependencyDigests.get(id) !== dependencyDigests.get(id)) changes.updated.push(id);
+      } else {
+        const old = new Set(before?.members ?? []);
+        const current = new Set(now);
+        for (const id of current) {
+          if (!old.has(id)) changes.added.push(id);
+          else if (before?.dependencyDigests.get(id) !== dependencyDigests.get(id)) changes.updated.push(id);
+        }
+        for (const id of old) if (!current.has(id)) changes.removed.push(id);
       }
-      for (const id of old) if (!now.has(id)) changes.removed.push(id);
       changeset.sources[source.key] = changes;
       sourceStates[source.key] = {
         kind: source.kind,
         name: source.name,
         fingerprint: source.fingerprint,
-        members: [...now],
-        closure: [...closure.ids],
+        members: unchanged ? before.members : [...new Set(now)],
+        closure: closure.kept && before ? before.closure : [...closure.ids],
         dependencyDigests,
         dangling: uniqueReferences(closure.missing),
         syncedAt,
       };
     }
-    const records: Record<string, RecordEntry> = {};
-    for (const id of needed) records[id] = this.#entries[id]!;
-    for (const id of needed) {
-      const before = previous?.records[id];
+    // The records are the run's, less what no source needs.
+    const records = this.#entries;
+    for (const id of records.keys()) if (!needed.has(id)) records.delete(id);
+    for (const [id, entry] of records) {
+      const before = previous?.records.get(id);
       if (!before) changeset.records.added.push(id);
-      else if (before.d !== records[id]!.d) changeset.records.updated.push(id);
+      else if (before !== entry && before.d !== entry.d) changeset.records.updated.push(id);
     }
-    for (const id of Object.keys(previous?.records ?? {})) if (!needed.has(id)) changeset.records.removed.push(id);
+    for (const id of previous?.records.keys() ?? []) if (!records.has(id)) changeset.records.removed.push(id);
 
     await this.#writer.finish();
     const manifest: Manifest = {

@@ -1,0 +1,18 @@
+import { fork } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+const here = new URL('.', import.meta.url).pathname;
+const documents = Number(process.argv[2] ?? 100000);
+const server = fork(join(here, 'sync-server.ts'), [String(documents), '7'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+const next = (type: string) => new Promise<any>((r) => { const f = (m: any) => { if (m.type === type) { server.off('message', f); r(m); } }; server.on('message', f); });
+const ready = await next('ready');
+const cacheDir = await mkdtemp(join(tmpdir(), 'prof-sync-'));
+const config = { baseUrl: ready.url, repository: 'bench', apiKey: 'bench-key', collections: { all: { includes: 1 } }, aliases: ['home', 'about'], cacheDir };
+const run = (prof: boolean) => new Promise<any>((resolve) => { const c = fork(join(here, 'sync-child.ts'), [JSON.stringify(config)], { execArgv: prof ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }); c.once('message', (m) => resolve(m)); });
+const show = (n: string, r: any) => console.log(n, Math.round(r.ms), 'ms', Math.round(r.maxRssMb), 'MB');
+show('cold', await run(false));
+show('warm', await run(process.argv[3] === 'warm'));
+server.send({ type: 'change', fraction: 0.01 }); await next('changed');
+show('1%', await run(process.argv[3] !== 'warm'));
+server.kill(); process.exit(0);
