@@ -59,7 +59,7 @@ export function referenceTargets(manifest: Manifest, contentType: string, collec
   const targets: Record<string, Set<string>> = {};
   for (const record of manifest.records.values()) {
     if (record.t !== contentType) continue;
-    for (const [field, ids] of Object.entries(record.f)) {
+    for (const [field, ...ids] of record.f) {
       for (const id of ids) {
         const type = manifest.records.get(id)?.t;
         const collection = type && collectionOf(type);

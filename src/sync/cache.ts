@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Locales } from './locales.ts';
-import type { Model, StoredRecord } from './records.ts';
+import type { Model, References, StoredRecord } from './records.ts';
 
 /**
  * The local cache: records in append-only JSON-lines segments, and a manifest that says where
@@ -26,8 +26,8 @@ export interface RecordEntry {
   r: number;
   t: string;
   d: string;
-  /** References by field. */
-  f: Record<string, string[]>;
+  /** References: `[field, target id, …]` per field. */
+  f: References;
   /** Partial: only the fields a masked source asked for; fetched in full when a source without a mask needs it. */
   p?: true;
 }
@@ -125,10 +125,7 @@ const indexFileSchema = z.object({
   removed: z.array(z.string()),
 });
 
-type RecordRow = [string, number, number, number, string, number, string, string, string[][], 1?];
-
-/** The row each entry was read from or written as (its segment number is set again when written). */
-const rows = new WeakMap<RecordEntry, RecordRow>();
+type RecordRow = [string, number, number, number, string, number, string, string, References, 1?];
 
 /** The index files a manifest was read from or written to, and how many rows the later ones hold. */
 const stored = new WeakMap<Manifest, { index: string[]; laterRows: number }>();
@@ -148,15 +145,8 @@ function encodeIndex(records: Map<string, RecordEntry>, ids: Iterable<string>, r
       segmentIndex.set(entry.s, (segment = segments.length));
       segments.push(entry.s);
     }
-    let row = rows.get(entry);
-    if (row) row[1] = segment;
-    else {
-      const references: string[][] = [];
-      for (const field in entry.f) references.push([field, ...entry.f[field]!]);
-      row = [id, segment, entry.o, entry.l, entry.u, entry.r, entry.t, entry.d, references];
-      if (entry.p) row.push(1);
-      rows.set(entry, row);
-    }
+    const row: RecordRow = [id, segment, entry.o, entry.l, entry.u, entry.r, entry.t, entry.d, entry.f];
+    if (entry.p) row.push(1);
     out.push(row);
   }
   return JSON.stringify({ segments, records: out, removed });
@@ -172,7 +162,6 @@ function decodeIndex(json: unknown, file: string, records: Map<string, RecordEnt
     const entry = Array.isArray(row) ? recordEntryOf(row, segments) : undefined;
     if (!entry) throw damaged(file, `records.${i}`);
     records.set((row as RecordRow)[0], entry);
-    rows.set(entry, row as RecordRow);
   }
   for (const id of removed) records.delete(id);
   return stored.length + removed.length;
@@ -216,12 +205,10 @@ function recordEntryOf(row: unknown[], segments: string[]): RecordEntry | undefi
   if (!Number.isInteger(s) || segments[s as number] === undefined) return undefined;
   if (!Number.isSafeInteger(o) || (o as number) < 0 || !Number.isSafeInteger(l) || (l as number) <= 0) return undefined;
   if (typeof u !== 'string' || typeof r !== 'number' || !Number.isFinite(r) || typeof t !== 'string' || typeof d !== 'string' || !Array.isArray(references)) return undefined;
-  const f: Record<string, string[]> = {};
   for (const reference of references as unknown[]) {
     if (!Array.isArray(reference) || reference.length < 2 || !reference.every(isString)) return undefined;
-    f[reference[0] as string] = reference.slice(1);
   }
-  const entry: RecordEntry = { s: segments[s as number]!, o: o as number, l: l as number, u, r, t, d, f };
+  const entry: RecordEntry = { s: segments[s as number]!, o: o as number, l: l as number, u, r, t, d, f: references as References };
   if (p === 1) entry.p = true;
   return entry;
 }

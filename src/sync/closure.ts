@@ -1,4 +1,5 @@
 import type { IncludeMap } from '../api/query.ts';
+import type { References } from './records.ts';
 
 /**
  * The records a source needs: its members and what they include (spec §6), computed locally
@@ -8,8 +9,8 @@ import type { IncludeMap } from '../api/query.ts';
 
 export interface Node {
   contentType: string;
-  /** Field name → referenced ids (every locale's). */
-  refs: Record<string, string[]>;
+  /** `[field, referenced id, …]` per field (every locale's ids). */
+  refs: References;
 }
 
 export interface Closure {
@@ -56,8 +57,9 @@ export function includeClosure(
   const refsOf = (record: Walked, node: Node) => {
     if (!record.refs) {
       record.refs = [];
-      for (const [field, targets] of Object.entries(node.refs)) {
-        for (const target of targets) record.refs.push({ field, target, asset: embedAssets && isAsset(target, field, node) });
+      for (const row of node.refs) {
+        const field = row[0];
+        for (let i = 1; i < row.length; i++) record.refs.push({ field, target: row[i]!, asset: embedAssets && isAsset(row[i]!, field, node) });
       }
     }
     return record.refs;
@@ -131,7 +133,7 @@ export function includeClosure(
           for (const id of from) {
             const node = nodeOfWalked(find(id));
             if (!node || (contentType !== '*' && contentType !== node.contentType)) continue;
-            for (const target of node.refs[field] ?? []) {
+            for (const target of node.refs.find((row) => row[0] === field)?.slice(1) ?? []) {
               if (!follows(field, target, node)) continue;
               const record = find(target);
               const target_ = visit(id, field, record);
@@ -188,8 +190,10 @@ export function memberClosures(
   const link = (record: Linked) => {
     const assets: Linked[] = [];
     const follows: Linked[] = [];
-    for (const [field, targets] of Object.entries(record.node.refs)) {
-      for (const target of targets) {
+    for (const row of record.node.refs) {
+      const field = row[0];
+      for (let i = 1; i < row.length; i++) {
+        const target = row[i]!;
         const asset = embedAssets && isAsset(target, field, record.node);
         const found = find(target);
         if (found) (asset ? assets : follows).push(found);
@@ -250,12 +254,12 @@ export function memberClosures(
 export function reachersOf(
   changed: ReadonlySet<string>,
   levels: number,
-  eachNode: (visit: (id: string, refs: Record<string, string[]>) => void) => void,
+  eachNode: (visit: (id: string, refs: References) => void) => void,
 ): Set<string> {
   const reached = new Set(changed);
   if (changed.size === 0) return reached;
   const ids: string[] = [];
-  const refsOf: Record<string, string[]>[] = [];
+  const refsOf: References[] = [];
   eachNode((id, refs) => {
     ids.push(id);
     refsOf.push(refs);
@@ -264,10 +268,9 @@ export function reachersOf(
   for (let step = 0; step <= levels && frontier.size > 0; step++) {
     const next = new Set<string>();
     scan: for (let i = 0; i < ids.length; i++) {
-      const refs = refsOf[i]!;
-      for (const field in refs) {
-        for (const target of refs[field]!) {
-          if (frontier.has(target)) {
+      for (const row of refsOf[i]!) {
+        for (let j = 1; j < row.length; j++) {
+          if (frontier.has(row[j]!)) {
             if (!reached.has(ids[i]!)) next.add(ids[i]!);
             continue scan;
           }

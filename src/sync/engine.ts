@@ -22,7 +22,7 @@ import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } fr
 import { type Closure, includeClosure, memberClosures, type Node, reachersOf } from './closure.ts';
 import { hash, parseSyncConfig, requestOptions, type Source, sourcesOf, type SyncConfig, type SyncConfigInput } from './config.ts';
 import type { Locales } from './locales.ts';
-import { digestOf, isLocaleMap, mergePartial, type Model, normalizeRecord, referencesOf, type StoredRecord } from './records.ts';
+import { digestOf, isLocaleMap, mergePartial, type Model, normalizeRecord, referenceRows, referencesOf, type StoredRecord } from './records.ts';
 
 /**
  * The sync: fetch what the sources need with every locale, normalise it into records, and
@@ -292,7 +292,7 @@ class SyncRun {
     if (!existing || existing.d !== digest || existing.p !== (partial || undefined)) {
       const at = this.#writer.append(record);
       this.#stats.written++;
-      const entry: RecordEntry = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referencesOf(record), ...(partial ? { p: true as const } : {}) };
+      const entry: RecordEntry = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referenceRows(referencesOf(record)), ...(partial ? { p: true as const } : {}) };
       if (!existing || existing.t !== entry.t || JSON.stringify(existing.f) !== JSON.stringify(entry.f)) this.#linksChanged = true;
       this.#entries.set(record.id, entry);
       this.#version++;

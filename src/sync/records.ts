@@ -134,6 +134,14 @@ export function normalizeRecord(
   };
 }
 
+/** References by field: `[field, target id, …]` for each field that references anything. */
+export type References = [field: string, ...ids: string[]][];
+
+/** `referencesOf` as `References`. */
+export function referenceRows(references: Record<string, string[]>): References {
+  return Object.entries(references).map(([field, ids]) => [field, ...ids]);
+}
+
 /** A record's references, by field name (every locale's, in order, each id once). */
 export function referencesOf(record: StoredRecord): Record<string, string[]> {
   const out: Record<string, string[]> = {};
