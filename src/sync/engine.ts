@@ -352,26 +352,40 @@ class SyncRun {
     return members;
   }
 
+  /**
+   * Lists the members' stamps; from the first stamp that differs from the cache's, fetches the
+   * documents changed since the last sync (less the safety margin) while the listing goes on.
+   * Listed documents that still differ after that (a clock off by more than the margin) are
+   * fetched by id.
+   */
   async #listIncremental(source: Source, state: SourceState): Promise<string[]> {
-    const { includes: _includes, embedAssets: _embed, fields: _fields, ...selection } = requestOptions(source);
-    const members: string[] = [];
-    const changed: string[] = [];
-    for await (const page of this.#client.pages(this.#listSource(source), { ...selection, fields: listing, pageSize: this.#config.pageSize })) {
-      for (const stamp of page.data as unknown as { meta: { id: string; updatedAt?: string; revision?: number } }[]) {
-        members.push(stamp.meta.id);
-        const entry = this.#entries.get(stamp.meta.id);
-        if (!entry || entry.u !== stamp.meta.updatedAt || entry.r !== stamp.meta.revision) changed.push(stamp.meta.id);
-      }
-    }
-    if (changed.length > 0) {
+    const options = requestOptions(source);
+    const { includes: _includes, embedAssets: _embed, fields: _fields, ...selection } = options;
+    let changedSince: Promise<void> | undefined;
+    const fetchChangedSince = async () => {
       const since = new Date(Date.parse(state.syncedAt) - this.#config.safetyMarginMs).toISOString();
-      const options = requestOptions(source);
       const filters = andEveryBranch(options.filters as FilterEntry[] | undefined, { '*.meta.updatedAt': { greaterThanEqual: since } });
       for await (const page of this.#client.pages(this.#listSource(source), { ...options, filters, pageSize: this.#config.pageSize })) {
         await this.#acceptPage(page, source.options.fields !== undefined);
       }
-      const leftovers = changed.filter((id) => !this.#fresh.has(id));
-      await this.#fetchByIds(leftovers, options);
+    };
+    const members: string[] = [];
+    const changed: string[] = [];
+    try {
+      for await (const page of this.#client.pages(this.#listSource(source), { ...selection, fields: listing, pageSize: this.#config.pageSize })) {
+        for (const stamp of page.data as unknown as { meta: { id: string; updatedAt?: string; revision?: number } }[]) {
+          members.push(stamp.meta.id);
+          const entry = this.#entries.get(stamp.meta.id);
+          if (!entry || entry.u !== stamp.meta.updatedAt || entry.r !== stamp.meta.revision) changed.push(stamp.meta.id);
+        }
+        if (changed.length > 0) changedSince ??= fetchChangedSince();
+      }
+    } finally {
+      await changedSince?.catch(() => {}); // never left running; its own failure is thrown below
+    }
+    if (changedSince) {
+      await changedSince;
+      await this.#fetchByIds(changed.filter((id) => !this.#fresh.has(id)), options);
       this.#logger.info(`${source.key}: ${members.length} members, ${changed.length} changed`);
     }
     return members;
