@@ -244,17 +244,20 @@ export function memberClosures(
 
 /**
  * The records whose closure may have changed when the records `changed` did (were added,
- * changed or dropped): `changed` themselves and every record with a chain of at most
- * `levels + 1` references to one of them. A closure walk with `levels` include levels looks
- * at nothing further (the references of what it includes, the assets of what it reaches), so
- * the closure of any other record is made of the same records as before. `eachNode` calls back
- * with every record and its references (those of records not in `changed` are the same before
- * and after); it is called once, and only when something changed.
+ * changed or dropped): `changed` themselves, the records that reference a changed asset, and
+ * every record with a chain of at most `levels` references to one of those. A closure walk with
+ * `levels` include levels follows that many references, and adds the assets of what it
+ * reaches (one reference further, and only to an asset), so the closure of any other record is
+ * made of the same records as before. `isAsset` says whether a changed record is an asset (now
+ * or before). `eachNode` calls back with every record and its references (those of records not
+ * in `changed` are the same before and after); it is called once, and only when something
+ * changed.
  */
 export function reachersOf(
   changed: ReadonlySet<string>,
   levels: number,
   eachNode: (visit: (id: string, refs: References) => void) => void,
+  isAsset: (id: string) => boolean,
 ): Set<string> {
   const reached = new Set(changed);
   if (changed.size === 0) return reached;
@@ -264,21 +267,24 @@ export function reachersOf(
     ids.push(id);
     refsOf.push(refs);
   });
-  let frontier: ReadonlySet<string> = changed;
-  for (let step = 0; step <= levels && frontier.size > 0; step++) {
-    const next = new Set<string>();
+  /** The records not reached yet that reference one of `targets`. */
+  const referrers = (targets: ReadonlySet<string>): Set<string> => {
+    const found = new Set<string>();
     scan: for (let i = 0; i < ids.length; i++) {
       for (const row of refsOf[i]!) {
         for (let j = 1; j < row.length; j++) {
-          if (frontier.has(row[j]!)) {
-            if (!reached.has(ids[i]!)) next.add(ids[i]!);
+          if (targets.has(row[j]!)) {
+            if (!reached.has(ids[i]!)) found.add(ids[i]!);
             continue scan;
           }
         }
       }
     }
-    for (const id of next) reached.add(id);
-    frontier = next;
-  }
+    for (const id of found) reached.add(id);
+    return found;
+  };
+  const assets = new Set([...changed].filter(isAsset));
+  let frontier: ReadonlySet<string> = assets.size > 0 ? new Set([...changed, ...referrers(assets)]) : changed;
+  for (let step = 0; step < levels && frontier.size > 0; step++) frontier = referrers(frontier);
   return reached;
 }

@@ -543,7 +543,8 @@ class SyncRun {
       for (const id of previous.records.keys()) if (!entries.has(id)) changed.add(id);
       // Computed once, for the most include levels asked: a superset serves the sources with fewer.
       const levels = Math.max(includes, ...sourcesOf(this.#config).map((s) => (typeof s.options.includes === 'number' ? s.options.includes : 0)));
-      this.#reach = { levels, affected: reachersOf(changed, levels, (visit) => { for (const [id, entry] of entries) visit(id, entry.f); }) };
+      const isAsset = (id: string) => (entries.get(id) ?? previous.records.get(id))?.t === '_asset' || previous.records.get(id)?.t === '_asset';
+      this.#reach = { levels, affected: reachersOf(changed, levels, (visit) => { for (const [id, entry] of entries) visit(id, entry.f); }, isAsset) };
     }
     return { members: before.members, digests: before.dependencyDigests, affected: this.#reach.affected };
   }
