@@ -75,7 +75,7 @@ const describeKinds = (kinds: ChildResult['kinds']) =>
     .join(', ');
 
 async function benchSize(documents: number): Promise<Row[]> {
-  const server = fork(join(here, 'sync-server.ts'), [String(documents), String(seed)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const server = fork(join(here, 'sync-server.ts'), [String(documents), String(seed)], { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const cacheDir = await mkdtemp(join(tmpdir(), 'bench-sync-'));
   const rows: Row[] = [];
   try {

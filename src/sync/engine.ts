@@ -200,6 +200,8 @@ class SyncRun {
   #version = 0;
   /** Whether a record was added or dropped, or changed its content type or references, in this run. */
   #linksChanged = false;
+  /** Records replaced in this run by a version linked the same way. */
+  readonly #replaced = new Set<string>();
   readonly #closures = new Map<string, { version: number; members: readonly string[]; closure: Closure }>();
   readonly #localeCounts = new Map<string, number>();
   #locales: Locales | undefined;
@@ -294,6 +296,7 @@ class SyncRun {
       this.#stats.written++;
       const entry: RecordEntry = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referenceRows(referencesOf(record)), ...(partial ? { p: true as const } : {}) };
       if (!existing || existing.t !== entry.t || JSON.stringify(existing.f) !== JSON.stringify(entry.f)) this.#linksChanged = true;
+      else this.#replaced.add(record.id);
       this.#entries.set(record.id, entry);
       this.#version++;
       await this.#writer.flushIfFull();
@@ -474,32 +477,40 @@ class SyncRun {
    */
   async #completeClosures(sources: Source[], states: Map<string, { members: string[] }>): Promise<Manifest['dangling']> {
     const absent = new Set<string>();
+    /** The last look at the closures, valid while no record changed since. */
+    let looked: { version: number; missing: Map<string, DanglingReference[]> } | undefined;
     for (let round = 0; ; round++) {
-      const missing = new Map<string, { from: string; field: string; id: string }[]>();
-      const unchecked = new Set<string>();
-      const incomplete = new Set<string>();
-      for (const source of sources) {
-        const closure = this.#closure(source, states.get(source.key)!.members);
-        const masked = source.options.fields !== undefined;
-        for (const id of closure.ids) {
-          if (!this.#fresh.has(id) && !this.#checked.has(id) && this.#entries.get(id)?.t !== '_asset') unchecked.add(id);
-          if (!masked && this.#entries.get(id)?.p) incomplete.add(id);
+      let missing = looked?.version === this.#version ? looked.missing : undefined;
+      if (!missing) {
+        missing = new Map<string, DanglingReference[]>();
+        const unchecked = new Set<string>();
+        const incomplete = new Set<string>();
+        let partial = false;
+        for (const entry of this.#entries.values()) if (entry.p) partial = true;
+        for (const source of sources) {
+          const closure = this.#closure(source, states.get(source.key)!.members);
+          const whole = partial && source.options.fields === undefined;
+          for (const id of closure.ids) {
+            if (!this.#checked.has(id) && !this.#fresh.has(id) && this.#entries.get(id)?.t !== '_asset') unchecked.add(id);
+            if (whole && this.#entries.get(id)?.p) incomplete.add(id);
+          }
+          for (const ref of closure.missing) {
+            const list = missing.get(ref.id) ?? [];
+            list.push(ref);
+            missing.set(ref.id, list);
+          }
         }
-        for (const ref of closure.missing) {
-          const list = missing.get(ref.id) ?? [];
-          list.push(ref);
-          missing.set(ref.id, list);
+        // Each round checks or fetches records not seen before, so the rounds end; the cap is a guard.
+        if ((unchecked.size > 0 || incomplete.size > 0) && round < 100) {
+          if (unchecked.size > 0) await this.#refreshIncluded([...unchecked]);
+          // A source without a mask needs these whole; one the server no longer has is dropped.
+          const gone = [...incomplete].filter((id) => this.#entries.get(id)?.p);
+          const found = await this.#fetchByIds(gone);
+          for (const id of gone) if (!found.has(id)) this.#drop(id);
+          this.#version++;
+          continue;
         }
-      }
-      // Each round checks or fetches records not seen before, so the rounds end; the cap is a guard.
-      if ((unchecked.size > 0 || incomplete.size > 0) && round < 100) {
-        if (unchecked.size > 0) await this.#refreshIncluded([...unchecked]);
-        // A source without a mask needs these whole; one the server no longer has is dropped.
-        const gone = [...incomplete].filter((id) => this.#entries.get(id)?.p);
-        const found = await this.#fetchByIds(gone);
-        for (const id of gone) if (!found.has(id)) this.#drop(id);
-        this.#version++;
-        continue;
+        looked = { version: this.#version, missing };
       }
       const toFetch = [...missing.keys()].filter((id) => !absent.has(id));
       if (toFetch.length === 0 || round >= 100) {
@@ -570,13 +581,20 @@ class SyncRun {
 
   async #commit(sources: Source[], states: Map<string, { members: string[] }>, dangling: Manifest['dangling'], syncedAt: string): Promise<SyncResult> {
     const previous = this.#baseline;
+    // While every source keeps the cache's closure, and no record was added, dropped or relinked, the records needed are the cache's.
+    const kept =
+      previous !== undefined &&
+      previous === this.#previous &&
+      !this.#linksChanged &&
+      Object.keys(previous.sources).every((key) => sources.some((source) => source.key === key)) &&
+      sources.every((source) => this.#closure(source, states.get(source.key)!.members).kept);
     const needed = new Set<string>();
     const sourceStates: Record<string, SourceState> = {};
     const changeset: Omit<Changeset, 'empty'> = { sources: {}, records: emptyChanges() };
     for (const source of sources) {
       const { members } = states.get(source.key)!;
       const closure = this.#closure(source, members);
-      for (const id of closure.ids) needed.add(id);
+      if (!kept) for (const id of closure.ids) needed.add(id);
       const before = previous?.sources[source.key];
       // Members as the cache has them (the common case) need no sets to compare.
       const unchanged = before !== undefined && sameList(members, before.members) && members.every((id) => this.#entries.has(id));
@@ -608,13 +626,17 @@ class SyncRun {
     }
     // The records are the run's, less what no source needs.
     const records = this.#entries;
-    for (const id of records.keys()) if (!needed.has(id)) records.delete(id);
-    for (const [id, entry] of records) {
-      const before = previous?.records.get(id);
-      if (!before) changeset.records.added.push(id);
-      else if (before !== entry && before.d !== entry.d) changeset.records.updated.push(id);
+    if (kept) {
+      for (const id of this.#replaced) if (previous.records.get(id)!.d !== records.get(id)!.d) changeset.records.updated.push(id);
+    } else {
+      for (const id of records.keys()) if (!needed.has(id)) records.delete(id);
+      for (const [id, entry] of records) {
+        const before = previous?.records.get(id);
+        if (!before) changeset.records.added.push(id);
+        else if (before !== entry && before.d !== entry.d) changeset.records.updated.push(id);
+      }
+      for (const id of previous?.records.keys() ?? []) if (!records.has(id)) changeset.records.removed.push(id);
     }
-    for (const id of previous?.records.keys() ?? []) if (!records.has(id)) changeset.records.removed.push(id);
 
     await this.#writer.finish();
     const manifest: Manifest = {
@@ -646,7 +668,7 @@ class SyncRun {
     for (const ref of dangling) this.#warn(`Dangling reference: document ${ref.from}, field ${ref.field} points to ${ref.id}, which the server does not have`);
     const { added, updated, removed } = changeset.records;
     this.#logger.info(
-      `Synced ${this.#config.repository}: ${needed.size} records (${added.length} added, ${updated.length} updated, ${removed.length} removed) in ${(this.#stats.ms / 1000).toFixed(1)} s, ${this.#stats.requests} requests (${this.#stats.notModified} not modified), ${(this.#stats.bytes / 1024).toFixed(0)} KiB`,
+      `Synced ${this.#config.repository}: ${records.size} records (${added.length} added, ${updated.length} updated, ${removed.length} removed) in ${(this.#stats.ms / 1000).toFixed(1)} s, ${this.#stats.requests} requests (${this.#stats.notModified} not modified), ${(this.#stats.bytes / 1024).toFixed(0)} KiB`,
     );
     return result;
   }
