@@ -301,7 +301,12 @@ class SyncRun {
       this.#version++;
       await this.#writer.flushIfFull();
     }
-    for (const child of embedded) await this.#accept(child, false);
+    for (const child of embedded) {
+      // An asset embedded again in this run, with the stamps of the version taken before, is that version.
+      const taken = this.#fresh.has(child.meta.id) ? this.#entries.get(child.meta.id) : undefined;
+      if (taken && !taken.p && taken.u === (child.meta.updatedAt ?? '') && taken.r === (child.meta.revision ?? 0)) continue;
+      await this.#accept(child, false);
+    }
   }
 
   /**
@@ -549,9 +554,12 @@ class SyncRun {
     if (JSON.stringify(this.#model) !== JSON.stringify(previous.model)) return undefined;
     if (!this.#reach || this.#reach.levels < includes) {
       const entries = this.#entries;
-      const changed = new Set<string>();
-      for (const [id, entry] of entries) if (entry !== previous.records.get(id)) changed.add(id);
-      for (const id of previous.records.keys()) if (!entries.has(id)) changed.add(id);
+      // Without a record added, dropped or relinked, the changed ones are the replaced ones.
+      const changed = new Set<string>(this.#linksChanged ? [] : this.#replaced);
+      if (this.#linksChanged) {
+        for (const [id, entry] of entries) if (entry !== previous.records.get(id)) changed.add(id);
+        for (const id of previous.records.keys()) if (!entries.has(id)) changed.add(id);
+      }
       // Computed once, for the most include levels asked: a superset serves the sources with fewer.
       const levels = Math.max(includes, ...sourcesOf(this.#config).map((s) => (typeof s.options.includes === 'number' ? s.options.includes : 0)));
       const isAsset = (id: string) => (entries.get(id) ?? previous.records.get(id))?.t === '_asset' || previous.records.get(id)?.t === '_asset';
@@ -561,22 +569,27 @@ class SyncRun {
   }
 
   /** Each member's dependency digest: its own digest and those of the records it includes. */
-  #dependencyDigests(source: Source, members: readonly string[]): Map<string, string> {
+  #dependencyDigests(source: Source, members: readonly string[]): { digests: Map<string, string>; worked: Iterable<string> } {
     const kept = this.#unaffected(source);
     const ownClosure = memberClosures(source.options.includes, source.options.embedAssets !== false, this.#node, this.#isAsset);
     const digest = (id: string) => hash([...ownClosure(id)].sort().map((dep) => `${dep}:${this.#entries.get(dep)!.d}`).join(','));
     if (kept && members === kept.members) {
       // The cache's digests, but for the members whose closure may have changed.
       const digests = new Map(kept.digests);
-      for (const id of kept.affected) if (digests.has(id)) digests.set(id, digest(id));
-      return digests;
+      const worked: string[] = [];
+      for (const id of kept.affected) {
+        if (!digests.has(id)) continue;
+        digests.set(id, digest(id));
+        worked.push(id);
+      }
+      return { digests, worked };
     }
     const digests = new Map<string, string>();
     for (const id of members) {
       const known = kept?.digests.get(id);
       digests.set(id, known !== undefined && !kept!.affected.has(id) ? known : digest(id));
     }
-    return digests;
+    return { digests, worked: members };
   }
 
   async #commit(sources: Source[], states: Map<string, { members: string[] }>, dangling: Manifest['dangling'], syncedAt: string): Promise<SyncResult> {
@@ -599,10 +612,10 @@ class SyncRun {
       // Members as the cache has them (the common case) need no sets to compare.
       const unchanged = before !== undefined && sameList(members, before.members) && members.every((id) => this.#entries.has(id));
       const now = unchanged ? before.members : members.filter((id) => this.#entries.has(id));
-      const dependencyDigests = this.#dependencyDigests(source, now);
+      const { digests: dependencyDigests, worked } = this.#dependencyDigests(source, now);
       const changes: SourceChanges = emptyChanges();
       if (unchanged) {
-        for (const id of now) if (before.dependencyDigests.get(id) !== dependencyDigests.get(id)) changes.updated.push(id);
+        for (const id of worked) if (before.dependencyDigests.get(id) !== dependencyDigests.get(id)) changes.updated.push(id);
       } else {
         const old = new Set(before?.members ?? []);
         const current = new Set(now);
