@@ -353,7 +353,8 @@ class SyncRun {
 
   async #listFull(source: Source): Promise<string[]> {
     const members: string[] = [];
-    for await (const page of this.#client.pages(this.#listSource(source), { ...requestOptions(source), pageSize: this.#config.pageSize })) {
+    // Full pages are megabytes each: three in flight keep the server busy and the memory bounded.
+    for await (const page of this.#client.pages(this.#listSource(source), { ...requestOptions(source), pageSize: this.#config.pageSize, lookahead: 3 })) {
       members.push(...(await this.#acceptPage(page, source.options.fields !== undefined)));
       this.#progress(source, members.length, page.meta.total);
     }
