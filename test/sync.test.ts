@@ -630,6 +630,27 @@ describe('the cache manifest', () => {
     expect(await recordsOf({ reader: new RecordReader(dir, (await readManifest(dir))!) })).toEqual(await recordsOf(third));
   });
 
+  it('moves the records of a mostly dead segment to the new one, so the cache stays about as large as its records', async () => {
+    const served = await serve();
+    const dir = await tempDir();
+    const segments = async () => (await readdir(dir)).filter((name) => name.startsWith('records-'));
+    await sync(configFor(served.server.url, dir), recorder());
+    const [first] = await segments();
+    touch(docOf(served.snapshot, '1002'));
+    await served.publish();
+    await sync(configFor(served.server.url, dir), recorder());
+    expect(await segments()).toHaveLength(2); // the first one is mostly alive: kept as it is
+    for (const id of ['1001', '1002', '1003', '2001', '2002']) touch(docOf(served.snapshot, id));
+    await served.publish();
+    const result = await sync(configFor(served.server.url, dir), recorder());
+    expect(await segments()).toHaveLength(1);
+    expect(await segments()).not.toContain(first);
+    expect(result.stats.written).toBe(5); // the assets were moved, not written anew
+    const fresh = await sync(configFor(served.server.url, await tempDir()), recorder());
+    expect(await recordsOf(result)).toEqual(await recordsOf(fresh));
+    expect(await recordsOf({ reader: new RecordReader(dir, (await readManifest(dir))!) })).toEqual(await recordsOf(fresh));
+  });
+
   it('never holds the API key, in any file', async () => {
     const { server } = await serve();
     const dir = await tempDir();

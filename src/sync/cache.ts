@@ -10,7 +10,7 @@ import type { Model, References, StoredRecord } from './records.ts';
  * The local cache: records in append-only JSON-lines segments, and a manifest that says where
  * each live record is. A sync writes new and changed records to a new segment, then replaces
  * the manifest (temporary file renamed, manifest last), so a crash leaves the last good cache.
- * Segments nothing points to any more are removed; mostly-dead ones are compacted.
+ * Segments nothing points to any more are removed; mostly-dead ones are compacted (`compactSegments`).
  */
 
 export const cacheFormat = 2;
@@ -357,7 +357,11 @@ export class SegmentWriter {
 
   /** Queues a record and returns where it will be; call `flushIfFull` after. */
   append(record: StoredRecord): { s: string; o: number; l: number } {
-    const line = Buffer.from(`${JSON.stringify(record)}\n`);
+    return this.appendLine(Buffer.from(`${JSON.stringify(record)}\n`));
+  }
+
+  /** Queues a record's line as stored (its JSON and a newline). */
+  appendLine(line: Buffer): { s: string; o: number; l: number } {
     const at = { s: this.name, o: this.#offset, l: line.length - 1 };
     this.#offset += line.length;
     this.#chunks.push(line);
@@ -480,13 +484,47 @@ export async function clearCache(dir: string): Promise<void> {
   await removeUnused(dir, undefined);
 }
 
-/** Bytes of segments a manifest still needs vs bytes on disk, for compaction. */
-export function liveRatio(manifest: Manifest, segmentSizes: Map<string, number>): number {
-  let live = 0;
-  for (const entry of manifest.records.values()) live += entry.l + 1;
-  let total = 0;
-  for (const size of segmentSizes.values()) total += size;
-  return total === 0 ? 1 : live / total;
+/**
+ * Moves the records of segments that are mostly dead (records replaced or dropped since they
+ * were written) to `writer`, as they are stored, so the old segments are removed after the next
+ * commit and the cache stays about as large as its records. Returns the entries it moved, by id.
+ */
+export async function compactSegments(dir: string, records: Map<string, RecordEntry>, writer: SegmentWriter, minLiveRatio = 0.5): Promise<Map<string, RecordEntry>> {
+  const live = new Map<string, { bytes: number; ids: string[] }>();
+  for (const [id, entry] of records) {
+    if (entry.s === writer.name) continue;
+    let segment = live.get(entry.s);
+    if (!segment) live.set(entry.s, (segment = { bytes: 0, ids: [] }));
+    segment.bytes += entry.l + 1;
+    segment.ids.push(id);
+  }
+  const moved = new Map<string, RecordEntry>();
+  for (const [name, { bytes, ids }] of live) {
+    const size = (await stat(join(dir, name))).size;
+    if (bytes >= size * minLiveRatio) continue;
+    const handle = await open(join(dir, name), 'r');
+    try {
+      // Read in windows of a few megabytes, in the order the records are stored.
+      let window = { start: 0, bytes: Buffer.alloc(0) };
+      ids.sort((a, b) => records.get(a)!.o - records.get(b)!.o);
+      for (const id of ids) {
+        const entry = records.get(id)!;
+        if (entry.o < window.start || entry.o + entry.l > window.start + window.bytes.length) {
+          const bytes = Buffer.alloc(Math.max(4 << 20, entry.l));
+          const { bytesRead } = await handle.read(bytes, 0, bytes.length, entry.o);
+          window = { start: entry.o, bytes: bytes.subarray(0, bytesRead) };
+          if (bytesRead < entry.l) throw new CacheError(`the cache segment ${name} in ${dir} is truncated`);
+        }
+        const line = Buffer.alloc(entry.l + 1, 0x0a);
+        window.bytes.copy(line, 0, entry.o - window.start, entry.o - window.start + entry.l);
+        moved.set(id, { ...entry, ...writer.appendLine(line) });
+        await writer.flushIfFull();
+      }
+    } finally {
+      await handle.close();
+    }
+  }
+  return moved;
 }
 
 /**

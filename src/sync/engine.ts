@@ -10,6 +10,7 @@ import {
   CacheError,
   cacheFormat,
   commitManifest,
+  compactSegments,
   type DanglingReference,
   type Manifest,
   type RecordEntry,
@@ -652,6 +653,7 @@ class SyncRun {
       for (const id of previous?.records.keys() ?? []) if (!records.has(id)) changeset.records.removed.push(id);
     }
 
+    for (const [id, entry] of await compactSegments(this.#dir, records, this.#writer)) records.set(id, entry);
     await this.#writer.finish();
     const manifest: Manifest = {
       format: cacheFormat,
