@@ -47,6 +47,8 @@ export interface SourceState {
   members: string[];
   /** The records the source needs (members and what they include), for the changeset. */
   closure: string[];
+  /** The records of the closure that are not members. */
+  included: string[];
   /** Member id → dependency digest (its own digest and those of the records it includes). */
   dependencyDigests: Map<string, string>;
   /** References of the closure whose target the server does not have. */
@@ -99,7 +101,8 @@ export type Manifest = Omit<z.infer<typeof headSchema>, 'locales' | 'model'> & {
  * parses and writes several times faster than objects:
  * - an index file's `records`: `[id, segment, offset, length, updatedAt, revision, contentType, digest, references, 1 when partial]`,
  *   with `segment` a place in the file's `segments`, and references as `[[field, target id, …], …]`;
- * - each source's `digests`: the dependency digests in the order of `members`.
+ * - each source's `digests`: the dependency digests in the order of `members`, and `included`
+ *   the records of its closure that are not members (the closure is the two together).
  */
 const storedSchema = headSchema.extend({
   index: z.array(z.string().regex(/^index-[\w.-]+\.json$/)),
@@ -113,7 +116,7 @@ const storedSchema = headSchema.extend({
       etag: z.string().optional(),
       dangling: danglingSchema,
       members: z.custom<unknown[]>(Array.isArray, 'expected an array'),
-      closure: z.custom<unknown[]>(Array.isArray, 'expected an array'),
+      included: z.custom<unknown[]>(Array.isArray, 'expected an array'),
       digests: z.custom<unknown[]>(Array.isArray, 'expected an array'),
     }),
   ),
@@ -171,7 +174,7 @@ function decodeIndex(json: unknown, file: string, records: Map<string, RecordEnt
 function encodeHead(manifest: Manifest, index: string[]): string {
   const { records: _records, sources, ...head } = manifest;
   const storedSources: Record<string, object> = {};
-  for (const [key, { members, dependencyDigests, ...state }] of Object.entries(sources)) {
+  for (const [key, { members, closure: _closure, dependencyDigests, ...state }] of Object.entries(sources)) {
     storedSources[key] = { ...state, members, digests: members.map((id) => dependencyDigests.get(id) ?? null) };
   }
   return JSON.stringify({ ...head, index, sources: storedSources });
@@ -182,15 +185,15 @@ function decodeHead(json: unknown, file: string): { manifest: Manifest; index: s
   if (!parsed.success) throw damaged(file, parsed.error.issues[0]!.path.join('.'));
   const { index, sources: storedSources, ...head } = parsed.data;
   const sources: Record<string, SourceState> = {};
-  for (const [key, { members, closure, digests, ...state }] of Object.entries(storedSources)) {
+  for (const [key, { members, included, digests, ...state }] of Object.entries(storedSources)) {
     if (!members.every(isString)) throw damaged(file, `sources.${key}.members`);
-    if (!closure.every(isString)) throw damaged(file, `sources.${key}.closure`);
+    if (!included.every(isString)) throw damaged(file, `sources.${key}.included`);
     if (digests.length !== members.length || !digests.every((d) => d === null || typeof d === 'string')) throw damaged(file, `sources.${key}.digests`);
     const dependencyDigests = new Map<string, string>();
     members.forEach((id, i) => {
       if (digests[i] !== null) dependencyDigests.set(id, digests[i] as string);
     });
-    sources[key] = { ...state, members, closure, dependencyDigests };
+    sources[key] = { ...state, members, closure: members.concat(included), included, dependencyDigests };
   }
   return { manifest: { ...head, sources, records: new Map() } as Manifest, index };
 }
@@ -435,21 +438,24 @@ export class SegmentWriter {
 /**
  * Replaces the manifest atomically, then removes the segments and index files it no longer
  * names. `base` is the manifest the cache held (as read or committed): when given, only the
- * records that differ from it are written, to a new index file after its own.
+ * records that differ from it are written, to a new index file after its own. `changed`, when
+ * the caller knows it, names them all (and none was removed), which spares comparing each record.
  */
-export async function commitManifest(dir: string, manifest: Manifest, base?: Manifest): Promise<void> {
+export async function commitManifest(dir: string, manifest: Manifest, base?: Manifest, changed?: Iterable<string>): Promise<void> {
   const { records } = manifest;
   const before = base && stored.get(base);
   let index: string[] = [];
   let laterRows = 0;
   if (before) {
-    const changed: string[] = [];
+    const rows = changed ? [...new Set(changed)] : [];
     const removed: string[] = [];
-    for (const [id, entry] of records) if (entry !== base.records.get(id)) changed.push(id);
-    for (const id of base.records.keys()) if (!records.has(id)) removed.push(id);
-    laterRows = before.laterRows + changed.length + removed.length;
-    if (changed.length + removed.length === 0) index = before.index;
-    else if (laterRows <= records.size / 4 && before.index.length <= maxLaterFiles) index = [...before.index, await writeIndex(dir, encodeIndex(records, changed, removed))];
+    if (!changed) {
+      for (const [id, entry] of records) if (entry !== base.records.get(id)) rows.push(id);
+      for (const id of base.records.keys()) if (!records.has(id)) removed.push(id);
+    }
+    laterRows = before.laterRows + rows.length + removed.length;
+    if (rows.length + removed.length === 0) index = before.index;
+    else if (laterRows <= records.size / 4 && before.index.length <= maxLaterFiles) index = [...before.index, await writeIndex(dir, encodeIndex(records, rows, removed))];
   }
   if (index.length === 0) {
     index = [await writeIndex(dir, encodeIndex(records, records.keys(), []))];

@@ -19,6 +19,8 @@ export interface Closure {
   missing: { from: string; field: string; id: string }[];
   /** The closure of the cache, kept because nothing it depends on changed. */
   kept?: true;
+  /** Of a kept closure: its records that are not members. */
+  included?: readonly string[];
 }
 
 export function includeClosure(

@@ -80,6 +80,12 @@ export function andEveryBranch(filters: FilterEntry[] | undefined, condition: Re
 
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
 
+/** The records of a closure that are not members. */
+function includedIn(closure: Iterable<string>, members: readonly string[]): string[] {
+  const isMember = new Set(members);
+  return [...closure].filter((id) => !isMember.has(id));
+}
+
 /** References once each, in order of document and field. */
 function uniqueReferences(references: DanglingReference[]): DanglingReference[] {
   const unique = new Map(references.map((d) => [`${d.from}.${d.field}.${d.id}`, d]));
@@ -289,11 +295,12 @@ class SyncRun {
     let partial = false;
     if (masked) ({ record, partial } = await this.#mergeMasked(record));
     // From here to the entry's update nothing awaits, so concurrent sources cannot interleave.
-    const digest = digestOf(record);
+    const json = JSON.stringify(record);
+    const digest = digestOf(record, json);
     const existing = this.#entries.get(record.id);
     this.#fresh.add(record.id);
     if (!existing || existing.d !== digest || existing.p !== (partial || undefined)) {
-      const at = this.#writer.append(record);
+      const at = this.#writer.appendLine(Buffer.from(`${json}\n`));
       this.#stats.written++;
       const entry: RecordEntry = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referenceRows(referencesOf(record)), ...(partial ? { p: true as const } : {}) };
       if (!existing || existing.t !== entry.t || JSON.stringify(existing.f) !== JSON.stringify(entry.f)) this.#linksChanged = true;
@@ -454,8 +461,15 @@ class SyncRun {
     if (!previous || !before || this.#linksChanged || before.fingerprint !== source.fingerprint) return undefined;
     if (members.length !== before.members.length || members.some((id, i) => id !== before.members[i])) return undefined;
     if (JSON.stringify(this.#model) !== JSON.stringify(previous.model)) return undefined;
-    const ids = new Set(before.closure);
-    return { ids, missing: before.dangling.map((ref) => ({ ...ref })), kept: true };
+    let ids: Set<string> | undefined;
+    return {
+      get ids() {
+        return (ids ??= new Set(before.closure));
+      },
+      missing: before.dangling.map((ref) => ({ ...ref })),
+      kept: true,
+      included: before.included,
+    };
   }
 
   /** Cached records that were neither fetched nor listed in this run: list their stamps, refetch the changed ones, drop the deleted. */
@@ -497,10 +511,11 @@ class SyncRun {
         for (const source of sources) {
           const closure = this.#closure(source, states.get(source.key)!.members);
           const whole = partial && source.options.fields === undefined;
-          for (const id of closure.ids) {
+          // Every member was listed in this run: only the records it includes may need a look.
+          for (const id of closure.included ?? closure.ids) {
             if (!this.#checked.has(id) && !this.#fresh.has(id) && this.#entries.get(id)?.t !== '_asset') unchecked.add(id);
-            if (whole && this.#entries.get(id)?.p) incomplete.add(id);
           }
+          if (whole) for (const id of closure.ids) if (this.#entries.get(id)?.p) incomplete.add(id);
           for (const ref of closure.missing) {
             const list = missing.get(ref.id) ?? [];
             list.push(ref);
@@ -612,7 +627,8 @@ class SyncRun {
       if (!kept) for (const id of closure.ids) needed.add(id);
       const before = previous?.sources[source.key];
       // Members as the cache has them (the common case) need no sets to compare.
-      const unchanged = before !== undefined && sameList(members, before.members) && members.every((id) => this.#entries.has(id));
+      // (Without a record dropped, the cache's members are all there still.)
+      const unchanged = before !== undefined && sameList(members, before.members) && (!this.#linksChanged || members.every((id) => this.#entries.has(id)));
       const now = unchanged ? before.members : members.filter((id) => this.#entries.has(id));
       const { digests: dependencyDigests, worked } = this.#dependencyDigests(source, now);
       const changes: SourceChanges = emptyChanges();
@@ -628,12 +644,15 @@ class SyncRun {
         for (const id of old) if (!current.has(id)) changes.removed.push(id);
       }
       changeset.sources[source.key] = changes;
+      const memberList = unchanged ? before.members : [...new Set(now)];
+      const included = closure.kept && before ? before.included : includedIn(closure.ids, memberList);
       sourceStates[source.key] = {
         kind: source.kind,
         name: source.name,
         fingerprint: source.fingerprint,
-        members: unchanged ? before.members : [...new Set(now)],
-        closure: closure.kept && before ? before.closure : [...closure.ids],
+        members: memberList,
+        closure: closure.kept && before ? before.closure : memberList.concat(included),
+        included,
         dependencyDigests,
         dangling: uniqueReferences(closure.missing),
         syncedAt,
@@ -653,7 +672,8 @@ class SyncRun {
       for (const id of previous?.records.keys() ?? []) if (!records.has(id)) changeset.records.removed.push(id);
     }
 
-    for (const [id, entry] of await compactSegments(this.#dir, records, this.#writer)) records.set(id, entry);
+    const moved = await compactSegments(this.#dir, records, this.#writer);
+    for (const [id, entry] of moved) records.set(id, entry);
     await this.#writer.finish();
     const manifest: Manifest = {
       format: cacheFormat,
@@ -669,7 +689,7 @@ class SyncRun {
       dangling,
       etags: this.#etags.entries,
     };
-    await commitManifest(this.#dir, manifest, this.#baseline);
+    await commitManifest(this.#dir, manifest, this.#baseline, kept ? [...this.#replaced, ...moved.keys()] : undefined);
     this.#stats.ms = Date.now() - this.#started;
     const result: SyncResult = {
       changeset: { ...changeset, empty: isEmptyChangeset(changeset) },
