@@ -274,6 +274,18 @@ describe('answers that are not what was asked for', () => {
     expect(server.seen).toHaveLength(1);
   });
 
+  it('refuses a masked list of the wrong shape, naming the JSON path, and takes a right one as sent', async () => {
+    const right = { status: 200, meta: { count: 2, limit: 2, offset: 0, total: 2 }, data: [{ meta: { id: '1', revision: 3, extra: true } }, {}] };
+    const wrong = { ...right, data: [right.data[0], { meta: { id: '2', revision: '4' } }] };
+    let answer: object = right;
+    const server = await startFaulty((_req, res) => json(res, 200, answer));
+    expect(await clientOf(server.url).documents({ limit: 2, fields: 'meta(id,revision)' })).toEqual(right);
+    answer = wrong;
+    const error = await clientOf(server.url).documents({ limit: 2, fields: 'meta(id,revision)' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnexpectedAnswerError);
+    expect((error as Error).message).toContain('$.data[1].meta.revision');
+  });
+
   it('names the path of fields that are not an object, in data and in includes', async () => {
     const answers = [
       { ...JSON.parse(listBody), data: [{ fields: ['title'], meta: { id: '1', contentType: 'news' } }] },

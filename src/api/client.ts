@@ -31,6 +31,36 @@ export const fastListAnswerSchema: z.ZodType<ListAnswer> = listAnswerSchema.exte
   includes: z.record(z.string(), z.array(listRecordSchema)).optional(),
 });
 
+/**
+ * Masked lists are the many ones (a sync lists every member's stamps, a thousand a page): their
+ * records are checked by hand for what `maskedRecordSchema` checks (and kept as they are);
+ * a page with a record that fails is checked again by zod, to name the place.
+ */
+const metaTypes: Record<string, string> = { id: 'string', contentType: 'string', repository: 'string', revision: 'number', createdAt: 'string', updatedAt: 'string' };
+function isMaskedRecord(value: unknown): boolean {
+  if (!isObject(value)) return false;
+  const { fields, meta } = value as { fields?: unknown; meta?: Record<string, unknown> };
+  if (fields !== undefined && !isObject(fields)) return false;
+  if (meta === undefined) return true;
+  if (!isObject(meta)) return false;
+  for (const key in meta) {
+    const type = metaTypes[key];
+    if (type !== undefined && meta[key] !== undefined && typeof meta[key] !== type) return false;
+    if (key === 'tags' && meta.tags !== undefined && !(Array.isArray(meta.tags) && meta.tags.every((tag) => typeof tag === 'string'))) return false;
+  }
+  return true;
+}
+const listShape = maskedListAnswerSchema.omit({ data: true });
+export const fastMaskedListAnswerSchema = z.unknown().transform((value, ctx): MaskedListAnswer => {
+  const data = (value as { data?: unknown } | null)?.data;
+  const head = Array.isArray(data) && data.every(isMaskedRecord) ? listShape.safeParse(value) : undefined;
+  if (head?.success) return { ...head.data, data } as MaskedListAnswer;
+  const full = maskedListAnswerSchema.safeParse(value);
+  if (full.success) return full.data;
+  for (const issue of full.error.issues) ctx.addIssue(issue as Parameters<typeof ctx.addIssue>[0]);
+  return z.NEVER;
+});
+
 export const defaultBaseUrl = 'https://api.cmft.io/v1';
 /** The largest page the Read API answers. */
 export const maxPageSize = 1000;
@@ -104,12 +134,12 @@ export class ReadApiClient {
 
   /** `GET /v1/<repo>/documents`: one page of every document. */
   documents<O extends ListOptions>(options?: O): Promise<Masked<O, ListAnswer, MaskedListAnswer>> {
-    return this.#list(this.#path('documents'), options ?? {}, options?.fields ? maskedListAnswerSchema : fastListAnswerSchema) as never;
+    return this.#list(this.#path('documents'), options ?? {}, options?.fields ? fastMaskedListAnswerSchema : fastListAnswerSchema) as never;
   }
 
   /** `GET /v1/<repo>/collections/<apiId>`: one page of a collection. */
   collection<O extends ListOptions>(apiId: string, options?: O): Promise<Masked<O, ListAnswer, MaskedListAnswer>> {
-    return this.#list(this.#path('collections', apiId), options ?? {}, options?.fields ? maskedListAnswerSchema : fastListAnswerSchema) as never;
+    return this.#list(this.#path('collections', apiId), options ?? {}, options?.fields ? fastMaskedListAnswerSchema : fastListAnswerSchema) as never;
   }
 
   /** `GET /v1/<repo>/documents/<id>`. */
