@@ -23,7 +23,7 @@ import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } fr
 import { type Closure, includeClosure, memberClosures, type Node, reachersOf } from './closure.ts';
 import { hash, parseSyncConfig, requestOptions, type Source, sourcesOf, type SyncConfig, type SyncConfigInput } from './config.ts';
 import type { Locales } from './locales.ts';
-import { digestOf, isLocaleMap, mergePartial, type Model, normalizeRecord, referenceRows, referencesOf, type StoredRecord } from './records.ts';
+import { digestOf, embeddedIn, isLocaleMap, mergePartial, type Model, normalizeRecord, referenceRows, referencesOf, type StoredRecord } from './records.ts';
 
 /**
  * The sync: fetch what the sources need with every locale, normalise it into records, and
@@ -347,8 +347,22 @@ class SyncRun {
 
   async #acceptPage(page: { data: ApiRecord[]; includes?: Record<string, ApiRecord[]> | undefined }, masked: boolean): Promise<string[]> {
     for (const record of page.data) await this.#accept(record, masked);
-    for (const group of Object.values(page.includes ?? {})) for (const record of group) await this.#accept(record, masked);
+    for (const group of Object.values(page.includes ?? {})) {
+      for (const record of group) {
+        // An included record with the stamps of the cached (whole) version is that version: it counts as checked,
+        // and only what it embeds with other stamps than the cache's is taken.
+        if (this.#sameStamps(record)) {
+          this.#checked.add(record.meta.id);
+          for (const child of embeddedIn(record, this.#localeKeys)) if (!this.#sameStamps(child)) await this.#accept(child, false);
+        } else await this.#accept(record, masked);
+      }
+    }
     return page.data.map((record) => record.meta.id);
+  }
+
+  #sameStamps(answer: ApiRecord): boolean {
+    const cached = this.#entries.get(answer.meta.id);
+    return cached !== undefined && !cached.p && cached.u === (answer.meta.updatedAt ?? '') && cached.r === (answer.meta.revision ?? 0);
   }
 
   #listSource(source: Source): 'documents' | { collection: string } {

@@ -142,6 +142,20 @@ export function referenceRows(references: Record<string, string[]>): References 
   return Object.entries(references).map(([field, ids]) => [field, ...ids]);
 }
 
+/** The records embedded in an answered record's fields (assets under embedAssets), where `normalizeRecord` finds them. */
+export function embeddedIn(answer: ApiRecord, locales: { has(key: string): boolean }): ApiRecord[] {
+  const found: ApiRecord[] = [];
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) value.forEach(visit);
+    else if (isApiReference(value) && value.fields) found.push(value as ApiRecord);
+  };
+  for (const value of Object.values(answer.fields)) {
+    if (isLocaleMap(value, locales)) Object.values(value).forEach(visit);
+    else visit(value);
+  }
+  return found;
+}
+
 /** A record's references, by field name (every locale's, in order, each id once). */
 export function referencesOf(record: StoredRecord): Record<string, string[]> {
   const out: Record<string, string[]> = {};
