@@ -409,10 +409,13 @@ class SyncRun {
           const entry = this.#entries.get(stamp.meta.id);
           if (!entry || entry.u !== stamp.meta.updatedAt || entry.r !== stamp.meta.revision) changed.push(stamp.meta.id);
         }
-        if (changed.length > 0) changedSince ??= fetchChangedSince();
+        if (changed.length > 0 && !changedSince) {
+          changedSince = fetchChangedSince();
+          changedSince.catch(() => {}); // handled below; a failure meanwhile is not an unhandled rejection
+        }
       }
     } finally {
-      await changedSince?.catch(() => {}); // never left running; its own failure is thrown below
+      await changedSince?.catch(() => {}); // never left running
     }
     if (changedSince) {
       await changedSince;
