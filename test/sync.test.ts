@@ -850,7 +850,7 @@ describe('a damaged or foreign cache', () => {
     await expectRebuilt(await sync(configFor(server.url, dir), recorder()), /damaged/);
   });
 
-  it('a damaged record row or source list is detected and rebuilt with a warning', async () => {
+  it('a damaged record row, segment name or source list is detected and rebuilt with a warning', async () => {
     const { server, dir } = await synced();
     const head = await readFile(join(dir, 'manifest.json'), 'utf8');
     const [index] = JSON.parse(head).index as string[];
@@ -859,12 +859,14 @@ describe('a damaged or foreign cache', () => {
       [index!, (m) => (m.records[1][8] = [['author', 5]])], // a reference that is not an id
       [index!, (m) => (m.records[0][3] = 0)], // a record of no length
       ['manifest.json', (m) => Object.values<{ digests: unknown[] }>(m.sources)[0]!.digests.pop()],
+      [index!, (m) => (m.segments[0] = '.')], // a segment name that is no segment (a folder)
+      ['manifest.json', (m) => Object.values<{ included: unknown[] }>(m.sources)[0]!.included.push('9999')], // no such record
     ];
     for (const [file, change] of damage) {
       const json = JSON.parse(file === index ? rows : head);
       change(json);
       await writeFile(join(dir, file), JSON.stringify(json));
-      await expect(readManifest(dir)).rejects.toThrow(/damaged at (records\.[01]|sources\..+\.digests)$/);
+      await expect(readManifest(dir)).rejects.toThrow(/damaged at (records\.[01]|segments\.0|sources\..+\.(digests|included))$/);
       await writeFile(join(dir, index!), rows);
       await writeFile(join(dir, 'manifest.json'), head);
     }

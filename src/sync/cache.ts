@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -123,7 +123,7 @@ const storedSchema = headSchema.extend({
 });
 
 const indexFileSchema = z.object({
-  segments: z.array(z.string()),
+  segments: z.array(z.string().regex(/^records-[\w.-]+\.jsonl$/)),
   records: z.custom<unknown[]>(Array.isArray, 'expected an array'),
   removed: z.array(z.string()),
 });
@@ -242,6 +242,7 @@ export async function readManifest(dir: string): Promise<Manifest | undefined> {
     if (i > 0) laterRows += count;
   }
   stored.set(manifest, { index, laterRows });
+  checkLists(manifest, join(dir, manifestFile));
   await checkSegments(dir, manifest);
   return manifest;
 }
@@ -263,13 +264,21 @@ async function readJson(dir: string, name: string, mayBeMissing = false): Promis
   }
 }
 
+/** Every member and included record of a source is a record of the cache. */
+function checkLists(manifest: Manifest, file: string): void {
+  for (const [key, state] of Object.entries(manifest.sources)) {
+    if (!state.members.every((id) => manifest.records.has(id))) throw damaged(file, `sources.${key}.members`);
+    if (!state.included.every((id) => manifest.records.has(id))) throw damaged(file, `sources.${key}.included`);
+  }
+}
+
 /** A manifest is only as good as its segments: each must exist and be as long as its records need. */
 async function checkSegments(dir: string, manifest: Manifest): Promise<void> {
   const needed = new Map<string, number>();
   for (const entry of manifest.records.values()) needed.set(entry.s, Math.max(needed.get(entry.s) ?? 0, entry.o + entry.l));
   for (const [name, length] of needed) {
     const size = await stat(join(dir, name)).then(
-      (info) => info.size,
+      (info) => (info.isFile() ? info.size : undefined),
       () => undefined,
     );
     if (size === undefined) throw new CacheError(`the cache segment ${name} in ${dir} is missing`);
@@ -462,15 +471,38 @@ export async function commitManifest(dir: string, manifest: Manifest, base?: Man
     laterRows = 0;
   }
   const tmp = join(dir, `${manifestFile}.${process.pid}.tmp`);
-  await writeFile(tmp, encodeHead(manifest, index));
+  await writeDurably(tmp, encodeHead(manifest, index));
   await rename(tmp, join(dir, manifestFile));
+  await syncFolder(dir); // the new names on disk before the files they replace are removed
   stored.set(manifest, { index, laterRows });
   await removeUnused(dir, manifest, index);
 }
 
+/** Writes a file and flushes it to disk, so a name given to it later never names an empty file after a power loss. */
+async function writeDurably(path: string, text: string): Promise<void> {
+  const handle = await open(path, 'w');
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function syncFolder(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } catch {
+    // Not every platform can flush a folder (Windows); the files themselves are flushed.
+  } finally {
+    await handle.close();
+  }
+}
+
 async function writeIndex(dir: string, text: string): Promise<string> {
   const name = `index-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}.json`;
-  await writeFile(join(dir, `${name}.tmp`), text);
+  await writeDurably(join(dir, `${name}.tmp`), text);
   await rename(join(dir, `${name}.tmp`), join(dir, name));
   return name;
 }
@@ -506,9 +538,12 @@ export async function compactSegments(dir: string, records: Map<string, RecordEn
   }
   const moved = new Map<string, RecordEntry>();
   for (const [name, { bytes, ids }] of live) {
-    const size = (await stat(join(dir, name))).size;
+    const size = (await stat(join(dir, name)).catch(() => undefined))?.size;
+    if (size === undefined) throw new CacheError(`the cache segment ${name} in ${dir} is missing`);
     if (bytes >= size * minLiveRatio) continue;
-    const handle = await open(join(dir, name), 'r');
+    const handle = await open(join(dir, name), 'r').catch(() => {
+      throw new CacheError(`the cache segment ${name} in ${dir} cannot be read`);
+    });
     try {
       // Read in windows of a few megabytes, in the order the records are stored.
       let window = { start: 0, bytes: Buffer.alloc(0) };

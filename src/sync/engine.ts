@@ -260,7 +260,8 @@ class SyncRun {
 
     const syncedAt = new Date().toISOString();
     const states = new Map<string, { members: string[]; masked: boolean }>();
-    await Promise.all(
+    // Every source runs to its end before a failure is thrown, so none writes after the run is aborted.
+    const listed = await Promise.allSettled(
       sources.map(async (source) => {
         const state = this.#previous?.sources[source.key];
         const incremental = state !== undefined && state.fingerprint === source.fingerprint;
@@ -268,6 +269,8 @@ class SyncRun {
         states.set(source.key, { members, masked: source.options.fields !== undefined });
       }),
     );
+    const failed = listed.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
 
     // A webhook may name documents whose stamps did not move (a snapshot edited by hand): fetch them anyway.
     const hinted = this.#refetch.filter((id) => this.#entries.has(id) && this.#entries.get(id)!.t !== '_asset' && !this.#fresh.has(id));
@@ -419,7 +422,10 @@ class SyncRun {
     }
     if (changedSince) {
       await changedSince;
-      await this.#fetchByIds(changed.filter((id) => !this.#fresh.has(id)), options);
+      const leftovers = changed.filter((id) => !this.#fresh.has(id));
+      const found = await this.#fetchByIds(leftovers, options);
+      // A member listed but gone by the time it was fetched: the cache's closures do not hold.
+      if (leftovers.some((id) => !found.has(id) && !this.#entries.has(id))) this.#linksChanged = true;
       this.#logger.info(`${source.key}: ${members.length} members, ${changed.length} changed`);
     }
     return members;
