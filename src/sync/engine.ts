@@ -399,18 +399,23 @@ class SyncRun {
     const fetchChangedSince = async () => {
       const since = new Date(Date.parse(state.syncedAt) - this.#config.safetyMarginMs).toISOString();
       const filters = andEveryBranch(options.filters as FilterEntry[] | undefined, { '*.meta.updatedAt': { greaterThanEqual: since } });
-      for await (const page of this.#client.pages(this.#listSource(source), { ...options, filters, pageSize: this.#config.pageSize })) {
+      // Without includes: what the changed documents include is mostly cached, and what is not is
+      // found missing by the closures and fetched then, like any included record that changed.
+      for await (const page of this.#client.pages(this.#listSource(source), { ...options, includes: 0, filters, pageSize: this.#config.pageSize })) {
         await this.#acceptPage(page, source.options.fields !== undefined);
       }
     };
     const members: string[] = [];
     const changed: string[] = [];
+    const entries = this.#entries;
     try {
       for await (const page of this.#client.pages(this.#listSource(source), { ...selection, fields: listing, pageSize: this.#config.pageSize })) {
-        for (const stamp of page.data as unknown as { meta: { id: string; updatedAt?: string; revision?: number } }[]) {
-          members.push(stamp.meta.id);
-          const entry = this.#entries.get(stamp.meta.id);
-          if (!entry || entry.u !== stamp.meta.updatedAt || entry.r !== stamp.meta.revision) changed.push(stamp.meta.id);
+        const stamps = page.data as unknown as { meta: { id: string; updatedAt?: string; revision?: number } }[];
+        for (let i = 0; i < stamps.length; i++) {
+          const { id, updatedAt, revision } = stamps[i]!.meta;
+          members.push(id);
+          const entry = entries.get(id);
+          if (entry === undefined || entry.u !== updatedAt || entry.r !== revision) changed.push(id);
         }
         if (changed.length > 0 && !changedSince) {
           changedSince = fetchChangedSince();
