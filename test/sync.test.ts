@@ -856,7 +856,7 @@ describe('a damaged or foreign cache', () => {
     const [index] = JSON.parse(head).index as string[];
     const rows = await readFile(join(dir, index!), 'utf8');
     const damage: [string, (json: any) => unknown][] = [
-      [index!, (m) => (m.records[1][8] = [['author', 5]])], // a reference that is not an id
+      [index!, (m) => (m.records[1][8] = [['author', 99]])], // a reference to a row the file does not have
       [index!, (m) => (m.records[0][3] = 0)], // a record of no length
       ['manifest.json', (m) => Object.values<{ digests: unknown[] }>(m.sources)[0]!.digests.pop()],
       [index!, (m) => (m.segments[0] = '.')], // a segment name that is no segment (a folder)

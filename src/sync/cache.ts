@@ -100,7 +100,8 @@ export type Manifest = Omit<z.infer<typeof headSchema>, 'locales' | 'model'> & {
  * The bulk (a hundred thousand records make tens of megabytes) is stored in arrays, which JSON
  * parses and writes several times faster than objects:
  * - an index file's `records`: `[id, segment, offset, length, updatedAt, revision, contentType, digest, references, 1 when partial]`,
- *   with `segment` a place in the file's `segments`, and references as `[[field, target id, …], …]`;
+ *   with `segment` a place in the file's `segments`, and references as `[[field, target, …], …]`,
+ *   a target being a row of the same file (in a file of every record) or an id;
  * - each source's `digests`: the dependency digests in the order of `members`, and `included`
  *   the records of its closure that are not members (the closure is the two together).
  */
@@ -137,10 +138,12 @@ const stored = new WeakMap<Manifest, { index: string[]; laterRows: number }>();
 const maxLaterFiles = 16;
 
 /** An index file's content: rows for `ids` of `records`, and the ids removed. */
-function encodeIndex(records: Map<string, RecordEntry>, ids: Iterable<string>, removed: string[]): string {
+function encodeIndex(records: Map<string, RecordEntry>, ids: string[], removed: string[]): string {
   const segments: string[] = [];
   const segmentIndex = new Map<string, number>();
-  const out: RecordRow[] = [];
+  const out: string[] = [];
+  // A file of every record names the targets of references by their rows: numbers parse faster than ids.
+  const rowOf = removed.length === 0 && ids.length === records.size ? new Map(ids.map((id, i) => [id, i])) : undefined;
   for (const id of ids) {
     const entry = records.get(id)!;
     let segment = segmentIndex.get(entry.s);
@@ -148,11 +151,12 @@ function encodeIndex(records: Map<string, RecordEntry>, ids: Iterable<string>, r
       segmentIndex.set(entry.s, (segment = segments.length));
       segments.push(entry.s);
     }
-    const row: RecordRow = [id, segment, entry.o, entry.l, entry.u, entry.r, entry.t, entry.d, entry.f];
+    const references = rowOf ? entry.f.map(([field, ...targets]) => [field, ...targets.map((target) => rowOf.get(target) ?? target)]) : entry.f;
+    const row: RecordRow = [id, segment, entry.o, entry.l, entry.u, entry.r, entry.t, entry.d, references as References];
     if (entry.p) row.push(1);
-    out.push(row);
+    out.push(JSON.stringify(row)); // row by row: the rows made for the file do not all live at once
   }
-  return JSON.stringify({ segments, records: out, removed });
+  return `{"segments":${JSON.stringify(segments)},"records":[${out.join(',')}],"removed":${JSON.stringify(removed)}}`;
 }
 
 /** Applies an index file to `records`; a CacheError names the first damaged place. */
@@ -160,9 +164,15 @@ function decodeIndex(json: unknown, file: string, records: Map<string, RecordEnt
   const parsed = indexFileSchema.safeParse(json);
   if (!parsed.success) throw damaged(file, parsed.error.issues[0]!.path.join('.'));
   const { segments, records: stored, removed } = parsed.data;
+  const ids: string[] = new Array(stored.length);
   for (let i = 0; i < stored.length; i++) {
     const row = stored[i];
-    const entry = Array.isArray(row) ? recordEntryOf(row, segments) : undefined;
+    if (!Array.isArray(row) || typeof row[0] !== 'string') throw damaged(file, `records.${i}`);
+    ids[i] = row[0];
+  }
+  for (let i = 0; i < stored.length; i++) {
+    const row = stored[i] as unknown[];
+    const entry = recordEntryOf(row, segments, ids);
     if (!entry) throw damaged(file, `records.${i}`);
     records.set((row as RecordRow)[0], entry);
   }
@@ -201,15 +211,25 @@ function decodeHead(json: unknown, file: string): { manifest: Manifest; index: s
 const isString = (value: unknown): value is string => typeof value === 'string';
 const damaged = (file: string, at: string) => new CacheError(`the cache manifest ${file} is damaged at ${at}`);
 
-/** A stored record row as an entry; `undefined` when it is not what `encodeIndex` writes. */
-function recordEntryOf(row: unknown[], segments: string[]): RecordEntry | undefined {
+/**
+ * A stored record row as an entry; `undefined` when it is not what `encodeIndex` writes. A
+ * reference target given as a row number of the file (`ids`) is replaced by its id, in place.
+ */
+function recordEntryOf(row: unknown[], segments: string[], ids: string[]): RecordEntry | undefined {
   const [id, s, o, l, u, r, t, d, references, p] = row;
   if (typeof id !== 'string' || (row.length !== 9 && !(row.length === 10 && p === 1))) return undefined;
   if (!Number.isInteger(s) || segments[s as number] === undefined) return undefined;
   if (!Number.isSafeInteger(o) || (o as number) < 0 || !Number.isSafeInteger(l) || (l as number) <= 0) return undefined;
   if (typeof u !== 'string' || typeof r !== 'number' || !Number.isFinite(r) || typeof t !== 'string' || typeof d !== 'string' || !Array.isArray(references)) return undefined;
   for (const reference of references as unknown[]) {
-    if (!Array.isArray(reference) || reference.length < 2 || !reference.every(isString)) return undefined;
+    if (!Array.isArray(reference) || reference.length < 2 || typeof reference[0] !== 'string') return undefined;
+    for (let j = 1; j < reference.length; j++) {
+      const target = reference[j];
+      if (typeof target === 'number') {
+        if (!Number.isInteger(target) || ids[target] === undefined) return undefined;
+        reference[j] = ids[target];
+      } else if (typeof target !== 'string') return undefined;
+    }
   }
   const entry: RecordEntry = { s: segments[s as number]!, o: o as number, l: l as number, u, r, t, d, f: references as References };
   if (p === 1) entry.p = true;
@@ -467,7 +487,7 @@ export async function commitManifest(dir: string, manifest: Manifest, base?: Man
     else if (laterRows <= records.size / 4 && before.index.length <= maxLaterFiles) index = [...before.index, await writeIndex(dir, encodeIndex(records, rows, removed))];
   }
   if (index.length === 0) {
-    index = [await writeIndex(dir, encodeIndex(records, records.keys(), []))];
+    index = [await writeIndex(dir, encodeIndex(records, [...records.keys()], []))];
     laterRows = 0;
   }
   const tmp = join(dir, `${manifestFile}.${process.pid}.tmp`);
