@@ -93,7 +93,8 @@ export type Manifest = Omit<z.infer<typeof headSchema>, 'locales' | 'model'> & {
  * and the records in index files it names, read in order: the first holds every record of its
  * time, each later one the records added or changed since and the ids removed. A sync that
  * changed few records writes one small index file instead of all records again; when the later
- * files hold a quarter as many rows as the records, or there are many, they are folded into one.
+ * files would hold more than a quarter as many rows as the records, or there are more than
+ * `maxLaterFiles`, they are folded into one.
  * Like segments, index files are never changed once written, and removed when the head no
  * longer names them.
  *
