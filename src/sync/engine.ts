@@ -201,7 +201,7 @@ class SyncRun {
   readonly #entries: Map<string, RecordEntry>;
   readonly #model: Model;
   readonly #fresh = new Set<string>();
-  /** Records known to be current in this run without being fetched: listed or re-checked with their stamps. */
+  /** Records known to be current in this run without being fetched: re-checked with their stamps (listed members are too). */
   readonly #checked = new Set<string>();
   /** Bumped whenever records or the model change, so a closure computed before stays valid until then. */
   #version = 0;
@@ -275,7 +275,6 @@ class SyncRun {
     // A webhook may name documents whose stamps did not move (a snapshot edited by hand): fetch them anyway.
     const hinted = this.#refetch.filter((id) => this.#entries.has(id) && this.#entries.get(id)!.t !== '_asset' && !this.#fresh.has(id));
     if (hinted.length > 0) await this.#fetchByIds(hinted);
-    for (const { members } of states.values()) for (const id of members) this.#checked.add(id);
     const dangling = await this.#completeClosures(sources, states);
 
     if (!this.#locales) {
@@ -526,6 +525,9 @@ class SyncRun {
    */
   async #completeClosures(sources: Source[], states: Map<string, { members: string[] }>): Promise<Manifest['dangling']> {
     const absent = new Set<string>();
+    // The members every source listed in this run are current; the set is made when first needed.
+    let listed: Set<string> | undefined;
+    const isListed = (id: string) => (listed ??= new Set([...states.values()].flatMap((state) => state.members))).has(id);
     /** The last look at the closures, valid while no record changed since. */
     let looked: { version: number; missing: Map<string, DanglingReference[]> } | undefined;
     for (let round = 0; ; round++) {
@@ -541,7 +543,7 @@ class SyncRun {
           const whole = partial && source.options.fields === undefined;
           // Every member was listed in this run: only the records it includes may need a look.
           for (const id of closure.included ?? closure.ids) {
-            if (!this.#checked.has(id) && !this.#fresh.has(id) && this.#entries.get(id)?.t !== '_asset') unchecked.add(id);
+            if (!this.#checked.has(id) && !this.#fresh.has(id) && this.#entries.get(id)?.t !== '_asset' && !isListed(id)) unchecked.add(id);
           }
           if (whole) for (const id of closure.ids) if (this.#entries.get(id)?.p) incomplete.add(id);
           for (const ref of closure.missing) {
