@@ -210,7 +210,7 @@ function decodeHead(json: unknown, file: string): { manifest: Manifest; index: s
 }
 
 const isString = (value: unknown): value is string => typeof value === 'string';
-const damaged = (file: string, at: string) => new CacheError(`the cache manifest ${file} is damaged at ${at}`);
+const damaged = (file: string, at: string) => new CacheError(`the cache file ${file} is damaged at ${at}`);
 
 /**
  * A stored record row as an entry; `undefined` when it is not what `encodeIndex` writes. A
@@ -388,12 +388,7 @@ export class SegmentWriter {
     return this.#written;
   }
 
-  /** Queues a record and returns where it will be; call `flushIfFull` after. */
-  append(record: StoredRecord): { s: string; o: number; l: number } {
-    return this.appendLine(Buffer.from(`${JSON.stringify(record)}\n`));
-  }
-
-  /** Queues a record's line as stored (its JSON and a newline). */
+  /** Queues a record's line (its JSON and a newline) and returns where it will be; call `flushIfFull` after. */
   appendLine(line: Buffer): { s: string; o: number; l: number } {
     const at = { s: this.name, o: this.#offset, l: line.length - 1 };
     this.#offset += line.length;

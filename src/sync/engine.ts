@@ -482,12 +482,16 @@ class SyncRun {
     return closure;
   }
 
+  /** Whether the fields' kinds are as the cache has them (they decide which references are assets). */
+  #modelAsCached(): boolean {
+    return this.#previous !== undefined && JSON.stringify(this.#model) === JSON.stringify(this.#previous.model);
+  }
+
   #keptClosure(source: Source, members: readonly string[]): Closure | undefined {
     const previous = this.#previous;
     const before = previous?.sources[source.key];
     if (!previous || !before || this.#linksChanged || before.fingerprint !== source.fingerprint) return undefined;
-    if (members.length !== before.members.length || members.some((id, i) => id !== before.members[i])) return undefined;
-    if (JSON.stringify(this.#model) !== JSON.stringify(previous.model)) return undefined;
+    if (!sameList(members, before.members) || !this.#modelAsCached()) return undefined;
     let ids: Set<string> | undefined;
     return {
       get ids() {
@@ -598,7 +602,7 @@ class SyncRun {
     const before = previous?.sources[source.key];
     const includes = source.options.includes ?? 0;
     if (!previous || !before || before.fingerprint !== source.fingerprint || typeof includes !== 'number') return undefined;
-    if (JSON.stringify(this.#model) !== JSON.stringify(previous.model)) return undefined;
+    if (!this.#modelAsCached()) return undefined;
     if (!this.#reach || this.#reach.levels < includes) {
       const entries = this.#entries;
       // Without a record added, dropped or relinked, the changed ones are the replaced ones.
@@ -609,7 +613,7 @@ class SyncRun {
       }
       // Computed once, for the most include levels asked: a superset serves the sources with fewer.
       const levels = Math.max(includes, ...sourcesOf(this.#config).map((s) => (typeof s.options.includes === 'number' ? s.options.includes : 0)));
-      const isAsset = (id: string) => (entries.get(id) ?? previous.records.get(id))?.t === '_asset' || previous.records.get(id)?.t === '_asset';
+      const isAsset = (id: string) => entries.get(id)?.t === '_asset' || previous.records.get(id)?.t === '_asset';
       this.#reach = { levels, affected: reachersOf(changed, levels, (visit) => { for (const [id, entry] of entries) visit(id, entry.f); }, isAsset) };
     }
     return { members: before.members, digests: before.dependencyDigests, affected: this.#reach.affected };
