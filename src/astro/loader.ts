@@ -152,7 +152,7 @@ async function loadEntries(
       // The digest is checked before reading or parsing: unchanged entries cost nothing.
       if (store.get(storeId)?.digest === digest) continue;
       const full = record ?? (await read(id))!;
-      for (const [, ...ids] of entry.f) for (const ref of ids) if (manifest.records.get(ref)?.t === '_asset') await read(ref);
+      for (let i = 1; i < entry.f.length; i += 2) if (manifest.records.get(entry.f[i]!)?.t === '_asset') await read(entry.f[i]!);
       const view = entryOf(full, locale, manifest.locales, (assetId) => records.get(assetId));
       const data: ComfortableEntryData = {
         id,

@@ -59,12 +59,10 @@ export function referenceTargets(manifest: Manifest, contentType: string, collec
   const targets: Record<string, Set<string>> = {};
   for (const record of manifest.records.values()) {
     if (record.t !== contentType) continue;
-    for (const [field, ...ids] of record.f) {
-      for (const id of ids) {
-        const type = manifest.records.get(id)?.t;
-        const collection = type && collectionOf(type);
-        if (collection) (targets[field] ??= new Set()).add(collection);
-      }
+    for (let i = 0; i < record.f.length; i += 2) {
+      const type = manifest.records.get(record.f[i + 1]!)?.t;
+      const collection = type && collectionOf(type);
+      if (collection) (targets[record.f[i]!] ??= new Set()).add(collection);
     }
   }
   return Object.fromEntries(Object.entries(targets).map(([field, collections]) => [field, [...collections].sort()]));

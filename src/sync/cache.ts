@@ -13,7 +13,7 @@ import type { Model, References, StoredRecord } from './records.ts';
  * Segments nothing points to any more are removed; mostly-dead ones are compacted (`compactSegments`).
  */
 
-export const cacheFormat = 2;
+export const cacheFormat = 3;
 
 /** Where a record is and what it is, by id. */
 export interface RecordEntry {
@@ -26,7 +26,7 @@ export interface RecordEntry {
   r: number;
   t: string;
   d: string;
-  /** References: `[field, target id, …]` per field. */
+  /** References: `[field, target id, field, target id, …]`, a pair per reference. */
   f: References;
   /** Partial: only the fields a masked source asked for; fetched in full when a source without a mask needs it. */
   p?: true;
@@ -98,11 +98,13 @@ export type Manifest = Omit<z.infer<typeof headSchema>, 'locales' | 'model'> & {
  * Like segments, index files are never changed once written, and removed when the head no
  * longer names them.
  *
- * The bulk (a hundred thousand records make tens of megabytes) is stored in arrays, which JSON
- * parses and writes several times faster than objects:
- * - an index file's `records`: `[id, segment, offset, length, updatedAt, revision, contentType, digest, references, 1 when partial]`,
- *   with `segment` a place in the file's `segments`, and references as `[[field, target, …], …]`,
- *   a target being a row of the same file (in a file of every record) or an id;
+ * The bulk (a hundred thousand records make tens of megabytes) is stored in flat arrays, which
+ * JSON parses several times faster than objects and nested arrays, and whose values need little
+ * of the garbage collector's time after:
+ * - an index file's `records`: one row after the other, each `id, segment, offset, length,
+ *   updatedAt, revision, contentType, digest, partial (1 or 0), count` and then `count` pairs
+ *   `field, target`; `segment` is a place in the file's `segments`, and a target a row number of
+ *   the same file (in a file of every record) or an id;
  * - each source's `digests`: the dependency digests in the order of `members`, and `included`
  *   the records of its closure that are not members (the closure is the two together).
  */
@@ -130,7 +132,8 @@ const indexFileSchema = z.object({
   removed: z.array(z.string()),
 });
 
-type RecordRow = [string, number, number, number, string, number, string, string, References, 1?];
+/** The values of a row before its reference pairs. */
+const rowHead = 10;
 
 /** The index files a manifest was read from or written to, and how many rows the later ones hold. */
 const stored = new WeakMap<Manifest, { index: string[]; laterRows: number }>();
@@ -152,10 +155,9 @@ function encodeIndex(records: Map<string, RecordEntry>, ids: string[], removed: 
       segmentIndex.set(entry.s, (segment = segments.length));
       segments.push(entry.s);
     }
-    const references = rowOf ? entry.f.map(([field, ...targets]) => [field, ...targets.map((target) => rowOf.get(target) ?? target)]) : entry.f;
-    const row: RecordRow = [id, segment, entry.o, entry.l, entry.u, entry.r, entry.t, entry.d, references as References];
-    if (entry.p) row.push(1);
-    out.push(JSON.stringify(row)); // row by row: the rows made for the file do not all live at once
+    const row: (string | number)[] = [id, segment, entry.o, entry.l, entry.u, entry.r, entry.t, entry.d, entry.p ? 1 : 0, entry.f.length / 2];
+    for (let i = 0; i < entry.f.length; i += 2) row.push(entry.f[i]!, rowOf?.get(entry.f[i + 1]!) ?? entry.f[i + 1]!);
+    out.push(JSON.stringify(row).slice(1, -1)); // row by row: the rows made for the file do not all live at once
   }
   return `{"segments":${JSON.stringify(segments)},"records":[${out.join(',')}],"removed":${JSON.stringify(removed)}}`;
 }
@@ -164,21 +166,26 @@ function encodeIndex(records: Map<string, RecordEntry>, ids: string[], removed: 
 function decodeIndex(json: unknown, file: string, records: Map<string, RecordEntry>): number {
   const parsed = indexFileSchema.safeParse(json);
   if (!parsed.success) throw damaged(file, parsed.error.issues[0]!.path.join('.'));
-  const { segments, records: stored, removed } = parsed.data;
-  const ids: string[] = new Array(stored.length);
-  for (let i = 0; i < stored.length; i++) {
-    const row = stored[i];
-    if (!Array.isArray(row) || typeof row[0] !== 'string') throw damaged(file, `records.${i}`);
-    ids[i] = row[0];
+  const { segments, records: values, removed } = parsed.data;
+  // The ids first: a reference may name a later row.
+  const ids: string[] = [];
+  const starts: number[] = [];
+  for (let at = 0; at < values.length; ) {
+    const count = values[at + rowHead - 1];
+    if (typeof values[at] !== 'string' || !Number.isSafeInteger(count) || (count as number) < 0 || at + rowHead + 2 * (count as number) > values.length) {
+      throw damaged(file, `records.${at}`);
+    }
+    ids.push(values[at] as string);
+    starts.push(at);
+    at += rowHead + 2 * (count as number);
   }
-  for (let i = 0; i < stored.length; i++) {
-    const row = stored[i] as unknown[];
-    const entry = recordEntryOf(row, segments, ids);
-    if (!entry) throw damaged(file, `records.${i}`);
-    records.set((row as RecordRow)[0], entry);
+  for (let row = 0; row < ids.length; row++) {
+    const entry = recordEntryOf(values, starts[row]!, segments, ids);
+    if (!entry) throw damaged(file, `records.${starts[row]}`);
+    records.set(ids[row]!, entry);
   }
   for (const id of removed) records.delete(id);
-  return stored.length + removed.length;
+  return ids.length + removed.length;
 }
 
 /** The head as stored, naming the index files. */
@@ -213,26 +220,25 @@ const isString = (value: unknown): value is string => typeof value === 'string';
 const damaged = (file: string, at: string) => new CacheError(`the cache file ${file} is damaged at ${at}`);
 
 /**
- * A stored record row as an entry; `undefined` when it is not what `encodeIndex` writes. A
- * reference target given as a row number of the file (`ids`) is replaced by its id, in place.
+ * The row of an index file's `records` that starts `at` as an entry; `undefined` when it is not
+ * what `encodeIndex` writes. A reference target given as a row number of the file is an id of `ids`.
  */
-function recordEntryOf(row: unknown[], segments: string[], ids: string[]): RecordEntry | undefined {
-  const [id, s, o, l, u, r, t, d, references, p] = row;
-  if (typeof id !== 'string' || (row.length !== 9 && !(row.length === 10 && p === 1))) return undefined;
-  if (!Number.isInteger(s) || segments[s as number] === undefined) return undefined;
+function recordEntryOf(values: unknown[], at: number, segments: string[], ids: string[]): RecordEntry | undefined {
+  const s = values[at + 1], o = values[at + 2], l = values[at + 3], u = values[at + 4], r = values[at + 5];
+  const t = values[at + 6], d = values[at + 7], p = values[at + 8], count = values[at + 9] as number;
+  if (!Number.isInteger(s) || segments[s as number] === undefined || (p !== 0 && p !== 1)) return undefined;
   if (!Number.isSafeInteger(o) || (o as number) < 0 || !Number.isSafeInteger(l) || (l as number) <= 0) return undefined;
-  if (typeof u !== 'string' || typeof r !== 'number' || !Number.isFinite(r) || typeof t !== 'string' || typeof d !== 'string' || !Array.isArray(references)) return undefined;
-  for (const reference of references as unknown[]) {
-    if (!Array.isArray(reference) || reference.length < 2 || typeof reference[0] !== 'string') return undefined;
-    for (let j = 1; j < reference.length; j++) {
-      const target = reference[j];
-      if (typeof target === 'number') {
-        if (!Number.isInteger(target) || ids[target] === undefined) return undefined;
-        reference[j] = ids[target];
-      } else if (typeof target !== 'string') return undefined;
-    }
+  if (typeof u !== 'string' || typeof r !== 'number' || !Number.isFinite(r) || typeof t !== 'string' || typeof d !== 'string') return undefined;
+  const f: References = new Array(2 * count);
+  for (let i = 0; i < 2 * count; i += 2) {
+    const field = values[at + rowHead + i];
+    let target = values[at + rowHead + i + 1];
+    if (typeof target === 'number') target = Number.isInteger(target) ? ids[target] : undefined;
+    if (typeof field !== 'string' || typeof target !== 'string') return undefined;
+    f[i] = field;
+    f[i + 1] = target;
   }
-  const entry: RecordEntry = { s: segments[s as number]!, o: o as number, l: l as number, u, r, t, d, f: references as References };
+  const entry: RecordEntry = { s: segments[s as number]!, o: o as number, l: l as number, u, r, t, d, f };
   if (p === 1) entry.p = true;
   return entry;
 }

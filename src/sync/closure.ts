@@ -9,7 +9,7 @@ import type { References } from './records.ts';
 
 export interface Node {
   contentType: string;
-  /** `[field, referenced id, …]` per field (every locale's ids). */
+  /** `[field, referenced id, field, referenced id, …]`: a pair per reference (every locale's). */
   refs: References;
 }
 
@@ -59,10 +59,8 @@ export function includeClosure(
   const refsOf = (record: Walked, node: Node) => {
     if (!record.refs) {
       record.refs = [];
-      for (const row of node.refs) {
-        const field = row[0];
-        for (let i = 1; i < row.length; i++) record.refs.push({ field, target: row[i]!, asset: embedAssets && isAsset(row[i]!, field, node) });
-      }
+      const refs = node.refs;
+      for (let i = 0; i < refs.length; i += 2) record.refs.push({ field: refs[i]!, target: refs[i + 1]!, asset: embedAssets && isAsset(refs[i + 1]!, refs[i]!, node) });
     }
     return record.refs;
   };
@@ -135,8 +133,9 @@ export function includeClosure(
           for (const id of from) {
             const node = nodeOfWalked(find(id));
             if (!node || (contentType !== '*' && contentType !== node.contentType)) continue;
-            for (const target of node.refs.find((row) => row[0] === field)?.slice(1) ?? []) {
-              if (!follows(field, target, node)) continue;
+            for (let i = 0; i < node.refs.length; i += 2) {
+              const target = node.refs[i + 1]!;
+              if (node.refs[i] !== field || !follows(field, target, node)) continue;
               const record = find(target);
               const target_ = visit(id, field, record);
               if (target_) {
@@ -172,7 +171,7 @@ export function memberClosures(
   interface Linked {
     id: string;
     node: Node;
-    /** Existing records it embeds as assets, and existing records it includes (in reference order). */
+    /** Existing records it embeds as assets, and existing records it includes (in reference order); each listed when first needed. */
     assets?: Linked[];
     follows?: Linked[];
     /** The walk that last put it in the closure, and the one that last expanded it. */
@@ -189,20 +188,17 @@ export function memberClosures(
     }
     return entry ?? undefined;
   };
-  const link = (record: Linked) => {
-    const assets: Linked[] = [];
-    const follows: Linked[] = [];
-    for (const row of record.node.refs) {
-      const field = row[0];
-      for (let i = 1; i < row.length; i++) {
-        const target = row[i]!;
-        const asset = embedAssets && isAsset(target, field, record.node);
-        const found = find(target);
-        if (found) (asset ? assets : follows).push(found);
-      }
+  /** The existing targets of a record's references that are assets to embed (`assets`) or not: the records of the last level need only the first. */
+  const targets = (record: Linked, assets: boolean): Linked[] => {
+    const out: Linked[] = [];
+    const refs = record.node.refs;
+    for (let i = 0; i < refs.length; i += 2) {
+      const target = refs[i + 1]!;
+      if ((embedAssets && isAsset(target, refs[i]!, record.node)) !== assets) continue;
+      const found = find(target);
+      if (found) out.push(found);
     }
-    record.assets = assets;
-    record.follows = follows;
+    return out;
   };
   let walk = 0;
   return (member) => {
@@ -215,8 +211,7 @@ export function memberClosures(
         record.added = walk;
         ids.push(record.id);
       }
-      if (!record.assets) link(record);
-      for (const asset of record.assets!) {
+      for (const asset of (record.assets ??= targets(record, true))) {
         if (asset.added !== walk) {
           asset.added = walk;
           ids.push(asset.id);
@@ -229,8 +224,7 @@ export function memberClosures(
     for (let level = 1; level <= levels && frontier.length > 0; level++) {
       const next: Linked[] = [];
       for (const record of frontier) {
-        if (!record.follows) link(record);
-        for (const target of record.follows!) {
+        for (const target of (record.follows ??= targets(record, false))) {
           add(target);
           if (target.expanded !== walk) {
             target.expanded = walk;
@@ -272,13 +266,12 @@ export function reachersOf(
   /** The records not reached yet that reference one of `targets`. */
   const referrers = (targets: ReadonlySet<string>): Set<string> => {
     const found = new Set<string>();
-    scan: for (let i = 0; i < ids.length; i++) {
-      for (const row of refsOf[i]!) {
-        for (let j = 1; j < row.length; j++) {
-          if (targets.has(row[j]!)) {
-            if (!reached.has(ids[i]!)) found.add(ids[i]!);
-            continue scan;
-          }
+    for (let i = 0; i < ids.length; i++) {
+      const refs = refsOf[i]!;
+      for (let j = 1; j < refs.length; j += 2) {
+        if (targets.has(refs[j]!)) {
+          if (!reached.has(ids[i]!)) found.add(ids[i]!);
+          break;
         }
       }
     }

@@ -23,7 +23,7 @@ import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } fr
 import { type Closure, includeClosure, memberClosures, type Node, reachersOf } from './closure.ts';
 import { hash, parseSyncConfig, requestOptions, type Source, sourcesOf, type SyncConfig, type SyncConfigInput } from './config.ts';
 import type { Locales } from './locales.ts';
-import { digestOf, embeddedIn, isLocaleMap, mergePartial, type Model, normalizeRecord, referenceRows, referencesOf, type StoredRecord } from './records.ts';
+import { digestOf, embeddedIn, isLocaleMap, mergePartial, type Model, normalizeRecord, referencePairs, referencesOf, type StoredRecord } from './records.ts';
 
 /**
  * The sync: fetch what the sources need with every locale, normalise it into records, and
@@ -304,8 +304,8 @@ class SyncRun {
     if (!existing || existing.d !== digest || existing.p !== (partial || undefined)) {
       const at = this.#writer.appendLine(Buffer.from(`${json}\n`));
       this.#stats.written++;
-      const entry: RecordEntry = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referenceRows(referencesOf(record)), ...(partial ? { p: true as const } : {}) };
-      if (!existing || existing.t !== entry.t || JSON.stringify(existing.f) !== JSON.stringify(entry.f)) this.#linksChanged = true;
+      const entry: RecordEntry = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referencePairs(referencesOf(record)), ...(partial ? { p: true as const } : {}) };
+      if (!existing || existing.t !== entry.t || !sameList(existing.f, entry.f)) this.#linksChanged = true;
       else this.#replaced.add(record.id);
       this.#entries.set(record.id, entry);
       this.#version++;
@@ -462,7 +462,7 @@ class SyncRun {
   };
 
   #isAsset = (target: string, field: string, from: Node): boolean =>
-    this.#entries.get(target)?.t === '_asset' || this.#model[from.contentType]?.[field]?.kind === 'asset';
+    this.#model[from.contentType]?.[field]?.kind === 'asset' || this.#entries.get(target)?.t === '_asset';
 
   #drop(id: string): void {
     if (!this.#entries.delete(id)) return;

@@ -134,12 +134,14 @@ export function normalizeRecord(
   };
 }
 
-/** References by field: `[field, target id, …]` for each field that references anything. */
-export type References = [field: string, ...ids: string[]][];
+/** A record's references as `[field, target id, field, target id, …]`: a pair per reference, in the order of `referencesOf`. */
+export type References = string[];
 
 /** `referencesOf` as `References`. */
-export function referenceRows(references: Record<string, string[]>): References {
-  return Object.entries(references).map(([field, ids]) => [field, ...ids]);
+export function referencePairs(references: Record<string, string[]>): References {
+  const pairs: References = [];
+  for (const [field, ids] of Object.entries(references)) for (const id of ids) pairs.push(field, id);
+  return pairs;
 }
 
 /** The records embedded in an answered record's fields (assets under embedAssets), where `normalizeRecord` finds them. */
