@@ -5,11 +5,11 @@ import { generateSnapshot } from './generate.ts';
 /**
  * The server process of bench/sync.ts (forked, talks over IPC): generates a seeded snapshot
  * with one more collection, `all` (every document), serves it, and on request changes a
- * fraction of the documents (title edited, updatedAt and revision bumped) with
- * `replaceSnapshot`. It tallies the requests it answers (count and latency by kind) between
+ * fraction of the generated documents (title edited, updatedAt and revision bumped; other ones
+ * each round) with `replaceSnapshot`. It tallies the requests it answers (count and latency by kind) between
  * marks, and reports its own peak RSS, so the sync process's figures leave the server out.
  *
- * Messages in: `{ type: 'mark' }`, `{ type: 'change', fraction }`, `{ type: 'stop' }`.
+ * Messages in: `{ type: 'mark' }`, `{ type: 'change', fraction, round }`, `{ type: 'stop' }`.
  * Messages out: `{ type: 'ready', url, generateMs, startMs, rssMb }`, `{ type: 'tally', … }`,
  * `{ type: 'changed', count, reloadMs }`, `{ type: 'stopped', maxRssMb }`.
  */
@@ -49,7 +49,7 @@ const log = (line: string) => {
 };
 
 let started = performance.now();
-let snapshot: Snapshot = generateSnapshot({ documents, seed });
+const snapshot: Snapshot = generateSnapshot({ documents, seed });
 snapshot.collections.push({ apiId: 'all' }); // every document, in the default order
 const generateMs = performance.now() - started;
 started = performance.now();
@@ -57,13 +57,20 @@ const server = await startServer({ snapshots: [snapshot], watch: false, log });
 const startMs = performance.now() - started;
 send({ type: 'ready', url: server.url, generateMs, startMs, rssMb: process.memoryUsage().rss / 2 ** 20 });
 
-/** A copy of the snapshot with every `1/fraction`-th document edited (the record objects of the others are shared). */
-function changeDocuments(fraction: number): { next: Snapshot; count: number } {
+/** The snapshot as generated: every change starts from it. */
+const base = snapshot;
+
+/**
+ * A copy of the generated snapshot with every `1/fraction`-th document edited, starting at the
+ * `round`-th, so each round edits other documents of the same base (the record objects of the
+ * others are shared).
+ */
+function changeDocuments(fraction: number, round: number): { next: Snapshot; count: number } {
   const step = Math.round(1 / fraction);
   const now = new Date().toISOString();
-  const changed: SnapshotRecord[] = [...snapshot.documents];
+  const changed: SnapshotRecord[] = [...base.documents];
   let count = 0;
-  for (let i = 0; i < changed.length; i += step) {
+  for (let i = round % step; i < changed.length; i += step) {
     const document = changed[i]!;
     const fields = { ...document.fields };
     const title = fields.title as Record<string, string> | undefined;
@@ -72,10 +79,10 @@ function changeDocuments(fraction: number): { next: Snapshot; count: number } {
     changed[i] = { fields, meta: { ...document.meta, revision: document.meta.revision + 1, updatedAt: now } };
     count++;
   }
-  return { next: { ...snapshot, documents: changed }, count };
+  return { next: { ...base, documents: changed }, count };
 }
 
-process.on('message', (message: { type: string; fraction?: number }) => {
+process.on('message', (message: { type: string; fraction?: number; round?: number }) => {
   void (async () => {
     if (message.type === 'mark') {
       const out = Object.fromEntries(tally);
@@ -83,9 +90,8 @@ process.on('message', (message: { type: string; fraction?: number }) => {
       send({ type: 'tally', kinds: out });
     } else if (message.type === 'change') {
       const t = performance.now();
-      const { next, count } = changeDocuments(message.fraction!);
+      const { next, count } = changeDocuments(message.fraction!, message.round ?? 0);
       await server.replaceSnapshot(next);
-      snapshot = next;
       // Collect the old snapshot now (forked with --expose-gc), so the server's collector does not compete with the sync measured next.
       (globalThis as { gc?: () => void }).gc?.();
       send({ type: 'changed', count, reloadMs: performance.now() - t });
