@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
+import { applyMask, parseMask } from '../src/server/mask.ts';
 import { doc, everyWay, nordic, type Options, refusedEveryWay, repository } from './helpers/forms.ts';
 import { fixture, getJson } from './helpers/server.ts';
 
@@ -449,6 +450,12 @@ describe('the fields mask keeps only what it names', () => {
       { fields: { title: 'Banana boats' } },
       { fields: { title: 'Éclairs and more' } },
     ]);
+  });
+
+  it('keeps a key named __proto__ (in a json value) as a key, not as the prototype', () => {
+    const masked = applyMask(JSON.parse('{"__proto__":{"a":1,"b":2},"c":3,"d":4}'), parseMask('__proto__(a),c'));
+    expect(JSON.stringify(masked)).toBe('{"__proto__":{"a":1},"c":3}');
+    expect(Object.getPrototypeOf(masked)).toBe(Object.prototype);
   });
 
   it('never masks the list envelope', async () => {

@@ -63,11 +63,15 @@ export function applyMask(value: unknown, mask: Mask): unknown {
   if (Array.isArray(value)) return value.map((item) => applyMask(item, mask));
   if (typeof value !== 'object' || value === null) return undefined;
   const source = value as Record<string, unknown>;
-  const out: Record<string, unknown> = Object.create(null); // so a key named __proto__ stays a key
+  // A plain object, which JSON.stringify writes several times faster than one without a prototype;
+  // a key named __proto__ is defined rather than assigned, so it stays a key.
+  const out: Record<string, unknown> = {};
   const keep = (name: string, sub: Mask | true): void => {
     if (!Object.hasOwn(source, name)) return;
     const kept = sub === true ? source[name] : applyMask(source[name], sub);
-    if (kept !== undefined) out[name] = kept;
+    if (kept === undefined) return;
+    if (name === '__proto__') Object.defineProperty(out, name, { value: kept, enumerable: true, writable: true, configurable: true });
+    else out[name] = kept;
   };
   const any = mask.get('*');
   if (any !== undefined) for (const name of Object.keys(source)) keep(name, any);
