@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { sync } from '../src/sync/engine.ts';
 import { changedIds } from '../src/sync/shared.ts';
@@ -35,6 +35,30 @@ describe('a sync told which documents changed (a refresh webhook)', () => {
     const hinted = await sync(config, quiet, { refetch: changedIds(event) });
     expect(hinted.changeset.records.updated).toEqual(['102']);
     expect((await hinted.reader.get('102'))!.fields.title).toEqual({ en_US: 'Cherry season, edited by hand' });
+  });
+
+  it('fetches an asset it names again, and the documents embedding it come out updated', async () => {
+    const server = await startTiny();
+    const dir = await mkdtemp(join(tmpdir(), 'refetch-asset-'));
+    onTestFinished(async () => {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    });
+    const config = { baseUrl: server.url, repository: 'tiny', apiKey: tinyKey, cacheDir: dir, collections: { news: {} } };
+    await sync(config, quiet);
+    const snapshot = JSON.parse(await readFile(fixture('tiny.json'), 'utf8'));
+    snapshot.assets.find((a: { meta: { id: string } }) => a.meta.id === '300').fields.title.en_US = 'Apples, retitled by hand';
+    const event = await server.replaceSnapshot(snapshot);
+    expect(event.changed).toEqual(['300']);
+
+    const hinted = await sync(config, quiet, { refetch: changedIds(event) });
+    expect(hinted.changeset.records.updated).toEqual(['300']);
+    // News 100 embeds asset 300, and news 102 includes news 100 with what it embeds.
+    expect(hinted.changeset.sources['collection:news']!.updated.sort()).toEqual(['100', '102']);
+    expect((await hinted.reader.get('300'))!.fields.title).toMatchObject({ en_US: 'Apples, retitled by hand' });
+    const fresh = await sync({ ...config, cacheDir: join(dir, 'fresh') }, quiet);
+    expect(hinted.manifest.records.get('300')!.d).toBe(fresh.manifest.records.get('300')!.d);
+    expect(hinted.manifest.sources['collection:news']!.dependencyDigests).toEqual(fresh.manifest.sources['collection:news']!.dependencyDigests);
   });
 
   it('reads changed ids only from a payload of the local server\'s shape', () => {

@@ -272,9 +272,12 @@ class SyncRun {
     const failed = listed.find((result) => result.status === 'rejected');
     if (failed) throw failed.reason;
 
-    // A webhook may name documents whose stamps did not move (a snapshot edited by hand): fetch them anyway.
-    const hinted = this.#refetch.filter((id) => this.#entries.has(id) && this.#entries.get(id)!.t !== '_asset' && !this.#fresh.has(id));
-    if (hinted.length > 0) await this.#fetchByIds(hinted);
+    // A webhook may name records whose stamps did not move (a snapshot edited by hand), or an asset
+    // no document fetched in this run embeds: fetch them anyway (assets one by one, as the API has it).
+    const hinted = this.#refetch.filter((id) => this.#entries.has(id) && !this.#fresh.has(id));
+    const isAsset = (id: string) => this.#entries.get(id)!.t === '_asset';
+    if (hinted.some((id) => !isAsset(id))) await this.#fetchByIds(hinted.filter((id) => !isAsset(id)));
+    await Promise.all(hinted.filter(isAsset).map((id) => this.#fetchAsset(id)));
     const dangling = await this.#completeClosures(sources, states);
 
     if (!this.#locales) {
@@ -442,6 +445,17 @@ class SyncRun {
     return [(answer as ApiRecord).meta.id];
   }
 
+  /** Fetches an asset (`/assets/<id>`, every locale); false when the server does not have it. */
+  async #fetchAsset(id: string): Promise<boolean> {
+    try {
+      await this.#accept((await this.#client.asset(id, { locale: 'all' })) as ApiRecord, false);
+      return true;
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'not_found') throw error;
+      return false;
+    }
+  }
+
   /** Fetches documents by id (with their includes), in chunks; returns the ids the server had. */
   async #fetchByIds(ids: string[], options: ListOptions = { locale: 'all', embedAssets: true }): Promise<Set<string>> {
     const found = new Set<string>();
@@ -575,16 +589,7 @@ class SyncRun {
       const assets = toFetch.filter((id) => missing.get(id)!.some((ref) => this.#isAsset(id, ref.field, this.#node(ref.from)!)));
       const documents = toFetch.filter((id) => !assets.includes(id));
       const found = await this.#fetchByIds(documents);
-      await Promise.all(
-        assets.map(async (id) => {
-          try {
-            await this.#accept((await this.#client.asset(id, { locale: 'all' })) as ApiRecord, false);
-            found.add(id);
-          } catch (error) {
-            if ((error as { code?: string }).code !== 'not_found') throw error;
-          }
-        }),
-      );
+      await Promise.all(assets.map(async (id) => (await this.#fetchAsset(id)) && found.add(id)));
       for (const id of toFetch) if (!found.has(id)) absent.add(id);
     }
   }
