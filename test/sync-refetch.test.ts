@@ -56,6 +56,10 @@ describe('a sync told which documents changed (a refresh webhook)', () => {
     // News 100 embeds asset 300, and news 102 includes news 100 with what it embeds.
     expect(hinted.changeset.sources['collection:news']!.updated.sort()).toEqual(['100', '102']);
     expect((await hinted.reader.get('300'))!.fields.title).toMatchObject({ en_US: 'Apples, retitled by hand' });
+    // Named with a document that embeds it, the asset comes with the document and is not asked for again.
+    const both = await sync(config, quiet, { refetch: ['100', '300'] });
+    const documentOnly = await sync(config, quiet, { refetch: ['100'] });
+    expect(both.stats.requests).toBe(documentOnly.stats.requests);
     const fresh = await sync({ ...config, cacheDir: join(dir, 'fresh') }, quiet);
     expect(hinted.manifest.records.get('300')!.d).toBe(fresh.manifest.records.get('300')!.d);
     expect(hinted.manifest.sources['collection:news']!.dependencyDigests).toEqual(fresh.manifest.sources['collection:news']!.dependencyDigests);

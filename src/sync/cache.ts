@@ -229,14 +229,13 @@ function recordEntryOf(values: unknown[], at: number, segments: string[], ids: s
   if (!Number.isInteger(s) || segments[s as number] === undefined || (p !== 0 && p !== 1)) return undefined;
   if (!Number.isSafeInteger(o) || (o as number) < 0 || !Number.isSafeInteger(l) || (l as number) <= 0) return undefined;
   if (typeof u !== 'string' || typeof r !== 'number' || !Number.isFinite(r) || typeof t !== 'string' || typeof d !== 'string') return undefined;
-  const f: References = new Array(2 * count);
+  const f: References = [];
   for (let i = 0; i < 2 * count; i += 2) {
     const field = values[at + rowHead + i];
     let target = values[at + rowHead + i + 1];
     if (typeof target === 'number') target = Number.isInteger(target) ? ids[target] : undefined;
     if (typeof field !== 'string' || typeof target !== 'string') return undefined;
-    f[i] = field;
-    f[i + 1] = target;
+    f.push(field, target);
   }
   const entry: RecordEntry = { s: segments[s as number]!, o: o as number, l: l as number, u, r, t, d, f };
   if (p === 1) entry.p = true;

@@ -78,6 +78,17 @@ export function andEveryBranch(filters: FilterEntry[] | undefined, condition: Re
   return [only, ...(filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: condition } as FilterEntry] : [entry]))];
 }
 
+/**
+ * Runs every task to its end, then throws the first failure: a task left running after a
+ * failure could still write to the run's segment after the run is aborted.
+ */
+async function settleAll<T>(tasks: Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(tasks);
+  const failed = settled.find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
+}
+
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
 
 /** The records of a closure that are not members. */
@@ -94,7 +105,7 @@ function uniqueReferences(references: DanglingReference[]): DanglingReference[] 
 
 /** Hints for one sync run. */
 export interface SyncHints {
-  /** Document ids to fetch again even when their `updatedAt` and revision look unchanged (a webhook's changed ids). */
+  /** Ids of documents and assets to fetch again even when their `updatedAt` and revision look unchanged (a webhook's changed ids). */
   refetch?: readonly string[];
 }
 
@@ -260,8 +271,7 @@ class SyncRun {
 
     const syncedAt = new Date().toISOString();
     const states = new Map<string, { members: string[]; masked: boolean }>();
-    // Every source runs to its end before a failure is thrown, so none writes after the run is aborted.
-    const listed = await Promise.allSettled(
+    await settleAll(
       sources.map(async (source) => {
         const state = this.#previous?.sources[source.key];
         const incremental = state !== undefined && state.fingerprint === source.fingerprint;
@@ -269,15 +279,14 @@ class SyncRun {
         states.set(source.key, { members, masked: source.options.fields !== undefined });
       }),
     );
-    const failed = listed.find((result) => result.status === 'rejected');
-    if (failed) throw failed.reason;
 
     // A webhook may name records whose stamps did not move (a snapshot edited by hand), or an asset
     // no document fetched in this run embeds: fetch them anyway (assets one by one, as the API has it).
     const hinted = this.#refetch.filter((id) => this.#entries.has(id) && !this.#fresh.has(id));
     const isAsset = (id: string) => this.#entries.get(id)!.t === '_asset';
     if (hinted.some((id) => !isAsset(id))) await this.#fetchByIds(hinted.filter((id) => !isAsset(id)));
-    await Promise.all(hinted.filter(isAsset).map((id) => this.#fetchAsset(id)));
+    // (An asset a refetched document embeds came with it.)
+    await settleAll(hinted.filter((id) => isAsset(id) && !this.#fresh.has(id)).map((id) => this.#fetchAsset(id)));
     const dangling = await this.#completeClosures(sources, states);
 
     if (!this.#locales) {
@@ -461,7 +470,7 @@ class SyncRun {
     const found = new Set<string>();
     const chunks: string[][] = [];
     for (let i = 0; i < ids.length; i += this.#config.pageSize) chunks.push(ids.slice(i, i + this.#config.pageSize));
-    await Promise.all(
+    await settleAll(
       chunks.map(async (chunk) => {
         const page = (await this.#client.documents({ ...options, locale: 'all', filters: [{ '*.meta.id': { in: chunk } }], limit: chunk.length, offset: 0 })) as ListAnswer;
         for (const id of await this.#acceptPage(page, options.fields !== undefined)) found.add(id);
@@ -589,7 +598,7 @@ class SyncRun {
       const assets = toFetch.filter((id) => missing.get(id)!.some((ref) => this.#isAsset(id, ref.field, this.#node(ref.from)!)));
       const documents = toFetch.filter((id) => !assets.includes(id));
       const found = await this.#fetchByIds(documents);
-      await Promise.all(assets.map(async (id) => (await this.#fetchAsset(id)) && found.add(id)));
+      await settleAll(assets.map(async (id) => (await this.#fetchAsset(id)) && found.add(id)));
       for (const id of toFetch) if (!found.has(id)) absent.add(id);
     }
   }
