@@ -9,7 +9,11 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collectionMembers } from '../src/server/answer.ts';
 import { type ReadApiServer, type ReloadEvent, SnapshotError, startServer } from '../src/server/index.ts';
+import { type PreparedRecord, PreparedRepository } from '../src/server/repository.ts';
+import { parseSnapshot } from '../src/server/snapshot.ts';
+import { parseSorting, sortRecords } from '../src/server/sorting.ts';
 import { fixture, getJson, startTiny, tinyKey } from './helpers/server.ts';
 
 /**
@@ -308,6 +312,24 @@ describe('replaceSnapshot swaps a repository in, as a reload would', () => {
     expect(after.status).toBe(200);
     expect(after.body.fields.title).toBe('Banana rafts');
     expect((await getJson(server, '/tiny/documents/103')).status).toBe(404);
+  });
+
+  it('does again, before the new snapshot goes live, the memoised work of the one it replaces, with the new definitions', async () => {
+    const ids = async (path: string) => (await getJson(server, path)).body.data.map((d: { meta: { id: string } }) => d.meta.id);
+    const raw = tiny();
+    const before = new PreparedRepository(parseSnapshot(raw, 'tiny.json'), 'http://localhost');
+    collectionMembers(before, before.snapshot.collections.find((c) => c.apiId === 'goodNews')!, 'en_US');
+    sortRecords(before, before.documents, parseSorting(before, { 'fields.title': 'ASC' }), 'de_DE');
+    raw.collections.find((c: { apiId: string }) => c.apiId === 'goodNews').filters = [{ 'news.fields.rating': { greaterThanEqual: 5 } }];
+    const after = new PreparedRepository(parseSnapshot(raw, 'tiny.json'), 'http://localhost');
+    after.warmLike(before);
+    expect([...after.memo.keys()].sort()).toEqual([...before.memo.keys()].sort());
+    expect((after.memo.get('collection:goodNews:en_US') as PreparedRecord[]).map((r) => r.id)).toEqual(['100']);
+
+    // Through the server: a collection answered before a reload that changed its stored filter answers by the new one.
+    expect((await ids('/tiny/collections/goodNews?locale=en_US')).sort()).toEqual(['100', '102']);
+    await server.replaceSnapshot(raw);
+    expect(await ids('/tiny/collections/goodNews?locale=en_US')).toEqual(['100']);
   });
 
   it('refuses a broken snapshot and keeps the current one', async () => {

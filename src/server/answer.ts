@@ -29,6 +29,10 @@ export function collectionMembers(repository: PreparedRepository, collection: Co
         (!filters || filters(record, view)),
     );
     return collection.sorting ? sortRecords(repository, members, parseSorting(repository, collection.sorting), view) : members;
+  }, (next) => {
+    // The definition of the new snapshot: its stored filters or sorting may have changed.
+    const definition = next.snapshot.collections.find((c) => c.apiId === collection.apiId);
+    if (definition) collectionMembers(next, definition, view);
   });
 }
 

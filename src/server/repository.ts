@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { ApiError } from './errors.ts';
 import {
   assetContentType,
   type ContentTypeDefinition,
@@ -171,6 +172,8 @@ export class PreparedRepository {
   readonly version: string;
   /** Memoised per-snapshot work (sort ranks, compiled collections), keyed by its purpose. */
   readonly memo = new Map<string, unknown>();
+  /** How to do each memoised work again on another snapshot of the repository (see `warmLike`). */
+  readonly #redo = new Map<string, (next: PreparedRepository) => unknown>();
   readonly #filesOrigin: string;
   readonly #collators = new Map<string, Intl.Collator>();
 
@@ -228,11 +231,31 @@ export class PreparedRepository {
     return collator;
   }
 
-  memoize<T>(key: string, compute: () => T): T {
+  /**
+   * The value memoised under `key`, computed the first time it is asked for. `redo` does the
+   * same work on another snapshot of the repository, for `warmLike`.
+   */
+  memoize<T>(key: string, compute: () => T, redo: (next: PreparedRepository) => unknown): T {
     if (this.memo.has(key)) return this.memo.get(key) as T;
     const value = compute();
     this.memo.set(key, value);
+    this.#redo.set(key, redo);
     return value;
+  }
+
+  /**
+   * Does on this snapshot the memoised work that `previous`, the snapshot it replaces, had done,
+   * so the first requests after a reload are as fast as those before it. Work the new snapshot
+   * refuses (a sort on a field it no longer has) is left to a request that asks for it.
+   */
+  warmLike(previous: PreparedRepository): void {
+    for (const redo of previous.#redo.values()) {
+      try {
+        redo(this);
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+      }
+    }
   }
 
   /** Rewrites a relative `file.url` of an asset to an absolute URL under `/files/<repo>/`. */
@@ -253,7 +276,7 @@ export class PreparedRepository {
     return this.memoize('localFiles', () => {
       const urls = this.snapshot.assets.map((asset) => (asset.fields.file as { url?: string } | null | undefined)?.url);
       return new Set(urls.map((url) => (url === undefined ? undefined : localFilePath(url))).filter((path) => path !== undefined));
-    });
+    }, (next) => next.localFiles());
   }
 
   /** The record with every asset reference in its fields replaced by the asset record. */

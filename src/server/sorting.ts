@@ -68,7 +68,7 @@ function ranks(repository: PreparedRepository, source: ValueSource, view: Locale
       result[entry.record.index] = rank;
     });
     return result;
-  });
+  }, (next) => ranks(next, source, view));
 }
 
 /** Sorts documents by the keys; missing values last whatever the direction, ties on `meta.id` ascending. */

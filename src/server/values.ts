@@ -103,6 +103,7 @@ export function column(repository: PreparedRepository, source: ValueSource, loca
       const kind = field && kindOf(field.type);
       return kind ? normalizeStored(record.value(source.name, view), kind, field.type) : undefined;
     }),
+    (next) => column(next, source, locale),
   );
 }
 
