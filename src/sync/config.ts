@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash as oneShotHash } from 'node:crypto';
 import { z } from 'zod';
 import { defaultBaseUrl } from '../api/client.ts';
 import { filterOperators, type IncludeMap, type ListOptions } from '../api/query.ts';
@@ -122,7 +122,7 @@ export interface Source {
 }
 
 export function hash(value: unknown): string {
-  return createHash('sha1').update(typeof value === 'string' ? value : JSON.stringify(value)).digest('base64url').slice(0, 20);
+  return oneShotHash('sha1', typeof value === 'string' ? value : JSON.stringify(value), 'base64url').slice(0, 20);
 }
 
 /** The sources of a config, each with its effective options. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { ApiRecord } from '../wire/schemas.ts';
 
 /**
@@ -178,7 +178,7 @@ export function referencesOf(record: StoredRecord): Record<string, string[]> {
 
 /** A digest of a record's content: equal digests mean equal records. `json` is the record's JSON when the caller has it. */
 export function digestOf(record: StoredRecord, json = JSON.stringify(record)): string {
-  return createHash('sha1').update(json).digest('base64url').slice(0, 22);
+  return hash('sha1', json, 'base64url').slice(0, 22);
 }
 
 /** Merges a masked answer into the previous version of a record: fields the mask left out are kept. */
