@@ -28,7 +28,7 @@ const sections = ['politics', 'business', 'technology', 'science', 'culture', 's
 const words = ['river', 'garden', 'harvest', 'bridge', 'station', 'market', 'winter', 'island', 'coffee', 'cloud'];
 const wörter = ['Fluss', 'Garten', 'Ernte', 'Brücke', 'Bahnhof', 'Markt', 'Winter', 'Insel', 'Kaffee', 'Wolke'];
 
-/** Sources of every kind: includes of level 2, field maps, level 0, aliases and content-type queries. */
+/** Sources of every kind: includes of level 2, field maps, level 0, aliases, content-type queries, and sources with a fields mask. */
 function configOf(baseUrl: string, cacheDir: string, mode: 'incremental' | 'fresh'): SyncConfigInput {
   return {
     baseUrl,
@@ -47,6 +47,8 @@ function configOf(baseUrl: string, cacheDir: string, mode: 'incremental' | 'fres
     queries: {
       categories: { contentType: 'category', includes: { '*.fields.parent': 1 } },
       wellRated: { contentType: 'article', filters: [{ '*.fields.rating': { greaterThanEqual: 4 } }], includes: 1, embedAssets: false },
+      slim: { contentType: 'article', fields: 'fields(title,rating,author)', includes: 1 },
+      slimCategories: { contentType: 'category', fields: 'fields(title,parent)', includes: { '*.fields.parent': 1 } },
     },
   };
 }

@@ -557,12 +557,14 @@ class SyncRun {
     const isListed = (id: string) => (listed ??= new Set([...states.values()].flatMap((state) => state.members))).has(id);
     /** The last look at the closures, valid while no record changed since. */
     let looked: { version: number; missing: Map<string, DanglingReference[]> } | undefined;
+    const masked = sources.filter((source) => source.options.fields !== undefined);
     for (let round = 0; ; round++) {
       let missing = looked?.version === this.#version ? looked.missing : undefined;
       if (!missing) {
         missing = new Map<string, DanglingReference[]>();
         const unchecked = new Set<string>();
         const incomplete = new Set<string>();
+        const overcomplete = masked.length > 0 ? this.#overcomplete(sources, masked, states) : new Map<Source, string[]>();
         let partial = false;
         for (const entry of this.#entries.values()) if (entry.p) partial = true;
         for (const source of sources) {
@@ -580,8 +582,14 @@ class SyncRun {
           }
         }
         // Each round checks or fetches records not seen before, so the rounds end; the cap is a guard.
-        if ((unchecked.size > 0 || incomplete.size > 0) && round < 100) {
+        if ((unchecked.size > 0 || incomplete.size > 0 || overcomplete.size > 0) && round < 100) {
           if (unchecked.size > 0) await this.#refreshIncluded([...unchecked]);
+          // Stored as the masked answers make them, the way a fresh sync stores them (one the server no longer has stays dropped).
+          for (const ids of overcomplete.values()) for (const id of ids) this.#drop(id);
+          for (const [source, ids] of overcomplete) {
+            const { fields, embedAssets } = requestOptions(source);
+            await this.#fetchByIds(ids, { locale: 'all', fields, embedAssets } as ListOptions);
+          }
           // A source without a mask needs these whole; one the server no longer has is dropped.
           const gone = [...incomplete].filter((id) => this.#entries.get(id)?.p);
           const found = await this.#fetchByIds(gone);
@@ -601,6 +609,26 @@ class SyncRun {
       await settleAll(assets.map(async (id) => (await this.#fetchAsset(id)) && found.add(id)));
       for (const id of toFetch) if (!found.has(id)) absent.add(id);
     }
+  }
+
+  /**
+   * Whole records (fetched without a mask) that only sources with a mask need now, by masked
+   * source: a fresh sync would store them as those sources' masked answers make them, so they
+   * are fetched again through each mask. (Assets are never masked.)
+   */
+  #overcomplete(sources: Source[], masked: Source[], states: Map<string, { members: string[] }>): Map<Source, string[]> {
+    const wholeNeeded = new Set<string>();
+    for (const source of sources) if (source.options.fields === undefined) for (const id of this.#closure(source, states.get(source.key)!.members).ids) wholeNeeded.add(id);
+    const out = new Map<Source, string[]>();
+    for (const source of masked) {
+      const ids: string[] = [];
+      for (const id of this.#closure(source, states.get(source.key)!.members).ids) {
+        const entry = this.#entries.get(id);
+        if (entry && !entry.p && entry.t !== '_asset' && !wholeNeeded.has(id)) ids.push(id);
+      }
+      if (ids.length > 0) out.set(source, ids);
+    }
+    return out;
   }
 
   #reach: { levels: number; affected: Set<string> } | undefined;
