@@ -513,6 +513,17 @@ describe('a field mask on a source', () => {
     });
   }
 
+  it('keeps only the masked fields of a record once no other source needs it whole, as a fresh sync does', async () => {
+    const served = await serve();
+    const dir = await tempDir();
+    await sync(configFor(served.server.url, dir, { collections: { featured: masked, articles: {} }, aliases: [], queries: {} }), recorder());
+    const options = { collections: { featured: masked }, aliases: [], queries: {} };
+    const incremental = await sync(configFor(served.server.url, dir, options), recorder());
+    const fresh = await sync({ ...configFor(served.server.url, await tempDir(), options), mode: 'fresh' }, recorder());
+    expect(await recordsOf(incremental)).toEqual(await recordsOf(fresh));
+    expect(Object.keys((await incremental.reader.get('1001'))!.fields)).toEqual(['title']);
+  });
+
   it('keeps only the masked fields of records no other source needs', async () => {
     const { server } = await serve();
     const result = await sync(configFor(server.url, await tempDir(), { collections: { featured: masked }, aliases: [], queries: {} }), recorder());
