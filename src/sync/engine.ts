@@ -325,8 +325,7 @@ class SyncRun {
     }
     for (const child of embedded) {
       // An asset embedded again in this run, with the stamps of the version taken before, is that version.
-      const taken = this.#fresh.has(child.meta.id) ? this.#entries.get(child.meta.id) : undefined;
-      if (taken && !taken.p && taken.u === (child.meta.updatedAt ?? '') && taken.r === (child.meta.revision ?? 0)) continue;
+      if (this.#fresh.has(child.meta.id) && this.#sameStamps(child)) continue;
       await this.#accept(child, false);
     }
   }
@@ -557,32 +556,26 @@ class SyncRun {
     const isListed = (id: string) => (listed ??= new Set([...states.values()].flatMap((state) => state.members))).has(id);
     /** The last look at the closures, valid while no record changed since. */
     let looked: { version: number; missing: Map<string, DanglingReference[]> } | undefined;
-    const masked = sources.filter((source) => source.options.fields !== undefined);
     for (let round = 0; ; round++) {
       let missing = looked?.version === this.#version ? looked.missing : undefined;
       if (!missing) {
         missing = new Map<string, DanglingReference[]>();
         const unchecked = new Set<string>();
-        const incomplete = new Set<string>();
-        const overcomplete = masked.length > 0 ? this.#overcomplete(sources, masked, states) : new Map<Source, string[]>();
-        let partial = false;
-        for (const entry of this.#entries.values()) if (entry.p) partial = true;
         for (const source of sources) {
           const closure = this.#closure(source, states.get(source.key)!.members);
-          const whole = partial && source.options.fields === undefined;
           // Every member was listed in this run: only the records it includes may need a look.
           for (const id of closure.included ?? closure.ids) {
             if (!this.#checked.has(id) && !this.#fresh.has(id) && this.#entries.get(id)?.t !== '_asset' && !isListed(id)) unchecked.add(id);
           }
-          if (whole) for (const id of closure.ids) if (this.#entries.get(id)?.p) incomplete.add(id);
           for (const ref of closure.missing) {
             const list = missing.get(ref.id) ?? [];
             list.push(ref);
             missing.set(ref.id, list);
           }
         }
+        const { incomplete, overcomplete } = this.#misshapen(sources, states);
         // Each round checks or fetches records not seen before, so the rounds end; the cap is a guard.
-        if ((unchecked.size > 0 || incomplete.size > 0 || overcomplete.size > 0) && round < 100) {
+        if ((unchecked.size > 0 || incomplete.length > 0 || overcomplete.size > 0) && round < 100) {
           if (unchecked.size > 0) await this.#refreshIncluded([...unchecked]);
           // Stored as the masked answers make them, the way a fresh sync stores them (one the server no longer has stays dropped).
           for (const ids of overcomplete.values()) for (const id of ids) this.#drop(id);
@@ -591,7 +584,7 @@ class SyncRun {
             await this.#fetchByIds(ids, { locale: 'all', fields, embedAssets } as ListOptions);
           }
           // A source without a mask needs these whole; one the server no longer has is dropped.
-          const gone = [...incomplete].filter((id) => this.#entries.get(id)?.p);
+          const gone = incomplete.filter((id) => this.#entries.get(id)?.p);
           const found = await this.#fetchByIds(gone);
           for (const id of gone) if (!found.has(id)) this.#drop(id);
           this.#version++;
@@ -612,23 +605,29 @@ class SyncRun {
   }
 
   /**
-   * Whole records (fetched without a mask) that only sources with a mask need now, by masked
-   * source: a fresh sync would store them as those sources' masked answers make them, so they
-   * are fetched again through each mask. (Assets are never masked.)
+   * Records not stored the way a fresh sync would store them: partial ones a source without a
+   * mask needs (`incomplete`: fetched whole), and whole ones only sources with a mask need
+   * (`overcomplete`, by masked source: fetched again through each mask; assets are never masked).
    */
-  #overcomplete(sources: Source[], masked: Source[], states: Map<string, { members: string[] }>): Map<Source, string[]> {
+  #misshapen(sources: Source[], states: Map<string, { members: string[] }>): { incomplete: string[]; overcomplete: Map<Source, string[]> } {
+    const masked = sources.filter((source) => source.options.fields !== undefined);
+    let partial = false;
+    for (const entry of this.#entries.values()) if (entry.p) partial = true;
+    const overcomplete = new Map<Source, string[]>();
+    if (!partial && masked.length === 0) return { incomplete: [], overcomplete };
+    const closureOf = (source: Source) => this.#closure(source, states.get(source.key)!.members).ids;
     const wholeNeeded = new Set<string>();
-    for (const source of sources) if (source.options.fields === undefined) for (const id of this.#closure(source, states.get(source.key)!.members).ids) wholeNeeded.add(id);
-    const out = new Map<Source, string[]>();
+    for (const source of sources) if (source.options.fields === undefined) for (const id of closureOf(source)) wholeNeeded.add(id);
+    const incomplete = partial ? [...wholeNeeded].filter((id) => this.#entries.get(id)?.p) : [];
     for (const source of masked) {
       const ids: string[] = [];
-      for (const id of this.#closure(source, states.get(source.key)!.members).ids) {
+      for (const id of closureOf(source)) {
         const entry = this.#entries.get(id);
         if (entry && !entry.p && entry.t !== '_asset' && !wholeNeeded.has(id)) ids.push(id);
       }
-      if (ids.length > 0) out.set(source, ids);
+      if (ids.length > 0) overcomplete.set(source, ids);
     }
-    return out;
+    return { incomplete, overcomplete };
   }
 
   #reach: { levels: number; affected: Set<string> } | undefined;
