@@ -1,32 +1,40 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import type { ReadApiServer } from '../src/server/index.ts';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { sync } from '../src/sync/engine.ts';
 import { changedIds } from '../src/sync/shared.ts';
 import { fixture, startTiny, tinyKey } from './helpers/server.ts';
 
 const quiet = { info: () => {}, warn: () => {} };
 
-describe('a sync told which documents changed (a refresh webhook)', () => {
-  let server: ReadApiServer;
-  let dir: string;
-  beforeAll(async () => {
-    server = await startTiny();
-    dir = await mkdtemp(join(tmpdir(), 'refetch-'));
-  });
-  afterAll(async () => {
+/**
+ * A tiny server synced once into a cache of its own (both gone after the test), and `edit`, which
+ * swaps in the fixture changed by hand (stamps untouched) and returns the reload event.
+ */
+async function syncedTiny() {
+  const server = await startTiny();
+  const dir = await mkdtemp(join(tmpdir(), 'refetch-'));
+  onTestFinished(async () => {
     await server.close();
     await rm(dir, { recursive: true, force: true });
   });
-
-  it('fetches them again even when their updatedAt and revision did not move', async () => {
-    const config = { baseUrl: server.url, repository: 'tiny', apiKey: tinyKey, cacheDir: dir, collections: { news: {} } };
-    await sync(config, quiet);
+  const config = { baseUrl: server.url, repository: 'tiny', apiKey: tinyKey, cacheDir: dir, collections: { news: {} } };
+  await sync(config, quiet);
+  const edit = async (change: (snapshot: any) => void) => {
     const snapshot = JSON.parse(await readFile(fixture('tiny.json'), 'utf8'));
-    snapshot.documents.find((d: { meta: { id: string } }) => d.meta.id === '102').fields.title.en_US = 'Cherry season, edited by hand';
-    const event = await server.replaceSnapshot(snapshot);
+    change(snapshot);
+    return server.replaceSnapshot(snapshot);
+  };
+  return { dir, config, edit };
+}
+
+describe('a sync told which documents changed (a refresh webhook)', () => {
+  it('fetches them again even when their updatedAt and revision did not move', async () => {
+    const { config, edit } = await syncedTiny();
+    const event = await edit((snapshot) => {
+      snapshot.documents.find((d: { meta: { id: string } }) => d.meta.id === '102').fields.title.en_US = 'Cherry season, edited by hand';
+    });
     expect(event.changed).toEqual(['102']);
 
     const unhinted = await sync(config, quiet);
@@ -38,17 +46,10 @@ describe('a sync told which documents changed (a refresh webhook)', () => {
   });
 
   it('fetches an asset it names again, and the documents embedding it come out updated', async () => {
-    const server = await startTiny();
-    const dir = await mkdtemp(join(tmpdir(), 'refetch-asset-'));
-    onTestFinished(async () => {
-      await server.close();
-      await rm(dir, { recursive: true, force: true });
+    const { dir, config, edit } = await syncedTiny();
+    const event = await edit((snapshot) => {
+      snapshot.assets.find((a: { meta: { id: string } }) => a.meta.id === '300').fields.title.en_US = 'Apples, retitled by hand';
     });
-    const config = { baseUrl: server.url, repository: 'tiny', apiKey: tinyKey, cacheDir: dir, collections: { news: {} } };
-    await sync(config, quiet);
-    const snapshot = JSON.parse(await readFile(fixture('tiny.json'), 'utf8'));
-    snapshot.assets.find((a: { meta: { id: string } }) => a.meta.id === '300').fields.title.en_US = 'Apples, retitled by hand';
-    const event = await server.replaceSnapshot(snapshot);
     expect(event.changed).toEqual(['300']);
 
     const hinted = await sync(config, quiet, { refetch: changedIds(event) });
