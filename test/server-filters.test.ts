@@ -298,6 +298,21 @@ describe('entries join with AND, an or entry starts a new branch, and AND binds 
     expect(await raw('/tiny/documents', 'filters[10][or][*.fields.name][equal]=Bob&filters[2][*.fields.category][equal]=food')).toEqual(['100', '201']);
   });
 
+  // A filter on ids narrows a list to those documents before the rest is tested: only within its branch.
+  it('narrows to the ids of an id filter within its AND branch alone', async () => {
+    const ids = { '*.meta.id': { in: ['0100', '101', '200', '999'] } };
+    expect(await matching(where(ids))).toEqual(['100', '101', '200']);
+    expect(await matching(where(ids, { and: d }))).toEqual(['200']);
+    expect(await matching(where(d, { and: ids }))).toEqual(['200']);
+    expect(await matching(where(ids, { and: d }, { or: c }))).toEqual(['200', '201']);
+    expect(await matching(where(c, { or: ids }))).toEqual(['100', '101', '200', '201']);
+    expect(await matching(where({ 'news.meta.id': { equal: '200' } }))).toEqual([]);
+    expect(await matching(where({ '*.meta.id': { equal: ' 0201' } }))).toEqual(['201']);
+    expect(await matching(where(ids), '/tiny/collections/goodNews')).toEqual(['100']);
+    const sorted = await list('/tiny/documents', { ...where(ids), sorting: { 'meta.id': 'DESC' } });
+    expect(sorted.data.map((doc: any) => doc.meta.id)).toEqual(['200', '101', '100']);
+  });
+
   it('ANDs several paths and operators in one condition', async () => {
     const condition = { '*.fields.rating': { greaterThanEqual: 3, lessThan: 5 }, '*.fields.published': { equal: true } };
     expect(await matching(where(condition))).toEqual(['102']);

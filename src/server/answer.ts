@@ -77,7 +77,9 @@ function selectDocuments(repository: PreparedRepository, base: PreparedRecord[],
 
 function computeSelection(repository: PreparedRepository, base: PreparedRecord[], options: RequestOptions): PreparedRecord[] {
   const { filters, includeTags, excludeTags, search, locale } = options;
+  const candidates = filters?.candidates?.();
   const matches = (record: PreparedRecord) =>
+    (!candidates || candidates.has(record)) &&
     (!filters || filters(record, locale)) &&
     (!includeTags || hasAnyTag(record, includeTags)) &&
     (!excludeTags || !hasAnyTag(record, excludeTags)) &&

@@ -25,7 +25,12 @@ export const operators = [
 export type Operator = (typeof operators)[number];
 const operatorSet = new Set<string>(operators);
 
-export type Predicate = (record: PreparedRecord, locale: LocaleView) => boolean;
+/**
+ * A compiled filter. One that can only match documents of given ids (`*.meta.id` `in` or
+ * `equal`, alone or and-ed with others) names them in `candidates`, so a list tests those alone
+ * rather than every document.
+ */
+export type Predicate = ((record: PreparedRecord, locale: LocaleView) => boolean) & { candidates?: () => ReadonlySet<PreparedRecord> };
 
 /** A parsed filter path `<contentType|*>.<fields|meta>.<name>`. */
 export interface FilterPath extends ValueSource {
@@ -88,10 +93,14 @@ export function compileFilters(repository: PreparedRepository, filters: unknown,
 // Plain loops rather than some()/every() with closures: a predicate runs once per document per request.
 function allOf(predicates: Predicate[]): Predicate {
   if (predicates.length === 1) return predicates[0]!;
-  return (record, view) => {
+  const all: Predicate = (record, view) => {
     for (let i = 0; i < predicates.length; i++) if (!predicates[i]!(record, view)) return false;
     return true;
   };
+  // Only what one of them can match can match them all.
+  const narrow = predicates.find((predicate) => predicate.candidates);
+  if (narrow) all.candidates = narrow.candidates;
+  return all;
 }
 
 function anyOf(predicates: Predicate[]): Predicate {
@@ -153,7 +162,7 @@ function compileTest(repository: PreparedRepository, source: FilterPath, operato
   let columnView: LocaleView | undefined;
   let values: Normalized[] = [];
 
-  return (record, view) => {
+  const predicate: Predicate = (record, view) => {
     if (source.contentType !== '*' && record.contentType !== source.contentType) return false;
     const matcher = metaMatcher ?? matchers.get(record.contentType);
     if (!matcher) return whenMissing;
@@ -163,7 +172,38 @@ function compileTest(repository: PreparedRepository, source: FilterPath, operato
     }
     return matcher.test(values[record.index], record, view);
   };
+  if (source.scope === 'meta' && source.name === 'id' && (operator === 'in' || operator === 'equal')) {
+    // Checked by the test above: the ids as the column holds them.
+    const wanted = (operator === 'in' ? listOf(given) : [given]).map((v) => readGiven(typeof v === 'string' ? v.trim() : v, 'bigint', what));
+    predicate.candidates = () => {
+      const byId = idIndex(repository);
+      return new Set(wanted.flatMap((id) => byId.get(id as bigint) ?? []));
+    };
+  }
+  return predicate;
 }
+
+/** The records of each id, as the `meta.id` column holds it; memoised per snapshot. */
+function idIndex(repository: PreparedRepository): Map<bigint, PreparedRecord[]> {
+  return repository.memoize(
+    'ids',
+    () => {
+      const ids = column(repository, { scope: 'meta', name: 'id' }, repository.defaultLocale);
+      const index = new Map<bigint, PreparedRecord[]>();
+      for (const record of repository.documents) {
+        const id = ids[record.index] as bigint;
+        const records = index.get(id);
+        if (records) records.push(record);
+        else index.set(id, [record]);
+      }
+      return index;
+    },
+    (next) => idIndex(next),
+  );
+}
+
+/** The values of an `in` or `notIn` filter: a list, or text separated by commas. */
+const listOf = (given: unknown): unknown[] => (Array.isArray(given) ? given : typeof given === 'string' ? given.split(',') : [given]);
 
 function makeTest(
   operator: Operator,
@@ -186,7 +226,7 @@ function makeTest(
     }
     case 'in':
     case 'notIn': {
-      const list = Array.isArray(given) ? given : typeof given === 'string' ? given.split(',') : [given];
+      const list = listOf(given);
       if (list.length === 0 || list.some((v) => v === null || typeof v === 'object')) {
         throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a list, such as ["a","b"] or a,b`);
       }
