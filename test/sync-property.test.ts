@@ -206,7 +206,8 @@ interface View {
   records: Record<string, StoredRecord>;
   members: Record<string, string[]>;
   closures: Record<string, string[]>;
-  dependencyDigests: Record<string, Map<string, string>>;
+  /** Member → dependency digest, by source. */
+  digests: Record<string, Map<string, string>>;
   dangling: string[];
   sourceDangling: Record<string, string[]>;
 }
@@ -218,7 +219,7 @@ async function viewOf(result: SyncResult): Promise<View> {
     records: await readBack(result),
     members: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, s.members])),
     closures: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, [...s.closure].sort()])),
-    dependencyDigests: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, s.dependencyDigests])),
+    digests: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, new Map(s.members.map((id, i) => [id, s.digests[i]!]))])),
     dangling: manifest.dangling.map((d) => `${d.from}.${d.field}→${d.id}`).sort(),
     sourceDangling: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, s.dangling.map((d) => `${d.from}.${d.field}→${d.id}`).sort()])),
   };
@@ -274,7 +275,7 @@ describe('an incremental sync ends with the same cache as a fresh full sync', ()
           expect(a.dangling, `dangling references, ${where}`).toEqual(b.dangling);
           expect(a.sourceDangling, `dangling references by source, ${where}`).toEqual(b.sourceDangling);
           for (const id of b.ids) expect(a.records[id], `record ${id}, ${where}`).toEqual(b.records[id]);
-          expect(a.dependencyDigests, `dependency digests, ${where}`).toEqual(b.dependencyDigests);
+          expect(a.digests, `dependency digests, ${where}`).toEqual(b.digests);
 
           const expected = expectedChanges(before, a);
           const { records, sources } = incremental.changeset;

@@ -63,7 +63,7 @@ describe('a sync told which documents changed (a refresh webhook)', () => {
     expect(both.stats.requests).toBe(documentOnly.stats.requests);
     const fresh = await sync({ ...config, cacheDir: join(dir, 'fresh') }, quiet);
     expect(hinted.manifest.records.get('300')!.d).toBe(fresh.manifest.records.get('300')!.d);
-    expect(hinted.manifest.sources['collection:news']!.dependencyDigests).toEqual(fresh.manifest.sources['collection:news']!.dependencyDigests);
+    expect(hinted.manifest.sources['collection:news']!.digests).toEqual(fresh.manifest.sources['collection:news']!.digests);
   });
 
   it('reads changed ids only from a payload of the local server\'s shape', () => {

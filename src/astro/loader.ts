@@ -121,11 +121,11 @@ async function loadEntries(
   const seenMembers = new Set<string>();
   for (const key of keys) {
     const state = manifest.sources[key];
-    for (const id of state?.members ?? []) {
-      if (seenMembers.has(id) || !manifest.records.has(id)) continue;
+    state?.members.forEach((id, i) => {
+      if (seenMembers.has(id) || !manifest.records.has(id)) return;
       seenMembers.add(id);
-      members.push({ id, dependencyDigest: state!.dependencyDigests.get(id) ?? '' });
-    }
+      members.push({ id, dependencyDigest: state.digests[i]! });
+    });
   }
 
   const live = new Set<string>();

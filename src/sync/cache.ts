@@ -49,8 +49,8 @@ export interface SourceState {
   closure: string[];
   /** The records of the closure that are not members. */
   included: string[];
-  /** Member id → dependency digest (its own digest and those of the records it includes). */
-  dependencyDigests: Map<string, string>;
+  /** Each member's dependency digest (its own digest and those of the records it includes), in the order of `members`. */
+  digests: string[];
   /** References of the closure whose target the server does not have. */
   dangling: DanglingReference[];
   /** ISO time the source was last fetched; changes since then (minus a margin) are fetched next time. */
@@ -192,9 +192,7 @@ function decodeIndex(json: unknown, file: string, records: Map<string, RecordEnt
 function encodeHead(manifest: Manifest, index: string[]): string {
   const { records: _records, sources, ...head } = manifest;
   const storedSources: Record<string, object> = {};
-  for (const [key, { members, closure: _closure, dependencyDigests, ...state }] of Object.entries(sources)) {
-    storedSources[key] = { ...state, members, digests: members.map((id) => dependencyDigests.get(id) ?? null) };
-  }
+  for (const [key, { closure: _closure, ...state }] of Object.entries(sources)) storedSources[key] = state;
   return JSON.stringify({ ...head, index, sources: storedSources });
 }
 
@@ -206,12 +204,8 @@ function decodeHead(json: unknown, file: string): { manifest: Manifest; index: s
   for (const [key, { members, included, digests, ...state }] of Object.entries(storedSources)) {
     if (!members.every(isString)) throw damaged(file, `sources.${key}.members`);
     if (!included.every(isString)) throw damaged(file, `sources.${key}.included`);
-    if (digests.length !== members.length || !digests.every((d) => d === null || typeof d === 'string')) throw damaged(file, `sources.${key}.digests`);
-    const dependencyDigests = new Map<string, string>();
-    members.forEach((id, i) => {
-      if (digests[i] !== null) dependencyDigests.set(id, digests[i] as string);
-    });
-    sources[key] = { ...state, members, closure: members.concat(included), included, dependencyDigests };
+    if (digests.length !== members.length || !digests.every(isString)) throw damaged(file, `sources.${key}.digests`);
+    sources[key] = { ...state, members, closure: members.concat(included), included, digests };
   }
   return { manifest: { ...head, sources, records: new Map() } as Manifest, index };
 }

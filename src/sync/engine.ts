@@ -638,7 +638,7 @@ class SyncRun {
    * dropped in this run (see `reachersOf`). Then the digest is kept rather than worked out again.
    * Undefined when every digest must be worked out.
    */
-  #unaffected(source: Source): { members: readonly string[]; digests: Map<string, string>; affected: Set<string> } | undefined {
+  #unaffected(source: Source): { members: readonly string[]; digests: readonly string[]; affected: Set<string> } | undefined {
     const previous = this.#previous;
     const before = previous?.sources[source.key];
     const includes = source.options.includes ?? 0;
@@ -657,31 +657,35 @@ class SyncRun {
       const isAsset = (id: string) => entries.get(id)?.t === '_asset' || previous.records.get(id)?.t === '_asset';
       this.#reach = { levels, affected: reachersOf(changed, levels, (visit) => { for (const [id, entry] of entries) visit(id, entry.f); }, isAsset) };
     }
-    return { members: before.members, digests: before.dependencyDigests, affected: this.#reach.affected };
+    return { members: before.members, digests: before.digests, affected: this.#reach.affected };
   }
 
-  /** Each member's dependency digest: its own digest and those of the records it includes. */
-  #dependencyDigests(source: Source, members: readonly string[]): { digests: Map<string, string>; worked: Iterable<string> } {
+  /**
+   * Each member's dependency digest (its own digest and those of the records it includes), in
+   * the order of `members`, and the positions of those worked out in this run.
+   */
+  #dependencyDigests(source: Source, members: readonly string[]): { digests: string[]; worked: number[] } {
     const kept = this.#unaffected(source);
     const ownClosure = memberClosures(source.options.includes, source.options.embedAssets !== false, this.#node, this.#isAsset);
     const digest = (id: string) => hash([...ownClosure(id)].sort().map((dep) => `${dep}:${this.#entries.get(dep)!.d}`).join(','));
+    const worked: number[] = [];
     if (kept && members === kept.members) {
       // The cache's digests, but for the members whose closure may have changed.
-      const digests = new Map(kept.digests);
-      const worked: string[] = [];
-      for (const id of kept.affected) {
-        if (!digests.has(id)) continue;
-        digests.set(id, digest(id));
-        worked.push(id);
+      const digests = kept.digests.slice();
+      for (let i = 0; i < members.length; i++) {
+        if (!kept.affected.has(members[i]!)) continue;
+        digests[i] = digest(members[i]!);
+        worked.push(i);
       }
       return { digests, worked };
     }
-    const digests = new Map<string, string>();
-    for (const id of members) {
-      const known = kept?.digests.get(id);
-      digests.set(id, known !== undefined && !kept!.affected.has(id) ? known : digest(id));
-    }
-    return { digests, worked: members };
+    const known = kept && new Map(kept.members.map((id, i) => [id, kept.digests[i]!]));
+    const digests = members.map((id, i) => {
+      worked.push(i);
+      const before = known?.get(id);
+      return before !== undefined && !kept!.affected.has(id) ? before : digest(id);
+    });
+    return { digests, worked };
   }
 
   async #commit(sources: Source[], states: Map<string, { members: string[] }>, dangling: Manifest['dangling'], syncedAt: string): Promise<SyncResult> {
@@ -704,22 +708,22 @@ class SyncRun {
       // Members as the cache has them (the common case) need no sets to compare.
       // (Without a record dropped, the cache's members are all there still.)
       const unchanged = before !== undefined && sameList(members, before.members) && (!this.#linksChanged || members.every((id) => this.#entries.has(id)));
-      const now = unchanged ? before.members : members.filter((id) => this.#entries.has(id));
-      const { digests: dependencyDigests, worked } = this.#dependencyDigests(source, now);
+      // (A member listed twice, as pages shifted while they were read, counts once.)
+      const memberList = unchanged ? before.members : [...new Set(members.filter((id) => this.#entries.has(id)))];
+      const { digests, worked } = this.#dependencyDigests(source, memberList);
       const changes: SourceChanges = emptyChanges();
       if (unchanged) {
-        for (const id of worked) if (before.dependencyDigests.get(id) !== dependencyDigests.get(id)) changes.updated.push(id);
+        for (const i of worked) if (before.digests[i] !== digests[i]) changes.updated.push(memberList[i]!);
       } else {
-        const old = new Set(before?.members ?? []);
-        const current = new Set(now);
-        for (const id of current) {
+        const old = new Map(before?.members.map((id, i) => [id, before.digests[i]]));
+        const current = new Set(memberList);
+        memberList.forEach((id, i) => {
           if (!old.has(id)) changes.added.push(id);
-          else if (before?.dependencyDigests.get(id) !== dependencyDigests.get(id)) changes.updated.push(id);
-        }
-        for (const id of old) if (!current.has(id)) changes.removed.push(id);
+          else if (old.get(id) !== digests[i]) changes.updated.push(id);
+        });
+        for (const id of old.keys()) if (!current.has(id)) changes.removed.push(id);
       }
       changeset.sources[source.key] = changes;
-      const memberList = unchanged ? before.members : [...new Set(now)];
       const included = closure.kept && before ? before.included : includedIn(closure.ids, memberList);
       sourceStates[source.key] = {
         kind: source.kind,
@@ -728,7 +732,7 @@ class SyncRun {
         members: memberList,
         closure: closure.kept && before ? before.closure : memberList.concat(included),
         included,
-        dependencyDigests,
+        digests,
         dangling: uniqueReferences(closure.missing),
         syncedAt,
       };
