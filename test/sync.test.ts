@@ -626,8 +626,9 @@ describe('the cache manifest', () => {
     expect(index).toHaveLength(2);
     expect(index[0]).toBe((await indexFiles())[0]);
     const later = JSON.parse(await readFile(join(dir, index[1]!), 'utf8'));
-    expect(later.records[0]).toBe('1002');
-    expect(later.records).toHaveLength(10 + 2 * later.records[9]); // one row
+    expect(later.ids[0]).toBe('1002');
+    expect(later.digests).toEqual([second.manifest.records.get('1002')!.d]); // one row
+    expect(later.rows).toHaveLength(7 + 2 * later.rows[6]);
     expect(await readManifest(dir)).toEqual(second.manifest);
     expect(second.manifest.records.get('1002')!.r).toBe(first.manifest.records.get('1002')!.r + 1);
 
@@ -869,9 +870,12 @@ describe('a damaged or foreign cache', () => {
     const [index] = JSON.parse(head).index as string[];
     const rows = await readFile(join(dir, index!), 'utf8');
     const damage: [string, (json: any) => unknown][] = [
-      [index!, (m) => m.records.splice(9, 1 + 2 * m.records[9], 1, 'author', 99)], // a reference to a row the file does not have
-      [index!, (m) => (m.records[3] = 0)], // a record of no length
-      [index!, (m) => (m.records[9] = m.records.length)], // more references than the file holds
+      [index!, (m) => (m.rows[8] = m.ids.length)], // a reference to an id the file does not have
+      [index!, (m) => (m.rows[2] = 0)], // a record of no length
+      [index!, (m) => (m.rows[6] = m.rows.length)], // more references than the file holds
+      [index!, (m) => (m.rows[4] = m.types.length)], // a content type the file does not name
+      [index!, (m) => m.rows.push(0)], // more numbers than the rows use
+      [index!, (m) => m.digests.pop()], // a digest short
       ['manifest.json', (m) => Object.values<{ digests: unknown[] }>(m.sources)[0]!.digests.pop()],
       [index!, (m) => (m.segments[0] = '.')], // a segment name that is no segment (a folder)
       ['manifest.json', (m) => Object.values<{ included: unknown[] }>(m.sources)[0]!.included.push('9999')], // no such record
@@ -880,7 +884,7 @@ describe('a damaged or foreign cache', () => {
       const json = JSON.parse(file === index ? rows : head);
       change(json);
       await writeFile(join(dir, file), JSON.stringify(json));
-      await expect(readManifest(dir)).rejects.toThrow(/damaged at (records\.0|segments\.0|sources\..+\.(digests|included))$/);
+      await expect(readManifest(dir)).rejects.toThrow(/damaged at (rows\.\d+|digests|segments\.0|sources\..+\.(digests|included))$/);
       await writeFile(join(dir, index!), rows);
       await writeFile(join(dir, 'manifest.json'), head);
     }
