@@ -892,6 +892,26 @@ describe('a damaged or foreign cache', () => {
     await expectRebuilt(await sync(configFor(server.url, dir), recorder()), /index .* is missing/);
   });
 
+  it('a member that is no record is damage to readManifest; a sync, which looks every listed member up, just lists the members again', async () => {
+    const { server, dir } = await synced();
+    const head = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'));
+    head.sources['collection:articles'].members.push('9999');
+    head.sources['collection:articles'].digests.push('x');
+    await writeFile(join(dir, 'manifest.json'), JSON.stringify(head));
+    await expect(readManifest(dir)).rejects.toThrow(/damaged at sources\.collection:articles\.members$/);
+    expect(await readManifest(dir, { checkMembers: false })).toBeDefined();
+
+    const log = recorder();
+    const result = await sync(configFor(server.url, dir), log);
+    expect(log.warns.filter((warning) => /damaged|rebuild/.test(warning))).toEqual([]);
+    expect(result.stats.written).toBe(0);
+    expect(result.manifest.sources['collection:articles']!.members).toEqual(['1001', '1003', '1002']);
+    expect(result.changeset.sources['collection:articles']).toEqual({ added: [], updated: [], removed: ['9999'] });
+    expect(await readManifest(dir)).toEqual(result.manifest);
+    const fresh = await sync(configFor(server.url, await tempDir()), recorder());
+    expect(await recordsOf(result)).toEqual(await recordsOf(fresh));
+  });
+
   it('a missing segment is detected and the cache rebuilt with a warning', async () => {
     const { server, dir } = await synced();
     for (const name of await readdir(dir)) if (name.startsWith('records-')) await rm(join(dir, name));
@@ -1036,6 +1056,15 @@ describe('when the server fails', () => {
     expect(result.changeset.empty).toBe(true);
     expect(calls).toEqual([]);
     expect(await folderState(dir)).toEqual(before);
+  });
+
+  it('with onError use-cache, does not serve a cache whose members are not records', async () => {
+    const { proxy, dir } = await cachedThenDown();
+    const head = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'));
+    head.sources['collection:articles'].members.push('9999');
+    head.sources['collection:articles'].digests.push('x');
+    await writeFile(join(dir, 'manifest.json'), JSON.stringify(head));
+    await expect(sync({ ...configFor(proxy.url, dir), onError: 'use-cache' }, recorder())).rejects.toMatchObject({ code: 'server_failed' });
   });
 
   it('with onError fail, throws and leaves the cache unchanged', async () => {

@@ -278,8 +278,13 @@ const lockFile = 'sync.lock';
 /** How long a lock file without a readable holder counts as being written rather than left behind. */
 const unreadableLockMs = 10_000;
 
-/** Reads the manifest; `undefined` when there is none, a CacheError when it is corrupt. */
-export async function readManifest(dir: string): Promise<Manifest | undefined> {
+/**
+ * Reads the manifest; `undefined` when there is none, a CacheError when it is corrupt. With
+ * `checkMembers: false` it leaves out the check that each source's members are records of the
+ * cache (see `membersAreRecords`), for a caller that looks every member up anyway, as a sync's
+ * listing does.
+ */
+export async function readManifest(dir: string, { checkMembers = true }: { checkMembers?: boolean } = {}): Promise<Manifest | undefined> {
   const head = await readJson(dir, manifestFile, true);
   if (head === undefined) return undefined;
   const format = (head as { format?: unknown } | null)?.format;
@@ -291,7 +296,11 @@ export async function readManifest(dir: string): Promise<Manifest | undefined> {
     if (i > 0) laterRows += count;
   }
   stored.set(manifest, { index, laterRows });
-  checkLists(manifest, join(dir, manifestFile));
+  for (const [key, state] of Object.entries(manifest.sources)) {
+    if (!state.included.every((id) => manifest.records.has(id))) throw damaged(join(dir, manifestFile), `sources.${key}.included`);
+  }
+  const unsound = checkMembers ? Object.keys(manifest.sources).find((key) => !membersAreRecords(manifest, key)) : undefined;
+  if (unsound !== undefined) throw damaged(join(dir, manifestFile), `sources.${unsound}.members`);
   await checkSegments(dir, manifest);
   return manifest;
 }
@@ -313,12 +322,10 @@ async function readJson(dir: string, name: string, mayBeMissing = false): Promis
   }
 }
 
-/** Every member and included record of a source is a record of the cache. */
-function checkLists(manifest: Manifest, file: string): void {
-  for (const [key, state] of Object.entries(manifest.sources)) {
-    if (!state.members.every((id) => manifest.records.has(id))) throw damaged(file, `sources.${key}.members`);
-    if (!state.included.every((id) => manifest.records.has(id))) throw damaged(file, `sources.${key}.included`);
-  }
+/** Whether every member of a source (of every source, without a key) is a record of the cache. */
+export function membersAreRecords(manifest: Manifest, key?: string): boolean {
+  const states = key === undefined ? Object.values(manifest.sources) : [manifest.sources[key]!];
+  return states.every((state) => state.members.every((id) => manifest.records.has(id)));
 }
 
 /** A manifest is only as good as its segments: each must exist and be as long as its records need. */

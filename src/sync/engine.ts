@@ -11,6 +11,7 @@ import {
   cacheFormat,
   commitManifest,
   compactSegments,
+  membersAreRecords,
   type DanglingReference,
   type Manifest,
   type RecordEntry,
@@ -123,7 +124,8 @@ export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogg
     const fingerprint = hash({ baseUrl: config.baseUrl.replace(/\/+$/, ''), repository: config.repository, package: packageVersion, format: cacheFormat });
     let previous: Manifest | undefined;
     try {
-      previous = await readManifest(dir);
+      // A sync looks each member up as it lists them: only the cache served as it is needs the check.
+      previous = await readManifest(dir, { checkMembers: config.mode === 'offline' });
     } catch (error) {
       if (!(error instanceof CacheError)) throw error;
       warn(`${error.message}; rebuilding the cache`);
@@ -144,7 +146,7 @@ export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogg
       if (config.onSync && !result.changeset.empty) await config.onSync(result.changeset);
       return result;
     } catch (error) {
-      if (transient(error) && config.onError === 'use-cache' && previous) {
+      if (transient(error) && config.onError === 'use-cache' && previous && membersAreRecords(previous)) {
         const stale = Object.keys(previous.sources);
         warn(`The server failed (${(error as Error).message}); using the cached content of ${previous.lastSync}, stale: ${stale.join(', ')}`);
         return cachedResult(dir, previous, stale, warnings);
