@@ -44,10 +44,19 @@ const blanks = {
   ],
 };
 
+/** Twelve documents updated a day apart in March (two on the 6th), created a day apart in February in the other order. */
+const clock = {
+  repository: repository('clock'),
+  contentTypes: [{ apiId: 'tick', fields: [{ apiId: 'n', type: 'number' }] }],
+  documents: Array.from({ length: 12 }, (_, i) => {
+    const day = (month: number, n: number) => `2024-0${month}-${String(n).padStart(2, '0')}T00:00:00.000Z`;
+    return doc(String(i + 1), 'tick', { n: i + 1 }, { updatedAt: day(3, i === 6 ? 6 : i + 1), createdAt: day(2, 12 - i) });
+  }),
+};
 
 let server: ReadApiServer;
 beforeAll(async () => {
-  server = await startServer({ paths: [fixture('tiny.json')], snapshots: [ledger, blanks, nordic], watch: false });
+  server = await startServer({ paths: [fixture('tiny.json')], snapshots: [ledger, blanks, nordic, clock], watch: false });
 });
 afterAll(() => server.close());
 
@@ -311,6 +320,24 @@ describe('entries join with AND, an or entry starts a new branch, and AND binds 
     expect(await matching(where(ids), '/tiny/collections/goodNews')).toEqual(['100']);
     const sorted = await list('/tiny/documents', { ...where(ids), sorting: { 'meta.id': 'DESC' } });
     expect(sorted.data.map((doc: any) => doc.meta.id)).toEqual(['200', '101', '100']);
+  });
+
+  // So does a range of meta times that holds a few documents (here up to 3 of 12).
+  it('narrows to a range of meta times within its AND branch alone, bounds and ties included as asked', async () => {
+    const at = (day: number) => `2024-03-${String(day).padStart(2, '0')}T00:00:00.000Z`;
+    const updated = (operator: string, day: number) => ({ '*.meta.updatedAt': { [operator]: at(day) } });
+    const ticks = (options: Options) => matching(options, '/clock/documents');
+    expect(await ticks(where(updated('greaterThanEqual', 10)))).toEqual(['10', '11', '12']);
+    expect(await ticks(where(updated('greaterThan', 10)))).toEqual(['11', '12']);
+    expect(await ticks(where(updated('lessThanEqual', 2)))).toEqual(['1', '2']);
+    expect(await ticks(where(updated('lessThan', 2)))).toEqual(['1']);
+    expect(await ticks(where(updated('greaterThanEqual', 6), { and: updated('lessThanEqual', 6) }))).toEqual(['6', '7']);
+    expect(await ticks(where(updated('greaterThan', 5), { and: updated('lessThan', 7) }))).toEqual(['6', '7']);
+    expect(await ticks(where(updated('greaterThanEqual', 11), { or: updated('lessThan', 2) }))).toEqual(['1', '11', '12']);
+    expect(await ticks(where(updated('greaterThanEqual', 11), { or: { '*.fields.n': { equal: 5 } } }))).toEqual(['5', '11', '12']);
+    expect(await ticks(where({ '*.meta.createdAt': { lessThanEqual: '2024-02-02' } }))).toEqual(['11', '12']);
+    expect(await ticks(where(updated('greaterThan', 3)))).toHaveLength(9); // too many to narrow: every document is tested
+    expect(await ticks(where(updated('greaterThan', 12)))).toEqual([]);
   });
 
   it('ANDs several paths and operators in one condition', async () => {
