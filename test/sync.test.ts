@@ -1058,6 +1058,24 @@ describe('when the server fails', () => {
     expect(await folderState(dir)).toEqual(before);
   });
 
+  it('with onError use-cache, serves the records as they were, not the changes taken in before the failure', async () => {
+    const { proxy, dir, first, before } = await cachedThenDown();
+    proxy.failFrom = undefined;
+    // The changed document comes in (the "changed since" query); every request after it fails.
+    let failing = false;
+    proxy.failIf = () => {
+      if (failing) return true;
+      failing = /meta\.updatedAt/.test(proxy.seen.at(-1)!);
+      return false;
+    };
+    const result = await sync({ ...configFor(proxy.url, dir), onError: 'use-cache' }, recorder());
+    expect(failing).toBe(true);
+    expect(result.stale.length).toBeGreaterThan(0);
+    expect(result.manifest.records).toEqual(first.manifest.records);
+    expect(await recordsOf(result)).toEqual(await recordsOf(first));
+    expect(await folderState(dir)).toEqual(before);
+  });
+
   it('with onError use-cache, does not serve a cache whose members are not records', async () => {
     const { proxy, dir } = await cachedThenDown();
     const head = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'));

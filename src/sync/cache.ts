@@ -499,16 +499,18 @@ export class SegmentWriter {
  * Replaces the manifest atomically, then removes the segments and index files it no longer
  * names. `base` is the manifest the cache held (as read or committed): when given, only the
  * records that differ from it are written, to a new index file after its own. `changed`, when
- * the caller knows it, names them all (and none was removed), which spares comparing each record.
+ * the caller knows it, names the records added or replaced since `base` and those removed,
+ * which spares comparing each record (and is a must when `manifest.records` is `base.records`,
+ * changed in place).
  */
-export async function commitManifest(dir: string, manifest: Manifest, base?: Manifest, changed?: Iterable<string>): Promise<void> {
+export async function commitManifest(dir: string, manifest: Manifest, base?: Manifest, changed?: { rows: Iterable<string>; removed: Iterable<string> }): Promise<void> {
   const { records } = manifest;
   const before = base && stored.get(base);
   let index: string[] = [];
   let laterRows = 0;
   if (before) {
-    const rows = changed ? [...new Set(changed)] : [];
-    const removed: string[] = [];
+    const rows = changed ? [...new Set(changed.rows)] : [];
+    const removed = changed ? [...new Set(changed.removed)] : [];
     if (!changed) {
       for (const [id, entry] of records) if (entry !== base.records.get(id)) rows.push(id);
       for (const id of base.records.keys()) if (!records.has(id)) removed.push(id);

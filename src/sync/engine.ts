@@ -146,6 +146,7 @@ export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogg
       if (config.onSync && !result.changeset.empty) await config.onSync(result.changeset);
       return result;
     } catch (error) {
+      await run.abort(); // the cache's records as they were before the run, for what follows
       if (transient(error) && config.onError === 'use-cache' && previous && membersAreRecords(previous)) {
         const stale = Object.keys(previous.sources);
         warn(`The server failed (${(error as Error).message}); using the cached content of ${previous.lastSync}, stale: ${stale.join(', ')}`);
@@ -211,7 +212,14 @@ class SyncRun {
   readonly #etags: ManifestEtags;
   readonly #reader: RecordReader | undefined;
   readonly #writer: SegmentWriter;
+  /**
+   * The records as this run has them. An incremental run changes the cache's own map in place
+   * (a copy of 100,000 entries costs more than the rest of a small sync's bookkeeping), keeping
+   * in `#originals` what each record it touched was before, to compare and to roll back.
+   */
   readonly #entries: Map<string, RecordEntry>;
+  readonly #originals = new Map<string, RecordEntry | undefined>();
+  readonly #inPlace: boolean;
   readonly #model: Model;
   readonly #fresh = new Set<string>();
   /** Records known to be current in this run without being fetched: re-checked with their stamps (listed members are too). */
@@ -253,12 +261,56 @@ class SyncRun {
     });
     this.#reader = previous && new RecordReader(dir, previous);
     this.#writer = new SegmentWriter(dir);
-    this.#entries = new Map(previous?.records);
+    this.#inPlace = previous !== undefined && previous === baseline;
+    this.#entries = this.#inPlace ? previous!.records : new Map();
     this.#model = structuredClone(previous?.model ?? {});
   }
 
+  /** Ends a run that did not commit: its segment is removed and the cache's records are as they were. */
   async abort(): Promise<void> {
+    this.#rollBack();
     await this.#writer.abort();
+  }
+
+  #rollBack(): void {
+    if (!this.#inPlace) return;
+    for (const [id, entry] of this.#originals) {
+      if (entry) this.#entries.set(id, entry);
+      else this.#entries.delete(id);
+    }
+    this.#originals.clear();
+  }
+
+  /** Sets (or, without an entry, removes) a record; true when there was one. */
+  #put(id: string, entry: RecordEntry | undefined): boolean {
+    const had = this.#entries.get(id);
+    if (this.#inPlace && !this.#originals.has(id)) this.#originals.set(id, had);
+    if (entry) this.#entries.set(id, entry);
+    else this.#entries.delete(id);
+    return had !== undefined;
+  }
+
+  /** A record as the committed cache (the changeset's baseline) has it. */
+  #baselineEntry(id: string): RecordEntry | undefined {
+    if (!this.#inPlace) return this.#baseline?.records.get(id);
+    return this.#originals.has(id) ? this.#originals.get(id) : this.#entries.get(id);
+  }
+
+  /** Records of the baseline this run changed (replaced or added) and removed, by id. */
+  #changedSinceBaseline(): { rows: string[]; removed: string[] } {
+    const rows: string[] = [];
+    const removed: string[] = [];
+    if (this.#inPlace) {
+      for (const [id, before] of this.#originals) {
+        const now = this.#entries.get(id);
+        if (now && now !== before) rows.push(id);
+        else if (!now && before) removed.push(id);
+      }
+      return { rows, removed };
+    }
+    for (const [id, entry] of this.#entries) if (entry !== this.#baseline?.records.get(id)) rows.push(id);
+    for (const id of this.#baseline?.records.keys() ?? []) if (!this.#entries.has(id)) removed.push(id);
+    return { rows, removed };
   }
 
   async execute(): Promise<SyncResult> {
@@ -321,7 +373,7 @@ class SyncRun {
       const entry: RecordEntry = { ...at, u: record.updatedAt, r: record.revision, t: record.contentType, d: digest, f: referencePairs(referencesOf(record)), ...(partial ? { p: true as const } : {}) };
       if (!existing || existing.t !== entry.t || !sameList(existing.f, entry.f)) this.#linksChanged = true;
       else this.#replaced.add(record.id);
-      this.#entries.set(record.id, entry);
+      this.#put(record.id, entry);
       this.#version++;
       await this.#writer.flushIfFull();
     }
@@ -489,8 +541,7 @@ class SyncRun {
     this.#model[from.contentType]?.[field]?.kind === 'asset' || this.#entries.get(target)?.t === '_asset';
 
   #drop(id: string): void {
-    if (!this.#entries.delete(id)) return;
-    this.#linksChanged = true;
+    if (this.#put(id, undefined)) this.#linksChanged = true;
   }
 
   /**
@@ -651,12 +702,12 @@ class SyncRun {
       // Without a record added, dropped or relinked, the changed ones are the replaced ones.
       const changed = new Set<string>(this.#linksChanged ? [] : this.#replaced);
       if (this.#linksChanged) {
-        for (const [id, entry] of entries) if (entry !== previous.records.get(id)) changed.add(id);
-        for (const id of previous.records.keys()) if (!entries.has(id)) changed.add(id);
+        const { rows, removed } = this.#changedSinceBaseline();
+        for (const id of [...rows, ...removed]) changed.add(id);
       }
       // Computed once, for the most include levels asked: a superset serves the sources with fewer.
       const levels = Math.max(includes, ...sourcesOf(this.#config).map((s) => (typeof s.options.includes === 'number' ? s.options.includes : 0)));
-      const isAsset = (id: string) => entries.get(id)?.t === '_asset' || previous.records.get(id)?.t === '_asset';
+      const isAsset = (id: string) => entries.get(id)?.t === '_asset' || this.#baselineEntry(id)?.t === '_asset';
       this.#reach = { levels, affected: reachersOf(changed, levels, (visit) => { for (const [id, entry] of entries) visit(id, entry.f); }, isAsset) };
     }
     return { members: before.members, digests: before.digests, affected: this.#reach.affected };
@@ -742,19 +793,20 @@ class SyncRun {
     // The records are the run's, less what no source needs.
     const records = this.#entries;
     if (kept) {
-      for (const id of this.#replaced) if (previous.records.get(id)!.d !== records.get(id)!.d) changeset.records.updated.push(id);
+      for (const id of this.#replaced) if (this.#baselineEntry(id)!.d !== records.get(id)!.d) changeset.records.updated.push(id);
     } else {
-      for (const id of records.keys()) if (!needed.has(id)) records.delete(id);
-      for (const [id, entry] of records) {
-        const before = previous?.records.get(id);
+      for (const id of [...records.keys()]) if (!needed.has(id)) this.#put(id, undefined);
+      const { rows, removed } = this.#changedSinceBaseline();
+      for (const id of rows) {
+        const before = this.#baselineEntry(id);
         if (!before) changeset.records.added.push(id);
-        else if (before !== entry && before.d !== entry.d) changeset.records.updated.push(id);
+        else if (before.d !== records.get(id)!.d) changeset.records.updated.push(id);
       }
-      for (const id of previous?.records.keys() ?? []) if (!records.has(id)) changeset.records.removed.push(id);
+      changeset.records.removed.push(...removed);
     }
 
     const moved = await compactSegments(this.#dir, records, this.#writer);
-    for (const [id, entry] of moved) records.set(id, entry);
+    for (const [id, entry] of moved) this.#put(id, entry);
     await this.#writer.finish();
     const manifest: Manifest = {
       format: cacheFormat,
@@ -770,7 +822,8 @@ class SyncRun {
       dangling,
       etags: this.#etags.entries,
     };
-    await commitManifest(this.#dir, manifest, this.#baseline, kept ? [...this.#replaced, ...moved.keys()] : undefined);
+    await commitManifest(this.#dir, manifest, this.#baseline, this.#inPlace ? this.#changedSinceBaseline() : undefined);
+    this.#originals.clear(); // committed: nothing to roll back
     this.#stats.ms = Date.now() - this.#started;
     const result: SyncResult = {
       changeset: { ...changeset, empty: isEmptyChangeset(changeset) },
