@@ -26,12 +26,11 @@ export type Operator = (typeof operators)[number];
 const operatorSet = new Set<string>(operators);
 
 /**
- * A compiled filter. One that can only match a few documents (`*.meta.id` `in` or `equal`, a
- * range of `meta.updatedAt` or `meta.createdAt`, alone or and-ed with other conditions) names
- * them in `candidates` (or more: the predicate still decides), so a list tests those alone rather
- * than every document; `undefined` when that would not narrow it much.
+ * A compiled filter. One that can only match documents of given ids (`*.meta.id` `in` or
+ * `equal`, alone or and-ed with others) names them in `candidates`, so a list tests those alone
+ * rather than every document.
  */
-export type Predicate = ((record: PreparedRecord, locale: LocaleView) => boolean) & { candidates?: () => ReadonlySet<PreparedRecord> | undefined };
+export type Predicate = ((record: PreparedRecord, locale: LocaleView) => boolean) & { candidates?: () => ReadonlySet<PreparedRecord> };
 
 /** A parsed filter path `<contentType|*>.<fields|meta>.<name>`. */
 export interface FilterPath extends ValueSource {
@@ -181,39 +180,7 @@ function compileTest(repository: PreparedRepository, source: FilterPath, operato
       return new Set(wanted.flatMap((id) => byId.get(id as bigint) ?? []));
     };
   }
-  if (source.scope === 'meta' && (source.name === 'updatedAt' || source.name === 'createdAt') && ranges.has(operator)) {
-    const bound = readGiven(given, 'date', what) as number;
-    predicate.candidates = () => {
-      const { records, times } = timeOrder(repository, source.name as 'updatedAt' | 'createdAt');
-      // The first record at or after the bound (for a lower bound), or after it (for an upper one).
-      const upper = operator === 'lessThan' || operator === 'lessThanEqual';
-      let low = 0;
-      for (let high = times.length; low < high; ) {
-        const middle = (low + high) >>> 1;
-        if (times[middle]! < bound || (upper && times[middle] === bound)) low = middle + 1;
-        else high = middle;
-      }
-      const range = upper ? records.slice(0, low) : records.slice(low);
-      return range.length <= records.length / 4 ? new Set(range) : undefined;
-    };
-  }
   return predicate;
-}
-
-const ranges = new Set<Operator>(['greaterThan', 'greaterThanEqual', 'lessThan', 'lessThanEqual']);
-
-/** The documents with a `meta.updatedAt` or `meta.createdAt`, in its order, with their times; memoised per snapshot. */
-function timeOrder(repository: PreparedRepository, name: 'updatedAt' | 'createdAt'): { records: PreparedRecord[]; times: number[] } {
-  return repository.memoize(
-    `times:${name}`,
-    () => {
-      const values = column(repository, { scope: 'meta', name }, repository.defaultLocale);
-      const records = repository.documents.filter((record) => Number.isFinite(values[record.index]));
-      records.sort((a, b) => (values[a.index] as number) - (values[b.index] as number));
-      return { records, times: records.map((record) => values[record.index] as number) };
-    },
-    (next) => timeOrder(next, name),
-  );
 }
 
 /** The records of each id, as the `meta.id` column holds it; memoised per snapshot. */
