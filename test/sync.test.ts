@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateSnapshot } from '../bench/generate.ts';
+import { NetworkError } from '../src/api/errors.ts';
 import { closeAllPools } from '../src/api/transport.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { acquireLock, cacheFormat, readManifest, RecordReader } from '../src/sync/cache.ts';
@@ -1133,6 +1134,19 @@ describe('onSync', () => {
     expect(seen[0]!.changeset).toEqual(result.changeset);
     expect(seen[0]!.committed).toEqual(allRecordIds);
     expect(sorted(seen[0]!.changeset.records.added)).toEqual(allRecordIds);
+  });
+
+  it('that fails, fails the sync with its own error, after the commit, even with onError use-cache', async () => {
+    const served = await serve();
+    const dir = await tempDir();
+    await sync(configFor(served.server.url, dir), recorder());
+    touch(docOf(served.snapshot, '1001'));
+    await served.publish();
+    const failure = new NetworkError('the CDN did not answer', { method: 'POST', url: 'https://cdn.example/purge', attempts: 1 });
+    const onSync = () => Promise.reject(failure);
+    await expect(sync({ ...configFor(served.server.url, dir), onError: 'use-cache', onSync }, recorder())).rejects.toBe(failure);
+    const committed = (await readManifest(dir))!;
+    expect(committed.records.get('1001')!.r).toBe(docOf(served.snapshot, '1001').meta.revision);
   });
 
   it('is not called when nothing changed', async () => {

@@ -141,10 +141,9 @@ export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogg
     }
     // Fresh ignores what is cached, but its changeset still compares with the last committed content.
     const run = new SyncRun(config, dir, config.mode === 'fresh' ? undefined : previous, previous, fingerprint, logger, warn, hints.refetch ?? []);
+    let result: SyncResult;
     try {
-      const result = { ...(await run.execute()), warnings };
-      if (config.onSync && !result.changeset.empty) await config.onSync(result.changeset);
-      return result;
+      result = { ...(await run.execute()), warnings };
     } catch (error) {
       await run.abort(); // the cache's records as they were before the run, for what follows
       if (transient(error) && config.onError === 'use-cache' && previous && membersAreRecords(previous)) {
@@ -159,6 +158,9 @@ export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogg
     } finally {
       await run.abort();
     }
+    // Committed: what the hook throws is its own failure, not the server's (nothing to fall back on).
+    if (config.onSync && !result.changeset.empty) await config.onSync(result.changeset);
+    return result;
   } finally {
     await release();
   }
