@@ -1,5 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileFilters } from '../src/server/filters.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
+import { PreparedRepository } from '../src/server/repository.ts';
+import { parseSnapshot } from '../src/server/snapshot.ts';
 import { doc, everyWay, nordic, type Options, refusedEveryWay, repository } from './helpers/forms.ts';
 import { fixture, getJson } from './helpers/server.ts';
 
@@ -322,7 +326,22 @@ describe('entries join with AND, an or entry starts a new branch, and AND binds 
     expect(sorted.data.map((doc: any) => doc.meta.id)).toEqual(['200', '101', '100']);
   });
 
-  it('takes the bounds of a range of meta times as asked, ties included, within its AND branch alone', async () => {
+  it('names the documents an id filter can match, when its branch is the only one', () => {
+    const tiny = new PreparedRepository(parseSnapshot(JSON.parse(readFileSync(fixture('tiny.json'), 'utf8')), 'tiny.json'), 'http://localhost');
+    const candidates = (filters: object[]) => {
+      const found = compileFilters(tiny, filters, 'en_US')?.candidates?.();
+      return found && [...found].map((record) => record.id).sort(byId);
+    };
+    const ids = { '*.meta.id': { in: ['0100', '101', '999'] } };
+    expect(candidates([ids])).toEqual(['100', '101']);
+    expect(candidates([{ '*.meta.id': { equal: '201' } }])).toEqual(['201']);
+    expect(candidates([d, { and: ids }])).toEqual(['100', '101']); // and-ed: the filter still decides
+    expect(candidates([ids, { or: c }])).toBeUndefined();
+    expect(candidates([a, { and: b }])).toBeUndefined();
+    expect(candidates([{ '*.meta.id': { notIn: ['100'] } }])).toBeUndefined();
+  });
+
+  it('takes the bounds of a range of meta times as asked, ties included, alone or with other conditions', async () => {
     const at = (day: number) => `2024-03-${String(day).padStart(2, '0')}T00:00:00.000Z`;
     const updated = (operator: string, day: number) => ({ '*.meta.updatedAt': { [operator]: at(day) } });
     const ticks = (options: Options) => matching(options, '/clock/documents');

@@ -27,8 +27,8 @@ const operatorSet = new Set<string>(operators);
 
 /**
  * A compiled filter. One that can only match documents of given ids (`*.meta.id` `in` or
- * `equal`, alone or and-ed with others) names them in `candidates`, so a list tests those alone
- * rather than every document.
+ * `equal`, alone or and-ed with others) names them in `candidates`, so a list runs the filter on
+ * those alone rather than on every document.
  */
 export type Predicate = ((record: PreparedRecord, locale: LocaleView) => boolean) & { candidates?: () => ReadonlySet<PreparedRecord> };
 
@@ -173,8 +173,8 @@ function compileTest(repository: PreparedRepository, source: FilterPath, operato
     return matcher.test(values[record.index], record, view);
   };
   if (source.scope === 'meta' && source.name === 'id' && (operator === 'in' || operator === 'equal')) {
-    // Checked by the test above: the ids as the column holds them.
-    const wanted = (operator === 'in' ? listOf(given) : [given]).map((v) => readGiven(typeof v === 'string' ? v.trim() : v, 'bigint', what));
+    // Read as the test reads them (which refuses what is amiss): the ids as the column holds them.
+    const wanted = operator === 'in' ? readList(given, 'bigint', what) : [readGiven(given, 'bigint', what)];
     predicate.candidates = () => {
       const byId = idIndex(repository);
       return new Set(wanted.flatMap((id) => byId.get(id as bigint) ?? []));
@@ -202,8 +202,14 @@ function idIndex(repository: PreparedRepository): Map<bigint, PreparedRecord[]> 
   );
 }
 
-/** The values of an `in` or `notIn` filter: a list, or text separated by commas. */
-const listOf = (given: unknown): unknown[] => (Array.isArray(given) ? given : typeof given === 'string' ? given.split(',') : [given]);
+/** The values of an `in` or `notIn` filter (a list, or text separated by commas), read as `kind`. */
+function readList(given: unknown, kind: Kind, what: string): Comparable[] {
+  const list = Array.isArray(given) ? given : typeof given === 'string' ? given.split(',') : [given];
+  if (list.length === 0 || list.some((v) => v === null || typeof v === 'object')) {
+    throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a list, such as ["a","b"] or a,b`);
+  }
+  return list.map((v) => readGiven(typeof v === 'string' && kind !== 'text' ? v.trim() : v, kind, what));
+}
 
 function makeTest(
   operator: Operator,
@@ -226,11 +232,7 @@ function makeTest(
     }
     case 'in':
     case 'notIn': {
-      const list = listOf(given);
-      if (list.length === 0 || list.some((v) => v === null || typeof v === 'object')) {
-        throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a list, such as ["a","b"] or a,b`);
-      }
-      const values = list.map((v) => readGiven(typeof v === 'string' && kind !== 'text' ? v.trim() : v, kind, what));
+      const values = readList(given, kind, what);
       // Kinds whose comparison is plain equality look values up in a set (a list of ids can be long); text compares with a collator.
       const exact = kind !== 'text' && kind !== 'location' ? new Set(values) : undefined;
       const isIn = (value: Normalized) => anyOf(value, exact ? (v) => exact.has(v) : (v) => values.some((w) => cmp(v, w) === 0));

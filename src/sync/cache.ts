@@ -101,10 +101,10 @@ export type Manifest = Omit<z.infer<typeof headSchema>, 'locales' | 'model'> & {
  * The bulk (a hundred thousand records make tens of megabytes) is stored in flat arrays, which
  * JSON parses several times faster than objects and nested arrays, and whose values need little
  * of the garbage collector's time after:
- * - an index file's `records`: one row after the other, each `id, segment, offset, length,
- *   updatedAt, revision, contentType, digest, partial (1 or 0), count` and then `count` pairs
- *   `field, target`; `segment` is a place in the file's `segments`, and a target a row number of
- *   the same file (in a file of every record) or an id;
+ * - an index file's columns (see `encodeIndex`): `ids`, `updatedAt` and `digests` of its rows,
+ *   and `rows`, numbers only: each row's segment, offset, length, revision, content type,
+ *   partial (1 or 0) and reference count, then that many pairs `field, target`, where strings
+ *   are numbers in the file's `segments`, `types`, `fields` and `ids`;
  * - each source's `digests`: the dependency digests in the order of `members`, and `included`
  *   the records of its closure that are not members (the closure is the two together).
  */
@@ -497,24 +497,18 @@ export class SegmentWriter {
 
 /**
  * Replaces the manifest atomically, then removes the segments and index files it no longer
- * names. `base` is the manifest the cache held (as read or committed): when given, only the
- * records that differ from it are written, to a new index file after its own. `changed`, when
- * the caller knows it, names the records added or replaced since `base` and those removed,
- * which spares comparing each record (and is a must when `manifest.records` is `base.records`,
- * changed in place).
+ * names. With `base`, the manifest the cache held (as read or committed), and what changed since
+ * (the records added or replaced, and those removed), only those are written, to a new index
+ * file after its own; without, every record is.
  */
-export async function commitManifest(dir: string, manifest: Manifest, base?: Manifest, changed?: { rows: Iterable<string>; removed: Iterable<string> }): Promise<void> {
+export async function commitManifest(dir: string, manifest: Manifest, base?: { manifest: Manifest; rows: Iterable<string>; removed: Iterable<string> }): Promise<void> {
   const { records } = manifest;
-  const before = base && stored.get(base);
+  const before = base && stored.get(base.manifest);
   let index: string[] = [];
   let laterRows = 0;
-  if (before) {
-    const rows = changed ? [...new Set(changed.rows)] : [];
-    const removed = changed ? [...new Set(changed.removed)] : [];
-    if (!changed) {
-      for (const [id, entry] of records) if (entry !== base.records.get(id)) rows.push(id);
-      for (const id of base.records.keys()) if (!records.has(id)) removed.push(id);
-    }
+  if (base && before) {
+    const rows = [...new Set(base.rows)];
+    const removed = [...new Set(base.removed)];
     laterRows = before.laterRows + rows.length + removed.length;
     if (rows.length + removed.length === 0) index = before.index;
     else if (laterRows <= records.size / 4 && before.index.length <= maxLaterFiles) index = [...before.index, await writeIndex(dir, encodeIndex(records, rows, removed))];

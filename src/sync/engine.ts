@@ -797,7 +797,7 @@ class SyncRun {
     if (kept) {
       for (const id of this.#replaced) if (this.#baselineEntry(id)!.d !== records.get(id)!.d) changeset.records.updated.push(id);
     } else {
-      for (const id of [...records.keys()]) if (!needed.has(id)) this.#put(id, undefined);
+      for (const id of records.keys()) if (!needed.has(id)) this.#put(id, undefined);
       const { rows, removed } = this.#changedSinceBaseline();
       for (const id of rows) {
         const before = this.#baselineEntry(id);
@@ -824,7 +824,7 @@ class SyncRun {
       dangling,
       etags: this.#etags.entries,
     };
-    await commitManifest(this.#dir, manifest, this.#baseline, this.#inPlace ? this.#changedSinceBaseline() : undefined);
+    await commitManifest(this.#dir, manifest, this.#baseline && { manifest: this.#baseline, ...this.#changedSinceBaseline() });
     this.#originals.clear(); // committed: nothing to roll back
     this.#stats.ms = Date.now() - this.#started;
     const result: SyncResult = {
