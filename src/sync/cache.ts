@@ -166,7 +166,7 @@ const maxLaterFiles = 16;
  * ids, stamps and digests as lists of strings, everything else as numbers in `rows` (segments,
  * content types and field names by their number in a table; reference targets by their number
  * in `ids`, where the ids of targets without a row here follow those of the rows). Numbers parse
- * several times faster than strings, and leave the garbage collector nothing to copy.
+ * several times faster than strings, and leave the garbage collector little to copy.
  */
 function encodeIndex(records: Map<string, RecordEntry>, ids: string[], removed: string[]): string {
   const segments = numbering();
