@@ -275,6 +275,14 @@ async function recordsOf(result: Pick<SyncResult, 'reader'>): Promise<Map<string
   return out;
 }
 
+/** Damages a cache: the articles' members name a record it does not have. */
+async function addMemberThatIsNoRecord(dir: string): Promise<void> {
+  const head = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'));
+  head.sources['collection:articles'].members.push('9999');
+  head.sources['collection:articles'].digests.push('x');
+  await writeFile(join(dir, 'manifest.json'), JSON.stringify(head));
+}
+
 /** Every file of the cache folder with its bytes, to prove a failed sync changed nothing. */
 async function folderState(dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
@@ -895,10 +903,7 @@ describe('a damaged or foreign cache', () => {
 
   it('a member that is no record is damage to readManifest; a sync, which looks every listed member up, just lists the members again', async () => {
     const { server, dir } = await synced();
-    const head = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'));
-    head.sources['collection:articles'].members.push('9999');
-    head.sources['collection:articles'].digests.push('x');
-    await writeFile(join(dir, 'manifest.json'), JSON.stringify(head));
+    await addMemberThatIsNoRecord(dir);
     await expect(readManifest(dir)).rejects.toThrow(/damaged at sources\.collection:articles\.members$/);
     expect(await readManifest(dir, { checkMembers: false })).toBeDefined();
 
@@ -1079,10 +1084,7 @@ describe('when the server fails', () => {
 
   it('with onError use-cache, does not serve a cache whose members are not records', async () => {
     const { proxy, dir } = await cachedThenDown();
-    const head = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'));
-    head.sources['collection:articles'].members.push('9999');
-    head.sources['collection:articles'].digests.push('x');
-    await writeFile(join(dir, 'manifest.json'), JSON.stringify(head));
+    await addMemberThatIsNoRecord(dir);
     await expect(sync({ ...configFor(proxy.url, dir), onError: 'use-cache' }, recorder())).rejects.toMatchObject({ code: 'server_failed' });
   });
 
