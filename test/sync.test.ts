@@ -11,7 +11,7 @@ import { generateSnapshot } from '../bench/generate.ts';
 import { NetworkError } from '../src/api/errors.ts';
 import { closeAllPools } from '../src/api/transport.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import { acquireLock, cacheFormat, readManifest, RecordReader } from '../src/sync/cache.ts';
+import { acquireLock, anyPartial, cacheFormat, eachReferrer, type RecordEntry, readManifest, RecordReader, sameStamps } from '../src/sync/cache.ts';
 import type { Changeset } from '../src/sync/changeset.ts';
 import { ConfigError, parseSyncConfig, type SyncConfigInput } from '../src/sync/config.ts';
 import { sync, SyncError, type SyncLogger, type SyncResult } from '../src/sync/engine.ts';
@@ -618,6 +618,53 @@ describe('the cache manifest', () => {
     const reader = new RecordReader(dir, manifest);
     expect((await reader.get('2002'))!.fields.name).toBe('Bob');
     expect(Object.keys(manifest.etags).some((k) => k.includes('/alias/home'))).toBe(true);
+  });
+
+  it('reads the records as a Map whose entries are made when first asked for, and which acts as any Map', async () => {
+    const { server } = await serve();
+    const dir = await tempDir();
+    await sync(configFor(server.url, dir), recorder());
+    const read = async () => (await readManifest(dir))!.records;
+    const plain = new Map(await read()); // every entry made, in a plain Map
+    const ids = [...plain.keys()];
+
+    // Passes over every record read the rows as they are, and agree with the entries.
+    const table = await read();
+    for (const targets of [['2001'], ['3001', '1002'], ['9999'], ids]) {
+      const found: string[] = [];
+      eachReferrer(table, new Set(targets), (id) => found.push(id));
+      const referrers = [...plain].filter(([, entry]) => entry.f.some((target, i) => i % 2 === 1 && targets.includes(target))).map(([id]) => id);
+      expect(sorted(found)).toEqual(sorted(referrers));
+    }
+    table.get(ids[0]!); // one entry made, the others read from the rows
+    const found: string[] = [];
+    eachReferrer(table, new Set(['2001']), (id) => found.push(id));
+    expect(sorted(found)).toEqual(sorted([...plain].filter(([, entry]) => entry.f.includes('2001')).map(([id]) => id)));
+    expect(anyPartial(table)).toBe(false);
+    for (const [id, { u, r }] of plain) {
+      expect(sameStamps(table, id, u, r)).toBe(true);
+      expect(sameStamps(table, id, u, r + 1)).toBe(false);
+    }
+    expect(sameStamps(table, 'nothing', '', 0)).toBe(false);
+
+    // Seeded random gets, sets and deletes, half of them before an entry is made.
+    let seed = 7;
+    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+    const other = (await read()) as Map<string, RecordEntry>;
+    for (let step = 0; step < 300; step++) {
+      const id = random() < 0.9 ? ids[Math.floor(random() * ids.length)]! : `new-${step % 7}`;
+      const what = random();
+      if (what < 0.3) expect(other.get(id)).toEqual(plain.get(id));
+      else if (what < 0.5) expect(other.has(id)).toBe(plain.has(id));
+      else if (what < 0.75) {
+        const entry = { ...plain.get(ids[0]!)!, o: step };
+        other.set(id, entry);
+        plain.set(id, entry);
+      } else expect(other.delete(id)).toBe(plain.delete(id));
+      expect(other.size).toBe(plain.size);
+    }
+    expect(sorted(other.keys())).toEqual(sorted(plain.keys()));
+    expect(new Map([...other].sort())).toEqual(new Map([...plain].sort()));
   });
 
   it('writes the records a sync changed to an index file of their own, and folds the files into one as they grow', async () => {

@@ -196,24 +196,23 @@ function encodeIndex(records: Map<string, RecordEntry>, ids: string[], removed: 
   });
 }
 
-/** Applies an index file to `records`; a CacheError names the first damaged place. */
-function decodeIndex(json: unknown, file: string, records: Map<string, RecordEntry>): number {
+/** Applies an index file to `records` (its rows checked now, made entries when asked for); a CacheError names the first damaged place. */
+function decodeIndex(json: unknown, file: string, records: RecordTable): number {
   const parsed = indexFileSchema.safeParse(json);
   if (!parsed.success) throw damaged(file, parsed.error.issues[0]!.path.join('.'));
   const { segments, types, fields, ids, updatedAt, digests, rows, removed } = parsed.data;
   if (!ids.every(isString)) throw damaged(file, 'ids');
   if (updatedAt.length > ids.length || !updatedAt.every(isString)) throw damaged(file, 'updatedAt');
   if (digests.length !== updatedAt.length || !digests.every(isString)) throw damaged(file, 'digests');
-  const table = { segments, types, fields, ids: ids as string[] };
+  const columns: IndexColumns = { segments, types, fields, ids: ids as string[], updatedAt: updatedAt as string[], digests: digests as string[], rows: rows as number[], starts: new Int32Array(updatedAt.length) };
   let at = 0;
   for (let row = 0; row < updatedAt.length; row++) {
-    const entry = recordEntryOf(rows, at, table, updatedAt[row] as string, digests[row] as string);
-    if (!entry) throw damaged(file, `rows.${at}`);
-    records.set(ids[row] as string, entry);
-    at += rowHead + entry.f.length;
+    if (!soundRow(rows, at, columns)) throw damaged(file, `rows.${at}`);
+    columns.starts[row] = at;
+    at += rowHead + 2 * (rows[at + 6] as number);
   }
   if (at !== rows.length) throw damaged(file, `rows.${at}`);
-  for (const id of removed) records.delete(id);
+  records.addRows(columns, removed);
   return updatedAt.length + removed.length;
 }
 
@@ -236,7 +235,7 @@ function decodeHead(json: unknown, file: string): { manifest: Manifest; index: s
     if (digests.length !== members.length || !digests.every(isString)) throw damaged(file, `sources.${key}.digests`);
     sources[key] = { ...state, members, closure: members.concat(included), included, digests };
   }
-  return { manifest: { ...head, sources, records: new Map() } as Manifest, index };
+  return { manifest: { ...head, sources, records: new RecordTable() } as Manifest, index };
 }
 
 const isString = (value: unknown): value is string => typeof value === 'string';
@@ -244,25 +243,229 @@ const isString = (value: unknown): value is string => typeof value === 'string';
 const nameOf = (list: string[], n: unknown): string | undefined => (Number.isInteger(n) ? list[n as number] : undefined);
 const damaged = (file: string, at: string) => new CacheError(`the cache file ${file} is damaged at ${at}`);
 
-/**
- * The row of an index file's `rows` that starts `at` as an entry; `undefined` when it is not
- * what `encodeIndex` writes. Numbers stand for the strings of the file's tables.
- */
-function recordEntryOf(rows: unknown[], at: number, table: { segments: string[]; types: string[]; fields: string[]; ids: string[] }, u: string, d: string): RecordEntry | undefined {
+/** Whether the row of an index file's `rows` that starts `at` is what `encodeIndex` writes: numbers that name strings of the file's tables. */
+function soundRow(rows: unknown[], at: number, table: { segments: string[]; types: string[]; fields: string[]; ids: string[] }): boolean {
   const s = rows[at], o = rows[at + 1], l = rows[at + 2], r = rows[at + 3], t = rows[at + 4], p = rows[at + 5], count = rows[at + 6];
-  const segment = nameOf(table.segments, s), type = nameOf(table.types, t);
-  if (segment === undefined || type === undefined || (p !== 0 && p !== 1)) return undefined;
-  if (!Number.isSafeInteger(o) || (o as number) < 0 || !Number.isSafeInteger(l) || (l as number) <= 0) return undefined;
-  if (typeof r !== 'number' || !Number.isFinite(r) || !Number.isSafeInteger(count) || (count as number) < 0 || at + rowHead + 2 * (count as number) > rows.length) return undefined;
-  const f: References = [];
+  if (nameOf(table.segments, s) === undefined || nameOf(table.types, t) === undefined || (p !== 0 && p !== 1)) return false;
+  if (!Number.isSafeInteger(o) || (o as number) < 0 || !Number.isSafeInteger(l) || (l as number) <= 0) return false;
+  if (typeof r !== 'number' || !Number.isFinite(r) || !Number.isSafeInteger(count) || (count as number) < 0 || at + rowHead + 2 * (count as number) > rows.length) return false;
   for (let i = at + rowHead; i < at + rowHead + 2 * (count as number); i += 2) {
-    const field = nameOf(table.fields, rows[i]), target = nameOf(table.ids, rows[i + 1]);
-    if (field === undefined || target === undefined) return undefined;
-    f.push(field, target);
+    if (nameOf(table.fields, rows[i]) === undefined || nameOf(table.ids, rows[i + 1]) === undefined) return false;
   }
-  const entry: RecordEntry = { s: segment, o: o as number, l: l as number, u, r, t: type, d, f };
-  if (p === 1) entry.p = true;
+  return true;
+}
+
+/** An index file as read, by column (see `encodeIndex`), with where each row starts in `rows`. */
+interface IndexColumns {
+  segments: string[];
+  types: string[];
+  fields: string[];
+  ids: string[];
+  updatedAt: string[];
+  digests: string[];
+  rows: number[];
+  starts: Int32Array;
+}
+
+/** The rows of one table (32 index files at most: `maxLaterFiles` and the first) are numbered `row * 32 + file`. */
+const fileBits = 5;
+
+/**
+ * The records of a cache as read: a `Map` whose entries are made from the index files' rows when
+ * first asked for, so a sync that touches a few records does not make 100,000 objects. Passes
+ * over every record that need only part of one (stamps, partial flags, references, locations)
+ * read the rows as they are: see `sameStamps`, `anyPartial`, `eachReferrer`, `eachLocation`.
+ */
+export class RecordTable extends Map<string, RecordEntry> {
+  readonly #files: IndexColumns[] = [];
+  /** The ids whose entry is not made yet, and their row. */
+  readonly #rows = new Map<string, number>();
+
+  constructor() {
+    super();
+  }
+
+  /** Takes the rows of an index file (in place of the rows or entries of the same ids) and removes its removed ids. */
+  addRows(columns: IndexColumns, removed: Iterable<string>): void {
+    const file = this.#files.push(columns) - 1;
+    if (file >= 1 << fileBits) throw new RangeError(`a record table holds ${1 << fileBits} index files at most`);
+    for (let row = 0; row < columns.starts.length; row++) {
+      const id = columns.ids[row]!;
+      super.delete(id);
+      this.#rows.set(id, (row << fileBits) | file);
+    }
+    for (const id of removed) this.delete(id);
+  }
+
+  override get size(): number {
+    return super.size + this.#rows.size;
+  }
+  override get(id: string): RecordEntry | undefined {
+    const entry = super.get(id);
+    if (entry !== undefined || this.#rows.size === 0) return entry;
+    const row = this.#rows.get(id);
+    return row === undefined ? undefined : this.#take(id, row);
+  }
+  override has(id: string): boolean {
+    return super.has(id) || this.#rows.has(id);
+  }
+  override set(id: string, entry: RecordEntry): this {
+    this.#rows.delete(id);
+    return super.set(id, entry);
+  }
+  override delete(id: string): boolean {
+    const row = this.#rows.delete(id);
+    return super.delete(id) || row;
+  }
+  override clear(): void {
+    this.#rows.clear();
+    super.clear();
+  }
+  override keys(): MapIterator<string> {
+    this.#takeAll();
+    return super.keys();
+  }
+  override values(): MapIterator<RecordEntry> {
+    this.#takeAll();
+    return super.values();
+  }
+  override entries(): MapIterator<[string, RecordEntry]> {
+    this.#takeAll();
+    return super.entries();
+  }
+  override [Symbol.iterator](): MapIterator<[string, RecordEntry]> {
+    return this.entries();
+  }
+  override forEach(callback: (entry: RecordEntry, id: string, map: Map<string, RecordEntry>) => void, thisArg?: unknown): void {
+    this.#takeAll();
+    super.forEach(callback, thisArg);
+  }
+
+  /** Whether a record has these stamps (false when there is no such record). */
+  sameStamps(id: string, updatedAt: string | undefined, revision: number | undefined): boolean {
+    const row = this.#rows.get(id);
+    if (row === undefined) {
+      const entry = super.get(id);
+      return entry !== undefined && entry.u === updatedAt && entry.r === revision;
+    }
+    const columns = this.#files[row & ((1 << fileBits) - 1)]!;
+    const at = row >>> fileBits;
+    return columns.updatedAt[at] === updatedAt && columns.rows[columns.starts[at]! + 3] === revision;
+  }
+
+  /** Whether any record is partial. */
+  anyPartial(): boolean {
+    for (const entry of super.values()) if (entry.p) return true;
+    for (const row of this.#rows.values()) {
+      const columns = this.#files[row & ((1 << fileBits) - 1)]!;
+      if (columns.rows[columns.starts[row >>> fileBits]! + 5] === 1) return true;
+    }
+    return false;
+  }
+
+  /** Calls back with every record that references one of `targets`; rows are read as numbers. */
+  eachReferrer(targets: ReadonlySet<string>, referrer: (id: string) => void): void {
+    for (const [id, entry] of super.entries()) if (referencesOne(entry.f, targets)) referrer(id);
+    if (this.#rows.size === 0) return;
+    // Per file, which of the numbers of its ids stand for a target.
+    const marks = this.#files.map(({ ids }) => {
+      const marked = new Uint8Array(ids.length);
+      for (let n = 0; n < ids.length; n++) if (targets.has(ids[n]!)) marked[n] = 1;
+      return marked;
+    });
+    for (const [id, row] of this.#rows) {
+      const file = row & ((1 << fileBits) - 1);
+      const { rows, starts } = this.#files[file]!;
+      const marked = marks[file]!;
+      const at = starts[row >>> fileBits]!;
+      const end = at + rowHead + 2 * rows[at + 6]!;
+      for (let i = at + rowHead + 1; i < end; i += 2) {
+        if (marked[rows[i]!] === 1) {
+          referrer(id);
+          break;
+        }
+      }
+    }
+  }
+
+  /** Calls back with every record's id and where it is stored. */
+  eachLocation(visit: (id: string, segment: string, offset: number, length: number) => void): void {
+    for (const [id, entry] of super.entries()) visit(id, entry.s, entry.o, entry.l);
+    for (const [id, row] of this.#rows) {
+      const columns = this.#files[row & ((1 << fileBits) - 1)]!;
+      const at = columns.starts[row >>> fileBits]!;
+      visit(id, columns.segments[columns.rows[at]!]!, columns.rows[at + 1]!, columns.rows[at + 2]!);
+    }
+  }
+
+  #take(id: string, row: number): RecordEntry {
+    const entry = entryOfRow(this.#files[row & ((1 << fileBits) - 1)]!, row >>> fileBits);
+    this.#rows.delete(id);
+    super.set(id, entry);
+    return entry;
+  }
+
+  #takeAll(): void {
+    for (const [id, row] of this.#rows) super.set(id, entryOfRow(this.#files[row & ((1 << fileBits) - 1)]!, row >>> fileBits));
+    this.#rows.clear();
+  }
+}
+
+function referencesOfRow(columns: IndexColumns, row: number): References {
+  const { rows, fields, ids } = columns;
+  const at = columns.starts[row]!;
+  const end = at + rowHead + 2 * rows[at + 6]!;
+  const f: References = [];
+  for (let i = at + rowHead; i < end; i += 2) f.push(fields[rows[i]!]!, ids[rows[i + 1]!]!);
+  return f;
+}
+
+function entryOfRow(columns: IndexColumns, row: number): RecordEntry {
+  const { rows } = columns;
+  const at = columns.starts[row]!;
+  const entry: RecordEntry = {
+    s: columns.segments[rows[at]!]!,
+    o: rows[at + 1]!,
+    l: rows[at + 2]!,
+    u: columns.updatedAt[row]!,
+    r: rows[at + 3]!,
+    t: columns.types[rows[at + 4]!]!,
+    d: columns.digests[row]!,
+    f: referencesOfRow(columns, row),
+  };
+  if (rows[at + 5] === 1) entry.p = true;
   return entry;
+}
+
+/** Whether a record has these stamps (false when there is none), without making the entries of a table as read. */
+export function sameStamps(records: Map<string, RecordEntry>, id: string, updatedAt: string | undefined, revision: number | undefined): boolean {
+  if (records instanceof RecordTable) return records.sameStamps(id, updatedAt, revision);
+  const entry = records.get(id);
+  return entry !== undefined && entry.u === updatedAt && entry.r === revision;
+}
+
+/** Whether any record is partial, without making the entries of a table as read. */
+export function anyPartial(records: Map<string, RecordEntry>): boolean {
+  if (records instanceof RecordTable) return records.anyPartial();
+  for (const entry of records.values()) if (entry.p) return true;
+  return false;
+}
+
+const referencesOne = (refs: References, targets: ReadonlySet<string>): boolean => {
+  for (let j = 1; j < refs.length; j += 2) if (targets.has(refs[j]!)) return true;
+  return false;
+};
+
+/** Calls back with every record that references one of `targets`, without making the entries of a table as read. */
+export function eachReferrer(records: Map<string, RecordEntry>, targets: ReadonlySet<string>, referrer: (id: string) => void): void {
+  if (records instanceof RecordTable) return records.eachReferrer(targets, referrer);
+  for (const [id, entry] of records) if (referencesOne(entry.f, targets)) referrer(id);
+}
+
+/** Calls back with every record's id and where it is stored, without making the entries of a table as read. */
+function eachLocation(records: Map<string, RecordEntry>, visit: (id: string, segment: string, offset: number, length: number) => void): void {
+  if (records instanceof RecordTable) return records.eachLocation(visit);
+  for (const [id, entry] of records) visit(id, entry.s, entry.o, entry.l);
 }
 
 export class CacheError extends Error {
@@ -290,9 +493,10 @@ export async function readManifest(dir: string, { checkMembers = true }: { check
   const format = (head as { format?: unknown } | null)?.format;
   if (format !== cacheFormat) throw new CacheError(`the cache in ${dir} has format ${JSON.stringify(format)}, this version reads format ${cacheFormat}`);
   const { manifest, index } = decodeHead(head, join(dir, manifestFile));
+  const records = manifest.records as RecordTable;
   let laterRows = 0;
   for (const [i, name] of index.entries()) {
-    const count = decodeIndex(await readJson(dir, name), join(dir, name), manifest.records);
+    const count = decodeIndex(await readJson(dir, name), join(dir, name), records);
     if (i > 0) laterRows += count;
   }
   stored.set(manifest, { index, laterRows });
@@ -331,7 +535,7 @@ export function membersAreRecords(manifest: Manifest, key?: string): boolean {
 /** A manifest is only as good as its segments: each must exist and be as long as its records need. */
 async function checkSegments(dir: string, manifest: Manifest): Promise<void> {
   const needed = new Map<string, number>();
-  for (const entry of manifest.records.values()) needed.set(entry.s, Math.max(needed.get(entry.s) ?? 0, entry.o + entry.l));
+  eachLocation(manifest.records, (_id, segment, offset, length) => needed.set(segment, Math.max(needed.get(segment) ?? 0, offset + length)));
   for (const [name, length] of needed) {
     const size = await stat(join(dir, name)).then(
       (info) => (info.isFile() ? info.size : undefined),
@@ -557,7 +761,7 @@ async function writeIndex(dir: string, text: string): Promise<string> {
 /** Removes the segments and index files a cache does not name (all of them without a cache). */
 async function removeUnused(dir: string, manifest: Manifest | undefined, index: string[] = []): Promise<void> {
   const live = new Set<string>(index);
-  for (const entry of manifest?.records.values() ?? []) live.add(entry.s);
+  if (manifest) eachLocation(manifest.records, (_id, segment) => live.add(segment));
   for (const name of await readdir(dir).catch(() => [] as string[])) {
     if ((name.startsWith('records-') || name.startsWith('index-')) && !live.has(name)) await rm(join(dir, name), { force: true });
   }
@@ -576,13 +780,13 @@ export async function clearCache(dir: string): Promise<void> {
  */
 export async function compactSegments(dir: string, records: Map<string, RecordEntry>, writer: SegmentWriter, minLiveRatio = 0.5): Promise<Map<string, RecordEntry>> {
   const live = new Map<string, { bytes: number; ids: string[] }>();
-  for (const [id, entry] of records) {
-    if (entry.s === writer.name) continue;
-    let segment = live.get(entry.s);
-    if (!segment) live.set(entry.s, (segment = { bytes: 0, ids: [] }));
-    segment.bytes += entry.l + 1;
+  eachLocation(records, (id, name, _offset, length) => {
+    if (name === writer.name) return;
+    let segment = live.get(name);
+    if (!segment) live.set(name, (segment = { bytes: 0, ids: [] }));
+    segment.bytes += length + 1;
     segment.ids.push(id);
-  }
+  });
   const moved = new Map<string, RecordEntry>();
   for (const [name, { bytes, ids }] of live) {
     const size = (await stat(join(dir, name)).catch(() => undefined))?.size;

@@ -245,36 +245,24 @@ export function memberClosures(
  * `levels` include levels follows that many references, and adds the assets of what it
  * reaches (one reference further, and only to an asset), so the closure of any other record is
  * made of the same records as before. `isAsset` says whether a changed record is an asset (now
- * or before). `eachNode` calls back with every record and its references (those of records not
- * in `changed` are the same before and after); it is called once, and only when something
- * changed.
+ * or before). `eachReferrer` calls back with every record that references one of `targets`
+ * (the references of records not in `changed` are the same before and after); it is called only
+ * when something changed.
  */
 export function reachersOf(
   changed: ReadonlySet<string>,
   levels: number,
-  eachNode: (visit: (id: string, refs: References) => void) => void,
+  eachReferrer: (targets: ReadonlySet<string>, referrer: (id: string) => void) => void,
   isAsset: (id: string) => boolean,
 ): Set<string> {
   const reached = new Set(changed);
   if (changed.size === 0) return reached;
-  const ids: string[] = [];
-  const refsOf: References[] = [];
-  eachNode((id, refs) => {
-    ids.push(id);
-    refsOf.push(refs);
-  });
   /** The records not reached yet that reference one of `targets`. */
   const referrers = (targets: ReadonlySet<string>): Set<string> => {
     const found = new Set<string>();
-    for (let i = 0; i < ids.length; i++) {
-      const refs = refsOf[i]!;
-      for (let j = 1; j < refs.length; j += 2) {
-        if (targets.has(refs[j]!)) {
-          if (!reached.has(ids[i]!)) found.add(ids[i]!);
-          break;
-        }
-      }
-    }
+    eachReferrer(targets, (id) => {
+      if (!reached.has(id)) found.add(id);
+    });
     for (const id of found) reached.add(id);
     return found;
   };

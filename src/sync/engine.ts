@@ -7,16 +7,20 @@ import type { EtagStore } from '../api/transport.ts';
 import type { ApiRecord, ListAnswer } from '../wire/schemas.ts';
 import {
   acquireLock,
+  anyPartial,
   CacheError,
   cacheFormat,
   commitManifest,
   compactSegments,
+  eachReferrer,
   membersAreRecords,
   type DanglingReference,
   type Manifest,
   type RecordEntry,
   readManifest,
   RecordReader,
+  RecordTable,
+  sameStamps,
   SegmentWriter,
   type SourceState,
 } from './cache.ts';
@@ -264,7 +268,7 @@ class SyncRun {
     this.#reader = previous && new RecordReader(dir, previous);
     this.#writer = new SegmentWriter(dir);
     this.#inPlace = previous !== undefined && previous === baseline;
-    this.#entries = this.#inPlace ? previous!.records : new Map();
+    this.#entries = this.#inPlace ? previous!.records : new RecordTable();
     this.#model = structuredClone(previous?.model ?? {});
   }
 
@@ -480,8 +484,7 @@ class SyncRun {
         for (let i = 0; i < stamps.length; i++) {
           const { id, updatedAt, revision } = stamps[i]!.meta;
           members.push(id);
-          const entry = entries.get(id);
-          if (entry === undefined || entry.u !== updatedAt || entry.r !== revision) changed.push(id);
+          if (!sameStamps(entries, id, updatedAt, revision)) changed.push(id);
         }
         if (changed.length > 0 && !changedSince) {
           changedSince = fetchChangedSince();
@@ -590,8 +593,7 @@ class SyncRun {
       const page = await this.#client.documents({ filters: [{ '*.meta.id': { in: chunk } }], fields: listing, limit: chunk.length });
       for (const stamp of page.data as unknown as { meta: { id: string; updatedAt?: string; revision?: number } }[]) {
         seen.add(stamp.meta.id);
-        const entry = this.#entries.get(stamp.meta.id);
-        if (!entry || entry.u !== stamp.meta.updatedAt || entry.r !== stamp.meta.revision) changed.push(stamp.meta.id);
+        if (!sameStamps(this.#entries, stamp.meta.id, stamp.meta.updatedAt, stamp.meta.revision)) changed.push(stamp.meta.id);
       }
     }
     for (const id of ids) if (!seen.has(id)) this.#drop(id); // gone from the server
@@ -666,8 +668,7 @@ class SyncRun {
    */
   #misshapen(sources: Source[], states: Map<string, { members: string[] }>): { incomplete: string[]; overcomplete: Map<Source, string[]> } {
     const masked = sources.filter((source) => source.options.fields !== undefined);
-    let partial = false;
-    for (const entry of this.#entries.values()) if (entry.p) partial = true;
+    const partial = anyPartial(this.#entries);
     const overcomplete = new Map<Source, string[]>();
     if (!partial && masked.length === 0) return { incomplete: [], overcomplete };
     const closureOf = (source: Source) => this.#closure(source, states.get(source.key)!.members).ids;
@@ -710,7 +711,7 @@ class SyncRun {
       // Computed once, for the most include levels asked: a superset serves the sources with fewer.
       const levels = Math.max(includes, ...sourcesOf(this.#config).map((s) => (typeof s.options.includes === 'number' ? s.options.includes : 0)));
       const isAsset = (id: string) => entries.get(id)?.t === '_asset' || this.#baselineEntry(id)?.t === '_asset';
-      this.#reach = { levels, affected: reachersOf(changed, levels, (visit) => { for (const [id, entry] of entries) visit(id, entry.f); }, isAsset) };
+      this.#reach = { levels, affected: reachersOf(changed, levels, (targets, referrer) => eachReferrer(entries, targets, referrer), isAsset) };
     }
     return { members: before.members, digests: before.digests, affected: this.#reach.affected };
   }
