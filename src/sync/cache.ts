@@ -267,7 +267,7 @@ interface IndexColumns {
   starts: Int32Array;
 }
 
-/** The rows of one table (32 index files at most: `maxLaterFiles` and the first) are numbered `row * 32 + file`. */
+/** A table's rows are numbered `row * 32 + file` (up to 32 index files: `maxLaterFiles` and the first; up to 2^26 rows a file). */
 const fileBits = 5;
 
 /**
@@ -288,7 +288,7 @@ export class RecordTable extends Map<string, RecordEntry> {
   /** Takes the rows of an index file (in place of the rows or entries of the same ids) and removes its removed ids. */
   addRows(columns: IndexColumns, removed: Iterable<string>): void {
     const file = this.#files.push(columns) - 1;
-    if (file >= 1 << fileBits) throw new RangeError(`a record table holds ${1 << fileBits} index files at most`);
+    if (file >= 1 << fileBits || columns.starts.length > 2 ** (31 - fileBits)) throw new RangeError(`a record table holds ${1 << fileBits} index files of up to ${2 ** (31 - fileBits)} rows`);
     for (let row = 0; row < columns.starts.length; row++) {
       const id = columns.ids[row]!;
       super.delete(id);
