@@ -667,6 +667,22 @@ describe('the cache manifest', () => {
     expect(new Map([...other].sort())).toEqual(new Map([...plain].sort()));
   });
 
+  it('reads later index files over earlier ones: their rows replace, their removed ids remove', async () => {
+    const served = await serve();
+    const dir = await tempDir();
+    await sync(configFor(served.server.url, dir), recorder());
+    served.snapshot.documents = served.snapshot.documents.filter((d) => d.meta.id !== '1003');
+    await served.publish();
+    const second = await sync(configFor(served.server.url, dir), recorder());
+    expect(second.changeset.records.removed).toContain('1003');
+    expect(JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')).index).toHaveLength(2);
+    const read = (await readManifest(dir))!.records;
+    expect(read.has('1003')).toBe(false);
+    expect(read.size).toBe(second.manifest.records.size);
+    expect(read.get('1001')).toEqual(second.manifest.records.get('1001'));
+    expect(new Map(read)).toEqual(new Map(second.manifest.records));
+  });
+
   it('writes the records a sync changed to an index file of their own, and folds the files into one as they grow', async () => {
     const served = await serve();
     const dir = await tempDir();
@@ -933,6 +949,7 @@ describe('a damaged or foreign cache', () => {
       [index!, (m) => m.rows.push(0)], // more numbers than the rows use
       [index!, (m) => m.digests.pop()], // a digest short
       ['manifest.json', (m) => Object.values<{ digests: unknown[] }>(m.sources)[0]!.digests.pop()],
+      ['manifest.json', (m) => m.index.push(...Array.from({ length: 40 }, () => m.index[0]))], // more index files than a cache has
       [index!, (m) => (m.segments[0] = '.')], // a segment name that is no segment (a folder)
       ['manifest.json', (m) => Object.values<{ included: unknown[] }>(m.sources)[0]!.included.push('9999')], // no such record
     ];
@@ -940,7 +957,7 @@ describe('a damaged or foreign cache', () => {
       const json = JSON.parse(file === index ? rows : head);
       change(json);
       await writeFile(join(dir, file), JSON.stringify(json));
-      await expect(readManifest(dir)).rejects.toThrow(/damaged at (rows\.\d+|digests|segments\.0|sources\..+\.(digests|included))$/);
+      await expect(readManifest(dir)).rejects.toThrow(/damaged at (rows\.\d+|digests|index|segments\.0|sources\..+\.(digests|included))$/);
       await writeFile(join(dir, index!), rows);
       await writeFile(join(dir, 'manifest.json'), head);
     }

@@ -204,6 +204,7 @@ function decodeIndex(json: unknown, file: string, records: RecordTable): number 
   if (!ids.every(isString)) throw damaged(file, 'ids');
   if (updatedAt.length > ids.length || !updatedAt.every(isString)) throw damaged(file, 'updatedAt');
   if (digests.length !== updatedAt.length || !digests.every(isString)) throw damaged(file, 'digests');
+  if (updatedAt.length > maxRows) throw damaged(file, 'rows');
   const columns: IndexColumns = { segments, types, fields, ids: ids as string[], updatedAt: updatedAt as string[], digests: digests as string[], rows: rows as number[], starts: new Int32Array(updatedAt.length) };
   let at = 0;
   for (let row = 0; row < updatedAt.length; row++) {
@@ -228,6 +229,7 @@ function decodeHead(json: unknown, file: string): { manifest: Manifest; index: s
   const parsed = storedSchema.safeParse(json);
   if (!parsed.success) throw damaged(file, parsed.error.issues[0]!.path.join('.'));
   const { index, sources: storedSources, ...head } = parsed.data;
+  if (index.length > maxIndexFiles) throw damaged(file, 'index');
   const sources: Record<string, SourceState> = {};
   for (const [key, { members, included, digests, ...state }] of Object.entries(storedSources)) {
     if (!members.every(isString)) throw damaged(file, `sources.${key}.members`);
@@ -267,8 +269,10 @@ interface IndexColumns {
   starts: Int32Array;
 }
 
-/** A table's rows are numbered `row * 32 + file` (up to 32 index files: `maxLaterFiles` and the first; up to 2^26 rows a file). */
+/** A table's rows are numbered `row * 32 + file`: up to 32 index files (a cache has `maxLaterFiles` and the first) of up to 2^26 rows. */
 const fileBits = 5;
+const maxIndexFiles = 1 << fileBits;
+const maxRows = 2 ** (31 - fileBits);
 
 /**
  * The records of a cache as read: a `Map` whose entries are made from the index files' rows when
@@ -287,8 +291,8 @@ export class RecordTable extends Map<string, RecordEntry> {
 
   /** Takes the rows of an index file (in place of the rows or entries of the same ids) and removes its removed ids. */
   addRows(columns: IndexColumns, removed: Iterable<string>): void {
+    if (this.#files.length >= maxIndexFiles || columns.starts.length > maxRows) throw new RangeError(`a record table holds ${maxIndexFiles} index files of up to ${maxRows} rows`);
     const file = this.#files.push(columns) - 1;
-    if (file >= 1 << fileBits || columns.starts.length > 2 ** (31 - fileBits)) throw new RangeError(`a record table holds ${1 << fileBits} index files of up to ${2 ** (31 - fileBits)} rows`);
     for (let row = 0; row < columns.starts.length; row++) {
       const id = columns.ids[row]!;
       super.delete(id);
@@ -319,6 +323,7 @@ export class RecordTable extends Map<string, RecordEntry> {
   }
   override clear(): void {
     this.#rows.clear();
+    this.#files.length = 0;
     super.clear();
   }
   override keys(): MapIterator<string> {
@@ -402,12 +407,14 @@ export class RecordTable extends Map<string, RecordEntry> {
     const entry = entryOfRow(this.#files[row & ((1 << fileBits) - 1)]!, row >>> fileBits);
     this.#rows.delete(id);
     super.set(id, entry);
+    if (this.#rows.size === 0) this.#files.length = 0; // every entry made: the columns are no longer needed
     return entry;
   }
 
   #takeAll(): void {
     for (const [id, row] of this.#rows) super.set(id, entryOfRow(this.#files[row & ((1 << fileBits) - 1)]!, row >>> fileBits));
     this.#rows.clear();
+    this.#files.length = 0;
   }
 }
 
