@@ -11,7 +11,7 @@ import { generateSnapshot } from '../bench/generate.ts';
 import { NetworkError } from '../src/api/errors.ts';
 import { closeAllPools } from '../src/api/transport.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import { acquireLock, anyPartial, cacheFormat, eachReferrer, type RecordEntry, readManifest, RecordReader, sameStamps } from '../src/sync/cache.ts';
+import { acquireLock, anyPartial, cacheFormat, eachReferrer, type RecordEntry, readManifest, RecordReader, sameStamps, typeOf } from '../src/sync/cache.ts';
 import type { Changeset } from '../src/sync/changeset.ts';
 import { ConfigError, parseSyncConfig, type SyncConfigInput } from '../src/sync/config.ts';
 import { sync, SyncError, type SyncLogger, type SyncResult } from '../src/sync/engine.ts';
@@ -641,11 +641,13 @@ describe('the cache manifest', () => {
     eachReferrer(table, new Set(['2001']), (id) => found.push(id));
     expect(sorted(found)).toEqual(sorted([...plain].filter(([, entry]) => entry.f.includes('2001')).map(([id]) => id)));
     expect(anyPartial(table)).toBe(false);
-    for (const [id, { u, r }] of plain) {
+    for (const [id, { u, r, t }] of plain) {
+      expect(typeOf(table, id)).toBe(t);
       expect(sameStamps(table, id, u, r)).toBe(true);
       expect(sameStamps(table, id, u, r + 1)).toBe(false);
     }
     expect(sameStamps(table, 'nothing', '', 0)).toBe(false);
+    expect(typeOf(table, 'nothing')).toBeUndefined();
 
     // Seeded random gets, sets and deletes, half of them before an entry is made.
     let seed = 7;

@@ -358,6 +358,14 @@ export class RecordTable extends Map<string, RecordEntry> {
     return columns.updatedAt[at] === updatedAt && columns.rows[columns.starts[at]! + 3] === revision;
   }
 
+  /** A record's content type (undefined when there is no such record). */
+  typeOf(id: string): string | undefined {
+    const row = this.#rows.get(id);
+    if (row === undefined) return super.get(id)?.t;
+    const columns = this.#files[row & ((1 << fileBits) - 1)]!;
+    return columns.types[columns.rows[columns.starts[row >>> fileBits]! + 4]!];
+  }
+
   /** Whether any record is partial. */
   anyPartial(): boolean {
     for (const entry of super.values()) if (entry.p) return true;
@@ -449,6 +457,11 @@ export function sameStamps(records: Map<string, RecordEntry>, id: string, update
   if (records instanceof RecordTable) return records.sameStamps(id, updatedAt, revision);
   const entry = records.get(id);
   return entry !== undefined && entry.u === updatedAt && entry.r === revision;
+}
+
+/** A record's content type (undefined when there is none), without making the entries of a table as read. */
+export function typeOf(records: Map<string, RecordEntry>, id: string): string | undefined {
+  return records instanceof RecordTable ? records.typeOf(id) : records.get(id)?.t;
 }
 
 /** Whether any record is partial, without making the entries of a table as read. */

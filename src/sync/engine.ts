@@ -22,6 +22,7 @@ import {
   RecordTable,
   sameStamps,
   SegmentWriter,
+  typeOf,
   type SourceState,
 } from './cache.ts';
 import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } from './changeset.ts';
@@ -543,7 +544,7 @@ class SyncRun {
   };
 
   #isAsset = (target: string, field: string, from: Node): boolean =>
-    this.#model[from.contentType]?.[field]?.kind === 'asset' || this.#entries.get(target)?.t === '_asset';
+    this.#model[from.contentType]?.[field]?.kind === 'asset' || typeOf(this.#entries, target) === '_asset';
 
   #drop(id: string): void {
     if (this.#put(id, undefined)) this.#linksChanged = true;
@@ -622,7 +623,7 @@ class SyncRun {
           const closure = this.#closure(source, states.get(source.key)!.members);
           // Every member was listed in this run: only the records it includes may need a look.
           for (const id of closure.included ?? closure.ids) {
-            if (!this.#checked.has(id) && !this.#fresh.has(id) && this.#entries.get(id)?.t !== '_asset' && !isListed(id)) unchecked.add(id);
+            if (!this.#checked.has(id) && !this.#fresh.has(id) && typeOf(this.#entries, id) !== '_asset' && !isListed(id)) unchecked.add(id);
           }
           for (const ref of closure.missing) {
             const list = missing.get(ref.id) ?? [];
@@ -710,7 +711,7 @@ class SyncRun {
       }
       // Computed once, for the most include levels asked: a superset serves the sources with fewer.
       const levels = Math.max(includes, ...sourcesOf(this.#config).map((s) => (typeof s.options.includes === 'number' ? s.options.includes : 0)));
-      const isAsset = (id: string) => entries.get(id)?.t === '_asset' || this.#baselineEntry(id)?.t === '_asset';
+      const isAsset = (id: string) => typeOf(entries, id) === '_asset' || this.#baselineEntry(id)?.t === '_asset';
       this.#reach = { levels, affected: reachersOf(changed, levels, (targets, referrer) => eachReferrer(entries, targets, referrer), isAsset) };
     }
     return { members: before.members, digests: before.digests, affected: this.#reach.affected };
