@@ -324,7 +324,7 @@ describe('replaceSnapshot swaps a repository in, as a reload would', () => {
     const after = new PreparedRepository(parseSnapshot(raw, 'tiny.json'), 'http://localhost');
     after.warmLike(before);
     expect([...after.memo.keys()].sort()).toEqual([...before.memo.keys()].sort());
-    expect((after.memo.get('collection:goodNews:en_US') as PreparedRecord[]).map((r) => r.id)).toEqual(['100']);
+    expect((after.memo.get('collection:goodNews:en_US')!.value as PreparedRecord[]).map((r) => r.id)).toEqual(['100']);
 
     // Through the server: a collection answered before a reload that changed its stored filter answers by the new one.
     expect((await ids('/tiny/collections/goodNews?locale=en_US')).sort()).toEqual(['100', '102']);

@@ -170,10 +170,11 @@ export class PreparedRepository {
   readonly defaultOrder: PreparedRecord[];
   /** A fingerprint of the snapshot's content, for ETags. */
   readonly version: string;
-  /** Memoised per-snapshot work (sort ranks, compiled collections), keyed by its purpose. */
-  readonly memo = new Map<string, unknown>();
-  /** How to do each memoised work again on another snapshot of the repository (see `warmLike`). */
-  readonly #redo = new Map<string, (next: PreparedRepository) => unknown>();
+  /**
+   * Memoised per-snapshot work (sort ranks, compiled collections), keyed by its purpose: the
+   * value, and how to do the same work on another snapshot of the repository (see `warmLike`).
+   */
+  readonly memo = new Map<string, { value: unknown; redo: (next: PreparedRepository) => unknown }>();
   readonly #filesOrigin: string;
   readonly #collators = new Map<string, Intl.Collator>();
 
@@ -236,10 +237,10 @@ export class PreparedRepository {
    * same work on another snapshot of the repository, for `warmLike`.
    */
   memoize<T>(key: string, compute: () => T, redo: (next: PreparedRepository) => unknown): T {
-    if (this.memo.has(key)) return this.memo.get(key) as T;
+    const memoised = this.memo.get(key);
+    if (memoised) return memoised.value as T;
     const value = compute();
-    this.memo.set(key, value);
-    this.#redo.set(key, redo);
+    this.memo.set(key, { value, redo });
     return value;
   }
 
@@ -249,7 +250,7 @@ export class PreparedRepository {
    * refuses (a sort on a field it no longer has) is left to a request that asks for it.
    */
   warmLike(previous: PreparedRepository): void {
-    for (const redo of previous.#redo.values()) {
+    for (const { redo } of previous.memo.values()) {
       try {
         redo(this);
       } catch (error) {
