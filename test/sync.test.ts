@@ -11,7 +11,7 @@ import { generateSnapshot } from '../bench/generate.ts';
 import { NetworkError } from '../src/api/errors.ts';
 import { closeAllPools } from '../src/api/transport.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import { acquireLock, anyPartial, cacheFormat, eachReferrer, type RecordEntry, readManifest, RecordReader, sameStamps, typeOf } from '../src/sync/cache.ts';
+import { acquireLock, cacheFormat, type RecordEntry, readManifest, RecordReader } from '../src/sync/cache.ts';
 import type { Changeset } from '../src/sync/changeset.ts';
 import { ConfigError, parseSyncConfig, type SyncConfigInput } from '../src/sync/config.ts';
 import { sync, SyncError, type SyncLogger, type SyncResult } from '../src/sync/engine.ts';
@@ -632,22 +632,22 @@ describe('the cache manifest', () => {
     const table = await read();
     for (const targets of [['2001'], ['3001', '1002'], ['9999'], ids]) {
       const found: string[] = [];
-      eachReferrer(table, new Set(targets), (id) => found.push(id));
+      table.eachReferrer(new Set(targets), (id) => found.push(id));
       const referrers = [...plain].filter(([, entry]) => entry.f.some((target, i) => i % 2 === 1 && targets.includes(target))).map(([id]) => id);
       expect(sorted(found)).toEqual(sorted(referrers));
     }
     table.get(ids[0]!); // one entry made, the others read from the rows
     const found: string[] = [];
-    eachReferrer(table, new Set(['2001']), (id) => found.push(id));
+    table.eachReferrer(new Set(['2001']), (id) => found.push(id));
     expect(sorted(found)).toEqual(sorted([...plain].filter(([, entry]) => entry.f.includes('2001')).map(([id]) => id)));
-    expect(anyPartial(table)).toBe(false);
+    expect(table.anyPartial()).toBe(false);
     for (const [id, { u, r, t }] of plain) {
-      expect(typeOf(table, id)).toBe(t);
-      expect(sameStamps(table, id, u, r)).toBe(true);
-      expect(sameStamps(table, id, u, r + 1)).toBe(false);
+      expect(table.typeOf(id)).toBe(t);
+      expect(table.sameStamps(id, u, r)).toBe(true);
+      expect(table.sameStamps(id, u, r + 1)).toBe(false);
     }
-    expect(sameStamps(table, 'nothing', '', 0)).toBe(false);
-    expect(typeOf(table, 'nothing')).toBeUndefined();
+    expect(table.sameStamps('nothing', '', 0)).toBe(false);
+    expect(table.typeOf('nothing')).toBeUndefined();
 
     // Seeded random gets, sets and deletes, half of them before an entry is made.
     let seed = 7;

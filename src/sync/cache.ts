@@ -85,7 +85,7 @@ export type Manifest = Omit<z.infer<typeof headSchema>, 'locales' | 'model'> & {
   model: Model;
   sources: Record<string, SourceState>;
   /** Record id → entry. */
-  records: Map<string, RecordEntry>;
+  records: RecordTable;
 };
 
 /**
@@ -139,7 +139,6 @@ const indexFileSchema = z.object({
 
 /** The numbers of a row before its reference pairs: segment, offset, length, revision, type, partial, count. */
 const rowHead = 7;
-
 
 /** A table of distinct strings, numbered in order of first use. */
 function numbering(): { list: string[]; number(value: string): number } {
@@ -272,13 +271,14 @@ interface IndexColumns {
 /** A table's rows are numbered `row * 32 + file`: up to 32 index files (a cache has `maxLaterFiles` and the first) of up to 2^26 rows. */
 const fileBits = 5;
 const maxIndexFiles = 1 << fileBits;
+const fileMask = maxIndexFiles - 1;
 const maxRows = 2 ** (31 - fileBits);
 
 /**
  * The records of a cache as read: a `Map` whose entries are made from the index files' rows when
  * first asked for, so a sync that touches a few records does not make 100,000 objects. Passes
  * over every record that need only part of one (stamps, partial flags, references, locations)
- * read the rows as they are: see `sameStamps`, `anyPartial`, `eachReferrer`, `eachLocation`.
+ * read the rows as they are: `sameStamps`, `typeOf`, `anyPartial`, `eachReferrer`, `eachLocation`.
  */
 export class RecordTable extends Map<string, RecordEntry> {
   readonly #files: IndexColumns[] = [];
@@ -353,7 +353,7 @@ export class RecordTable extends Map<string, RecordEntry> {
       const entry = super.get(id);
       return entry !== undefined && entry.u === updatedAt && entry.r === revision;
     }
-    const columns = this.#files[row & ((1 << fileBits) - 1)]!;
+    const columns = this.#files[row & fileMask]!;
     const at = row >>> fileBits;
     return columns.updatedAt[at] === updatedAt && columns.rows[columns.starts[at]! + 3] === revision;
   }
@@ -362,7 +362,7 @@ export class RecordTable extends Map<string, RecordEntry> {
   typeOf(id: string): string | undefined {
     const row = this.#rows.get(id);
     if (row === undefined) return super.get(id)?.t;
-    const columns = this.#files[row & ((1 << fileBits) - 1)]!;
+    const columns = this.#files[row & fileMask]!;
     return columns.types[columns.rows[columns.starts[row >>> fileBits]! + 4]!];
   }
 
@@ -370,7 +370,7 @@ export class RecordTable extends Map<string, RecordEntry> {
   anyPartial(): boolean {
     for (const entry of super.values()) if (entry.p) return true;
     for (const row of this.#rows.values()) {
-      const columns = this.#files[row & ((1 << fileBits) - 1)]!;
+      const columns = this.#files[row & fileMask]!;
       if (columns.rows[columns.starts[row >>> fileBits]! + 5] === 1) return true;
     }
     return false;
@@ -387,7 +387,7 @@ export class RecordTable extends Map<string, RecordEntry> {
       return marked;
     });
     for (const [id, row] of this.#rows) {
-      const file = row & ((1 << fileBits) - 1);
+      const file = row & fileMask;
       const { rows, starts } = this.#files[file]!;
       const marked = marks[file]!;
       const at = starts[row >>> fileBits]!;
@@ -405,14 +405,14 @@ export class RecordTable extends Map<string, RecordEntry> {
   eachLocation(visit: (id: string, segment: string, offset: number, length: number) => void): void {
     for (const [id, entry] of super.entries()) visit(id, entry.s, entry.o, entry.l);
     for (const [id, row] of this.#rows) {
-      const columns = this.#files[row & ((1 << fileBits) - 1)]!;
+      const columns = this.#files[row & fileMask]!;
       const at = columns.starts[row >>> fileBits]!;
       visit(id, columns.segments[columns.rows[at]!]!, columns.rows[at + 1]!, columns.rows[at + 2]!);
     }
   }
 
   #take(id: string, row: number): RecordEntry {
-    const entry = entryOfRow(this.#files[row & ((1 << fileBits) - 1)]!, row >>> fileBits);
+    const entry = entryOfRow(this.#files[row & fileMask]!, row >>> fileBits);
     this.#rows.delete(id);
     super.set(id, entry);
     if (this.#rows.size === 0) this.#files.length = 0; // every entry made: the columns are no longer needed
@@ -420,7 +420,7 @@ export class RecordTable extends Map<string, RecordEntry> {
   }
 
   #takeAll(): void {
-    for (const [id, row] of this.#rows) super.set(id, entryOfRow(this.#files[row & ((1 << fileBits) - 1)]!, row >>> fileBits));
+    for (const [id, row] of this.#rows) super.set(id, entryOfRow(this.#files[row & fileMask]!, row >>> fileBits));
     this.#rows.clear();
     this.#files.length = 0;
   }
@@ -452,41 +452,10 @@ function entryOfRow(columns: IndexColumns, row: number): RecordEntry {
   return entry;
 }
 
-/** Whether a record has these stamps (false when there is none), without making the entries of a table as read. */
-export function sameStamps(records: Map<string, RecordEntry>, id: string, updatedAt: string | undefined, revision: number | undefined): boolean {
-  if (records instanceof RecordTable) return records.sameStamps(id, updatedAt, revision);
-  const entry = records.get(id);
-  return entry !== undefined && entry.u === updatedAt && entry.r === revision;
-}
-
-/** A record's content type (undefined when there is none), without making the entries of a table as read. */
-export function typeOf(records: Map<string, RecordEntry>, id: string): string | undefined {
-  return records instanceof RecordTable ? records.typeOf(id) : records.get(id)?.t;
-}
-
-/** Whether any record is partial, without making the entries of a table as read. */
-export function anyPartial(records: Map<string, RecordEntry>): boolean {
-  if (records instanceof RecordTable) return records.anyPartial();
-  for (const entry of records.values()) if (entry.p) return true;
-  return false;
-}
-
 const referencesOne = (refs: References, targets: ReadonlySet<string>): boolean => {
   for (let j = 1; j < refs.length; j += 2) if (targets.has(refs[j]!)) return true;
   return false;
 };
-
-/** Calls back with every record that references one of `targets`, without making the entries of a table as read. */
-export function eachReferrer(records: Map<string, RecordEntry>, targets: ReadonlySet<string>, referrer: (id: string) => void): void {
-  if (records instanceof RecordTable) return records.eachReferrer(targets, referrer);
-  for (const [id, entry] of records) if (referencesOne(entry.f, targets)) referrer(id);
-}
-
-/** Calls back with every record's id and where it is stored, without making the entries of a table as read. */
-function eachLocation(records: Map<string, RecordEntry>, visit: (id: string, segment: string, offset: number, length: number) => void): void {
-  if (records instanceof RecordTable) return records.eachLocation(visit);
-  for (const [id, entry] of records) visit(id, entry.s, entry.o, entry.l);
-}
 
 export class CacheError extends Error {
   readonly code = 'cache';
@@ -513,10 +482,9 @@ export async function readManifest(dir: string, { checkMembers = true }: { check
   const format = (head as { format?: unknown } | null)?.format;
   if (format !== cacheFormat) throw new CacheError(`the cache in ${dir} has format ${JSON.stringify(format)}, this version reads format ${cacheFormat}`);
   const { manifest, index } = decodeHead(head, join(dir, manifestFile));
-  const records = manifest.records as RecordTable;
   let laterRows = 0;
   for (const [i, name] of index.entries()) {
-    const count = decodeIndex(await readJson(dir, name), join(dir, name), records);
+    const count = decodeIndex(await readJson(dir, name), join(dir, name), manifest.records);
     if (i > 0) laterRows += count;
   }
   stored.set(manifest, { index, laterRows });
@@ -555,7 +523,7 @@ export function membersAreRecords(manifest: Manifest, key?: string): boolean {
 /** A manifest is only as good as its segments: each must exist and be as long as its records need. */
 async function checkSegments(dir: string, manifest: Manifest): Promise<void> {
   const needed = new Map<string, number>();
-  eachLocation(manifest.records, (_id, segment, offset, length) => needed.set(segment, Math.max(needed.get(segment) ?? 0, offset + length)));
+  manifest.records.eachLocation((_id, segment, offset, length) => needed.set(segment, Math.max(needed.get(segment) ?? 0, offset + length)));
   for (const [name, length] of needed) {
     const size = await stat(join(dir, name)).then(
       (info) => (info.isFile() ? info.size : undefined),
@@ -781,7 +749,7 @@ async function writeIndex(dir: string, text: string): Promise<string> {
 /** Removes the segments and index files a cache does not name (all of them without a cache). */
 async function removeUnused(dir: string, manifest: Manifest | undefined, index: string[] = []): Promise<void> {
   const live = new Set<string>(index);
-  if (manifest) eachLocation(manifest.records, (_id, segment) => live.add(segment));
+  manifest?.records.eachLocation((_id, segment) => live.add(segment));
   for (const name of await readdir(dir).catch(() => [] as string[])) {
     if ((name.startsWith('records-') || name.startsWith('index-')) && !live.has(name)) await rm(join(dir, name), { force: true });
   }
@@ -798,9 +766,9 @@ export async function clearCache(dir: string): Promise<void> {
  * were written) to `writer`, as they are stored, so the old segments are removed after the next
  * commit and the cache stays about as large as its records. Returns the entries it moved, by id.
  */
-export async function compactSegments(dir: string, records: Map<string, RecordEntry>, writer: SegmentWriter, minLiveRatio = 0.5): Promise<Map<string, RecordEntry>> {
+export async function compactSegments(dir: string, records: RecordTable, writer: SegmentWriter, minLiveRatio = 0.5): Promise<Map<string, RecordEntry>> {
   const live = new Map<string, { bytes: number; ids: string[] }>();
-  eachLocation(records, (id, name, _offset, length) => {
+  records.eachLocation((id, name, _offset, length) => {
     if (name === writer.name) return;
     let segment = live.get(name);
     if (!segment) live.set(name, (segment = { bytes: 0, ids: [] }));

@@ -7,12 +7,10 @@ import type { EtagStore } from '../api/transport.ts';
 import type { ApiRecord, ListAnswer } from '../wire/schemas.ts';
 import {
   acquireLock,
-  anyPartial,
   CacheError,
   cacheFormat,
   commitManifest,
   compactSegments,
-  eachReferrer,
   membersAreRecords,
   type DanglingReference,
   type Manifest,
@@ -20,9 +18,7 @@ import {
   readManifest,
   RecordReader,
   RecordTable,
-  sameStamps,
   SegmentWriter,
-  typeOf,
   type SourceState,
 } from './cache.ts';
 import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } from './changeset.ts';
@@ -150,7 +146,7 @@ export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogg
     try {
       result = { ...(await run.execute()), warnings };
     } catch (error) {
-      await run.abort(); // the cache's records as they were before the run, for what follows
+      await run.abort(); // its segment removed, the cache's records as they were before the run
       if (transient(error) && config.onError === 'use-cache' && previous && membersAreRecords(previous)) {
         const stale = Object.keys(previous.sources);
         warn(`The server failed (${(error as Error).message}); using the cached content of ${previous.lastSync}, stale: ${stale.join(', ')}`);
@@ -160,8 +156,6 @@ export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogg
         throw new SyncError('server_failed', `Sync of ${config.repository} failed: ${(error as Error).message}${previous ? ' (the cache was left as it was)' : ''}`, error);
       }
       throw error;
-    } finally {
-      await run.abort();
     }
     // Committed: what the hook throws is its own failure, not the server's (nothing to fall back on).
     if (config.onSync && !result.changeset.empty) await config.onSync(result.changeset);
@@ -224,7 +218,7 @@ class SyncRun {
    * (a copy of 100,000 entries costs more than the rest of a small sync's bookkeeping), keeping
    * in `#originals` what each record it touched was before, to compare and to roll back.
    */
-  readonly #entries: Map<string, RecordEntry>;
+  readonly #entries: RecordTable;
   readonly #originals = new Map<string, RecordEntry | undefined>();
   readonly #inPlace: boolean;
   readonly #model: Model;
@@ -344,7 +338,7 @@ class SyncRun {
     // A webhook may name records whose stamps did not move (a snapshot edited by hand), or an asset
     // no document fetched in this run embeds: fetch them anyway (assets one by one, as the API has it).
     const hinted = this.#refetch.filter((id) => this.#entries.has(id) && !this.#fresh.has(id));
-    const isAsset = (id: string) => this.#entries.get(id)!.t === '_asset';
+    const isAsset = (id: string) => this.#entries.typeOf(id) === '_asset';
     if (hinted.some((id) => !isAsset(id))) await this.#fetchByIds(hinted.filter((id) => !isAsset(id)));
     // (An asset a refetched document embeds came with it.)
     await settleAll(hinted.filter((id) => isAsset(id) && !this.#fresh.has(id)).map((id) => this.#fetchAsset(id)));
@@ -485,7 +479,7 @@ class SyncRun {
         for (let i = 0; i < stamps.length; i++) {
           const { id, updatedAt, revision } = stamps[i]!.meta;
           members.push(id);
-          if (!sameStamps(entries, id, updatedAt, revision)) changed.push(id);
+          if (!entries.sameStamps(id, updatedAt, revision)) changed.push(id);
         }
         if (changed.length > 0 && !changedSince) {
           changedSince = fetchChangedSince();
@@ -544,7 +538,7 @@ class SyncRun {
   };
 
   #isAsset = (target: string, field: string, from: Node): boolean =>
-    this.#model[from.contentType]?.[field]?.kind === 'asset' || typeOf(this.#entries, target) === '_asset';
+    this.#model[from.contentType]?.[field]?.kind === 'asset' || this.#entries.typeOf(target) === '_asset';
 
   #drop(id: string): void {
     if (this.#put(id, undefined)) this.#linksChanged = true;
@@ -594,7 +588,7 @@ class SyncRun {
       const page = await this.#client.documents({ filters: [{ '*.meta.id': { in: chunk } }], fields: listing, limit: chunk.length });
       for (const stamp of page.data as unknown as { meta: { id: string; updatedAt?: string; revision?: number } }[]) {
         seen.add(stamp.meta.id);
-        if (!sameStamps(this.#entries, stamp.meta.id, stamp.meta.updatedAt, stamp.meta.revision)) changed.push(stamp.meta.id);
+        if (!this.#entries.sameStamps(stamp.meta.id, stamp.meta.updatedAt, stamp.meta.revision)) changed.push(stamp.meta.id);
       }
     }
     for (const id of ids) if (!seen.has(id)) this.#drop(id); // gone from the server
@@ -623,7 +617,7 @@ class SyncRun {
           const closure = this.#closure(source, states.get(source.key)!.members);
           // Every member was listed in this run: only the records it includes may need a look.
           for (const id of closure.included ?? closure.ids) {
-            if (!this.#checked.has(id) && !this.#fresh.has(id) && typeOf(this.#entries, id) !== '_asset' && !isListed(id)) unchecked.add(id);
+            if (!this.#checked.has(id) && !this.#fresh.has(id) && this.#entries.typeOf(id) !== '_asset' && !isListed(id)) unchecked.add(id);
           }
           for (const ref of closure.missing) {
             const list = missing.get(ref.id) ?? [];
@@ -669,7 +663,7 @@ class SyncRun {
    */
   #misshapen(sources: Source[], states: Map<string, { members: string[] }>): { incomplete: string[]; overcomplete: Map<Source, string[]> } {
     const masked = sources.filter((source) => source.options.fields !== undefined);
-    const partial = anyPartial(this.#entries);
+    const partial = this.#entries.anyPartial();
     const overcomplete = new Map<Source, string[]>();
     if (!partial && masked.length === 0) return { incomplete: [], overcomplete };
     const closureOf = (source: Source) => this.#closure(source, states.get(source.key)!.members).ids;
@@ -711,8 +705,8 @@ class SyncRun {
       }
       // Computed once, for the most include levels asked: a superset serves the sources with fewer.
       const levels = Math.max(includes, ...sourcesOf(this.#config).map((s) => (typeof s.options.includes === 'number' ? s.options.includes : 0)));
-      const isAsset = (id: string) => typeOf(entries, id) === '_asset' || this.#baselineEntry(id)?.t === '_asset';
-      this.#reach = { levels, affected: reachersOf(changed, levels, (targets, referrer) => eachReferrer(entries, targets, referrer), isAsset) };
+      const isAsset = (id: string) => entries.typeOf(id) === '_asset' || this.#baselineEntry(id)?.t === '_asset';
+      this.#reach = { levels, affected: reachersOf(changed, levels, (targets, referrer) => entries.eachReferrer(targets, referrer), isAsset) };
     }
     return { members: before.members, digests: before.digests, affected: this.#reach.affected };
   }
@@ -796,22 +790,22 @@ class SyncRun {
     }
     // The records are the run's, less what no source needs.
     const records = this.#entries;
+    if (!kept) for (const id of records.keys()) if (!needed.has(id)) this.#put(id, undefined);
+    const moved = await compactSegments(this.#dir, records, this.#writer);
+    for (const [id, entry] of moved) this.#put(id, entry);
+    await this.#writer.finish();
+    // What changed since the baseline: what the new index file holds, and (records moved as they were aside) the changeset.
+    const changed = this.#changedSinceBaseline();
     if (kept) {
       for (const id of this.#replaced) if (this.#baselineEntry(id)!.d !== records.get(id)!.d) changeset.records.updated.push(id);
     } else {
-      for (const id of records.keys()) if (!needed.has(id)) this.#put(id, undefined);
-      const { rows, removed } = this.#changedSinceBaseline();
-      for (const id of rows) {
+      for (const id of changed.rows) {
         const before = this.#baselineEntry(id);
         if (!before) changeset.records.added.push(id);
         else if (before.d !== records.get(id)!.d) changeset.records.updated.push(id);
       }
-      changeset.records.removed.push(...removed);
+      changeset.records.removed.push(...changed.removed);
     }
-
-    const moved = await compactSegments(this.#dir, records, this.#writer);
-    for (const [id, entry] of moved) this.#put(id, entry);
-    await this.#writer.finish();
     const manifest: Manifest = {
       format: cacheFormat,
       fingerprint: this.#fingerprint,
@@ -826,7 +820,7 @@ class SyncRun {
       dangling,
       etags: this.#etags.entries,
     };
-    await commitManifest(this.#dir, manifest, this.#baseline && { manifest: this.#baseline, ...this.#changedSinceBaseline() });
+    await commitManifest(this.#dir, manifest, this.#baseline && { manifest: this.#baseline, ...changed });
     this.#originals.clear(); // committed: nothing to roll back
     this.#stats.ms = Date.now() - this.#started;
     const result: SyncResult = {
