@@ -205,7 +205,7 @@ class SyncRun {
   /** The committed cache the changeset compares with. */
   readonly #baseline: Manifest | undefined;
   /** Ids to fetch again whatever their stamps say. */
-  readonly #refetch: readonly string[];
+  readonly #refetch: ReadonlySet<string>;
   readonly #fingerprint: string;
   readonly #logger: SyncLogger;
   readonly #warn: (message: string) => void;
@@ -239,7 +239,7 @@ class SyncRun {
   readonly #started = Date.now();
 
   constructor(config: SyncConfig, dir: string, previous: Manifest | undefined, baseline: Manifest | undefined, fingerprint: string, logger: SyncLogger, warn: (m: string) => void, refetch: readonly string[] = []) {
-    this.#refetch = refetch;
+    this.#refetch = new Set(refetch);
     this.#config = config;
     this.#dir = dir;
     this.#previous = previous;
@@ -337,7 +337,7 @@ class SyncRun {
 
     // A webhook may name records whose stamps did not move (a snapshot edited by hand), or an asset
     // no document fetched in this run embeds: fetch them anyway (assets one by one, as the API has it).
-    const hinted = this.#refetch.filter((id) => this.#entries.has(id) && !this.#fresh.has(id));
+    const hinted = [...this.#refetch].filter((id) => this.#entries.has(id) && !this.#fresh.has(id));
     const isAsset = (id: string) => this.#entries.typeOf(id) === '_asset';
     if (hinted.some((id) => !isAsset(id))) await this.#fetchByIds(hinted.filter((id) => !isAsset(id)));
     // (An asset a refetched document embeds came with it.)
@@ -379,8 +379,9 @@ class SyncRun {
       await this.#writer.flushIfFull();
     }
     for (const child of embedded) {
-      // An asset embedded again in this run, with the stamps of the version taken before, is that version.
-      if (this.#fresh.has(child.meta.id) && this.#sameStamps(child)) continue;
+      // An asset embedded with the stamps of the version cached or taken before is that version (as an
+      // included record is), unless a hint names it and this run has not taken it yet.
+      if (this.#sameStamps(child) && (this.#fresh.has(child.meta.id) || !this.#refetch.has(child.meta.id))) continue;
       await this.#accept(child, false);
     }
   }
