@@ -669,6 +669,47 @@ describe('the cache manifest', () => {
     expect(new Map([...other].sort())).toEqual(new Map([...plain].sort()));
   });
 
+  it('compares listed stamps in the order of the rows, and sums what each segment holds, as the entries would', async () => {
+    const { server } = await serve();
+    const dir = await tempDir();
+    const result = await sync(configFor(server.url, dir), recorder());
+    const read = async () => (await readManifest(dir))!.records;
+    const plain = new Map(await read());
+    // A full index lists the sources' members first, in the order listed.
+    const members = [...new Set(Object.values(result.manifest.sources).flatMap((state) => state.members))];
+    expect([...(await read()).keys()].slice(0, members.length)).toEqual(members);
+
+    const ids = [...plain.keys()];
+    const orders = [ids, [...ids].reverse(), [ids[2]!, 'unknown', ...ids.slice(0, 2), ...ids.slice(4)]];
+    const table = await read();
+    table.get(ids[1]!); // made an entry
+    const changed = { ...plain.get(ids[3]!)!, r: 99 };
+    table.set(ids[3]!, changed); // replaced: its row no longer holds
+    plain.set(ids[3]!, changed);
+    table.delete(ids[5]!);
+    plain.delete(ids[5]!);
+    for (const order of orders) {
+      for (const bump of [0, 1]) {
+        const same = table.sameStampsInOrder();
+        for (const id of order) {
+          const entry = plain.get(id);
+          expect(same(id, entry?.u, (entry?.r ?? 0) + bump), `${id} +${bump}`).toBe(entry !== undefined && bump === 0);
+        }
+      }
+    }
+
+    const useOf = (entries: Map<string, RecordEntry>) => {
+      const use = new Map<string, { count: number; bytes: number; end: number }>();
+      for (const { s, o, l } of entries.values()) {
+        const known = use.get(s) ?? { count: 0, bytes: 0, end: 0 };
+        use.set(s, { count: known.count + 1, bytes: known.bytes + l + 1, end: Math.max(known.end, o + l) });
+      }
+      return use;
+    };
+    expect(table.segmentUse()).toEqual(useOf(plain));
+    expect((await read()).segmentUse()).toEqual(useOf(new Map(await read())));
+  });
+
   it('reads later index files over earlier ones: their rows replace, their removed ids remove', async () => {
     const served = await serve();
     const dir = await tempDir();

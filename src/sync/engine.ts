@@ -473,14 +473,14 @@ class SyncRun {
     };
     const members: string[] = [];
     const changed: string[] = [];
-    const entries = this.#entries;
+    const sameStamps = this.#entries.sameStampsInOrder();
     try {
       for await (const page of this.#client.pages(this.#listSource(source), { ...selection, fields: listing, pageSize: this.#config.pageSize })) {
         const stamps = page.data as unknown as { meta: { id: string; updatedAt?: string; revision?: number } }[];
         for (let i = 0; i < stamps.length; i++) {
           const { id, updatedAt, revision } = stamps[i]!.meta;
           members.push(id);
-          if (!entries.sameStamps(id, updatedAt, revision)) changed.push(id);
+          if (!sameStamps(id, updatedAt, revision)) changed.push(id);
         }
         if (changed.length > 0 && !changedSince) {
           changedSince = fetchChangedSince();
