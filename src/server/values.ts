@@ -97,7 +97,12 @@ export function column(repository: PreparedRepository, source: ValueSource, loca
   return repository.memoize(`column:${source.scope}.${source.name}:${view}`, () =>
     repository.documents.map((record) => {
       if (source.scope === 'meta') {
-        return normalizeStored(record.meta[source.name as MetaName], metaKind(source.name)!);
+        const value = record.meta[source.name as MetaName];
+        // Dates and ids a prepared record has parsed already (a new snapshot's first "changed since" scans them all).
+        if (typeof value === 'string' && (source.name === 'updatedAt' || source.name === 'createdAt' || source.name === 'id')) {
+          return source.name === 'id' ? record.idBig : source.name === 'updatedAt' ? record.updatedAt : record.createdAt;
+        }
+        return normalizeStored(value, metaKind(source.name)!);
       }
       const field = record.type.fields.get(source.name);
       const kind = field && kindOf(field.type);
