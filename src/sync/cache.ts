@@ -204,11 +204,13 @@ function decodeIndex(json: unknown, file: string, records: RecordTable): number 
   if (updatedAt.length > ids.length || !updatedAt.every(isString)) throw damaged(file, 'updatedAt');
   if (digests.length !== updatedAt.length || !digests.every(isString)) throw damaged(file, 'digests');
   if (updatedAt.length > maxRows) throw damaged(file, 'rows');
-  const columns: IndexColumns = { segments, types, fields, ids: ids as string[], updatedAt: updatedAt as string[], digests: digests as string[], rows: rows as number[], starts: new Int32Array(updatedAt.length), live: new Uint8Array(updatedAt.length).fill(1) };
+  if (types.length > 0xffff) throw damaged(file, 'types'); // (a row's type is kept as 16 bits)
+  const columns: IndexColumns = { segments, types, fields, ids: ids as string[], updatedAt: updatedAt as string[], digests: digests as string[], rows: rows as number[], starts: new Int32Array(updatedAt.length), typeOfRow: new Uint16Array(updatedAt.length), live: new Uint8Array(updatedAt.length).fill(1) };
   let at = 0;
   for (let row = 0; row < updatedAt.length; row++) {
     if (!soundRow(rows, at, columns)) throw damaged(file, `rows.${at}`);
     columns.starts[row] = at;
+    columns.typeOfRow[row] = rows[at + 4] as number;
     at += rowHead + 2 * (rows[at + 6] as number);
   }
   if (at !== rows.length) throw damaged(file, `rows.${at}`);
@@ -266,6 +268,8 @@ interface IndexColumns {
   digests: string[];
   rows: number[];
   starts: Int32Array;
+  /** Each row's content type (its number in `types`), kept apart so that looking it up reads one small array. */
+  typeOfRow: Uint16Array;
   /** 1 for a row that is still its id's record: not replaced by a later file, removed, or made an entry. */
   live: Uint8Array;
 }
@@ -402,7 +406,7 @@ export class RecordTable extends Map<string, RecordEntry> {
     const row = this.#rows.get(id);
     if (row === undefined) return super.get(id)?.t;
     const columns = this.#files[row & fileMask]!;
-    return columns.types[columns.rows[columns.starts[row >>> fileBits]! + 4]!];
+    return columns.types[columns.typeOfRow[row >>> fileBits]!];
   }
 
   /** Whether any record is partial. */
