@@ -533,6 +533,23 @@ describe('a field mask on a source', () => {
     expect(Object.keys((await incremental.reader.get('1001'))!.fields)).toEqual(['title']);
   });
 
+  it('fetches whole the records a masked source left partial once another source needs them, as a fresh sync does', async () => {
+    const served = await serve();
+    const dir = await tempDir();
+    await sync(configFor(served.server.url, dir, { collections: { featured: masked }, aliases: [], queries: {} }), recorder());
+    // Read back, the partial flags are in the rows.
+    const table = (await readManifest(dir))!.records;
+    expect(table.anyPartial()).toBe(true);
+    for (const id of ['1001', '1003']) table.set(id, { ...table.get(id)!, p: undefined });
+    expect(table.anyPartial()).toBe(false);
+
+    const options = { collections: { featured: masked, articles: {} }, aliases: [], queries: {} };
+    const incremental = await sync(configFor(served.server.url, dir, options), recorder());
+    const fresh = await sync({ ...configFor(served.server.url, await tempDir(), options), mode: 'fresh' }, recorder());
+    expect(await recordsOf(incremental)).toEqual(await recordsOf(fresh));
+    expect((await incremental.reader.get('1001'))!.fields.rating).toBeDefined();
+  });
+
   it('keeps only the masked fields of records no other source needs', async () => {
     const { server } = await serve();
     const result = await sync(configFor(server.url, await tempDir(), { collections: { featured: masked }, aliases: [], queries: {} }), recorder());

@@ -205,12 +205,13 @@ function decodeIndex(json: unknown, file: string, records: RecordTable): number 
   if (digests.length !== updatedAt.length || !digests.every(isString)) throw damaged(file, 'digests');
   if (updatedAt.length > maxRows) throw damaged(file, 'rows');
   if (types.length > 0xffff) throw damaged(file, 'types'); // (a row's type is kept as 16 bits)
-  const columns: IndexColumns = { segments, types, fields, ids: ids as string[], updatedAt: updatedAt as string[], digests: digests as string[], rows: rows as number[], starts: new Int32Array(updatedAt.length), typeOfRow: new Uint16Array(updatedAt.length), live: new Uint8Array(updatedAt.length).fill(1) };
+  const columns: IndexColumns = { segments, types, fields, ids: ids as string[], updatedAt: updatedAt as string[], digests: digests as string[], rows: rows as number[], starts: new Int32Array(updatedAt.length), typeOfRow: new Uint16Array(updatedAt.length), partialRows: 0, live: new Uint8Array(updatedAt.length).fill(1) };
   let at = 0;
   for (let row = 0; row < updatedAt.length; row++) {
     if (!soundRow(rows, at, columns)) throw damaged(file, `rows.${at}`);
     columns.starts[row] = at;
     columns.typeOfRow[row] = rows[at + 4] as number;
+    if (rows[at + 5] === 1) columns.partialRows++;
     at += rowHead + 2 * (rows[at + 6] as number);
   }
   if (at !== rows.length) throw damaged(file, `rows.${at}`);
@@ -270,6 +271,8 @@ interface IndexColumns {
   starts: Int32Array;
   /** Each row's content type (its number in `types`), kept apart so that looking it up reads one small array. */
   typeOfRow: Uint16Array;
+  /** How many rows are partial (most caches have none). */
+  partialRows: number;
   /** 1 for a row that is still its id's record: not replaced by a later file, removed, or made an entry. */
   live: Uint8Array;
 }
@@ -412,9 +415,9 @@ export class RecordTable extends Map<string, RecordEntry> {
   /** Whether any record is partial. */
   anyPartial(): boolean {
     for (const entry of super.values()) if (entry.p) return true;
-    for (const row of this.#rows.values()) {
-      const columns = this.#files[row & fileMask]!;
-      if (columns.rows[columns.starts[row >>> fileBits]! + 5] === 1) return true;
+    for (const { partialRows, rows, starts, live } of this.#files) {
+      if (partialRows === 0) continue;
+      for (let row = 0; row < live.length; row++) if (live[row] === 1 && rows[starts[row]! + 5] === 1) return true;
     }
     return false;
   }
