@@ -385,22 +385,47 @@ export class RecordTable extends Map<string, RecordEntry> {
   }
 
   /**
-   * `sameStamps` for the members of a listing, asked in the order listed: while they come in the
-   * order of the first index file's rows (`encodeIndex` writes a full index in the order of the
-   * sources' members), each is compared with the next row instead of being looked up, which
-   * reads memory in order rather than all over 100,000 entries.
+   * `sameStamps` for the members of a listing, asked in the order listed: the id when the record
+   * has these stamps (the table's own string of it when read from a row, so that member lists share
+   * one string per id), else undefined. While the ids come in the order of the first index file's
+   * rows (`encodeIndex` writes a full index in the order of the sources' members), each is
+   * compared with the next row instead of being looked up, which reads memory in order rather
+   * than all over 100,000 entries.
    */
-  sameStampsInOrder(): (id: string, updatedAt: string | undefined, revision: number | undefined) => boolean {
+  sameStampsInOrder(): (id: string, updatedAt: string | undefined, revision: number | undefined) => string | undefined {
     const first = this.#files[0];
-    let next = 0;
+    const next = this.#inOrder(first);
     return (id, updatedAt, revision) => {
-      if (first !== undefined && first.live[next] === 1 && first.ids[next] === id) {
-        const at = next++;
-        return first.updatedAt[at] === updatedAt && first.rows[first.starts[at]! + 3] === revision;
+      const at = next(id);
+      if (at === undefined) return this.sameStamps(id, updatedAt, revision) ? id : undefined;
+      return first!.updatedAt[at] === updatedAt && first!.rows[first!.starts[at]! + 3] === revision ? first!.ids[at] : undefined;
+    };
+  }
+
+  /** Puts in `ids`, in place, the table's own string of each id its first index file holds in that order (see `sameStampsInOrder`). */
+  shareIds(ids: string[]): void {
+    const first = this.#files[0];
+    const next = this.#inOrder(first);
+    for (let i = 0; i < ids.length; i++) {
+      const at = next(ids[i]!);
+      if (at !== undefined) ids[i] = first!.ids[at]!;
+    }
+  }
+
+  /**
+   * For ids asked in turn, the row of `first` (the first index file) that holds each, live
+   * (undefined when none does): the row after the last one found, else (one lookup) wherever it is.
+   */
+  #inOrder(first: IndexColumns | undefined): (id: string) => number | undefined {
+    let next = 0;
+    return (id) => {
+      if (first === undefined) return undefined;
+      if (first.live[next] !== 1 || first.ids[next] !== id) {
+        const row = this.#rows.get(id);
+        if (row === undefined || (row & fileMask) !== 0) return undefined;
+        next = row >>> fileBits;
       }
-      const row = this.#rows.get(id);
-      if (row !== undefined && (row & fileMask) === 0) next = (row >>> fileBits) + 1; // further on in the first file
-      return this.sameStamps(id, updatedAt, revision);
+      return next++;
     };
   }
 
@@ -563,6 +588,11 @@ export async function readManifest(dir: string, { checkMembers = true }: { check
   for (const [i, name] of index.entries()) {
     const count = decodeIndex(await readJson(dir, name), join(dir, name), manifest.records);
     if (i > 0) laterRows += count;
+  }
+  // One string per id: the member lists take the index's (comparisons of the same string are instant).
+  for (const state of Object.values(manifest.sources)) {
+    manifest.records.shareIds(state.members);
+    state.closure = state.members.concat(state.included);
   }
   stored.set(manifest, { index, laterRows });
   for (const [key, state] of Object.entries(manifest.sources)) {

@@ -479,8 +479,9 @@ class SyncRun {
         const stamps = page.data as unknown as { meta: { id: string; updatedAt?: string; revision?: number } }[];
         for (let i = 0; i < stamps.length; i++) {
           const { id, updatedAt, revision } = stamps[i]!.meta;
-          members.push(id);
-          if (!sameStamps(id, updatedAt, revision)) changed.push(id);
+          const same = sameStamps(id, updatedAt, revision);
+          members.push(same ?? id);
+          if (same === undefined) changed.push(id);
         }
         if (changed.length > 0 && !changedSince) {
           changedSince = fetchChangedSince();
