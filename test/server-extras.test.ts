@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectionMembers } from '../src/server/answer.ts';
+import { collectionMembers, listBody } from '../src/server/answer.ts';
+import { parseMask } from '../src/server/mask.ts';
+import type { RequestOptions } from '../src/server/options.ts';
 import { type ReadApiServer, type ReloadEvent, SnapshotError, startServer } from '../src/server/index.ts';
 import { type PreparedRecord, PreparedRepository } from '../src/server/repository.ts';
 import { parseSnapshot } from '../src/server/snapshot.ts';
@@ -330,6 +332,40 @@ describe('replaceSnapshot swaps a repository in, as a reload would', () => {
     expect((await ids('/tiny/collections/goodNews?locale=en_US')).sort()).toEqual(['100', '102']);
     await server.replaceSnapshot(raw);
     expect(await ids('/tiny/collections/goodNews?locale=en_US')).toEqual(['100']);
+  });
+
+  it('serves id listings from JSON made once per snapshot and mask, made again for the next snapshot before it goes live', async () => {
+    const listing = 'fields=meta(id,updatedAt,revision)&limit=1000';
+    const data = async (query: string) => (await getJson(server, `/tiny/documents?${query}`)).body.data;
+    await server.replaceSnapshot(tiny());
+    const first = await data(listing);
+    expect(first.length).toBeGreaterThan(3);
+    // As any other masked answer makes it (with includes, the answer takes the general path).
+    expect(await data(`${listing}&includes=1`)).toEqual(first);
+    expect(await data('fields=meta(revision),meta/id,meta/updatedAt&limit=1000')).toEqual(first);
+    const stamps = new Map<string, { updatedAt: string; revision: number }>(tiny().documents.map((d: any) => [d.meta.id, { updatedAt: d.meta.updatedAt, revision: d.meta.revision }]));
+    for (const { meta } of first) expect(meta).toEqual({ id: meta.id, ...stamps.get(meta.id) });
+
+    // The next snapshot's listing has the new stamps, and was made before any request asked for it.
+    const raw = tiny();
+    Object.assign(raw.documents[1].meta, { updatedAt: '2031-01-01T00:00:00.000Z', revision: 9 });
+    const before = new PreparedRepository(parseSnapshot(tiny(), 'tiny.json'), 'http://localhost');
+    const options = { locale: 'en_US', limit: 1000, offset: 0, embedAssets: false, mask: parseMask('meta(id,updatedAt,revision)') } as RequestOptions;
+    listBody(before, before.defaultOrder, options);
+    const after = new PreparedRepository(parseSnapshot(raw, 'tiny.json'), 'http://localhost');
+    after.warmLike(before);
+    const made = after.memo.get('listing:meta(id,updatedAt,revision)')!.value as string[];
+    expect(after.documents.map((record) => JSON.parse(made[record.index]!))).toEqual(after.documents.map((record) => ({ meta: { id: record.id, updatedAt: record.meta.updatedAt, revision: record.meta.revision } })));
+    await server.replaceSnapshot(raw);
+    expect((await data(listing)).find((d: any) => d.meta.id === raw.documents[1].meta.id).meta).toMatchObject({ updatedAt: '2031-01-01T00:00:00.000Z', revision: 9 });
+
+    // Past a few masks, listings are answered all the same, without being kept.
+    const masks = ['meta(id)', 'meta(updatedAt)', 'meta(revision)', 'meta(id,revision)', 'meta(id,createdAt)', 'meta(tags)'];
+    for (const mask of masks) {
+      const keys = mask.slice('meta('.length, -1).split(',');
+      const metaOf = (id: string) => raw.documents.find((d: any) => d.meta.id === id).meta;
+      expect(await data(`fields=${mask}&limit=1000`)).toEqual(first.map(({ meta }: any) => ({ meta: Object.fromEntries(keys.map((k) => [k, metaOf(meta.id)[k]])) })));
+    }
   });
 
   it('refuses a broken snapshot and keeps the current one', async () => {

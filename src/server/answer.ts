@@ -1,7 +1,7 @@
 import { ApiError } from './errors.ts';
 import { compileFilters } from './filters.ts';
 import { collectIncludes } from './includes.ts';
-import { applyMask } from './mask.ts';
+import { applyMask, type Mask, maskText } from './mask.ts';
 import type { RequestOptions } from './options.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
 import type { CollectionDefinition } from './snapshot.ts';
@@ -124,8 +124,16 @@ export function listBody(repository: PreparedRepository, base: PreparedRecord[],
   const groups = includeGroups(repository, page, options);
   const { mask } = options;
   if (mask) {
-    // A mask that keeps no fields (an id listing) needs no field values worked out.
-    const object = mask.has('fields') || mask.has('*') ? (record: PreparedRecord) => recordObject(repository, record, options) : (record: PreparedRecord) => ({ meta: record.meta });
+    const keepsFields = mask.has('fields') || mask.has('*');
+    if (!keepsFields && !groups) {
+      // An id listing: each record's masked meta is serialised once per snapshot and mask, and spliced in.
+      const text = maskText(mask);
+      const json = maskedMetas(repository, mask, text) ?? [];
+      const data = page.map((record) => (json[record.index] ??= maskedMeta(record, mask))).join(',');
+      return { json: [Buffer.from(`{"status":200,"meta":${JSON.stringify(meta)},"data":[${data}]}`)], identity: identity(`list ${text}`, options, meta, page, undefined) };
+    }
+    // A mask that keeps no fields needs no field values worked out.
+    const object = keepsFields ? (record: PreparedRecord) => recordObject(repository, record, options) : (record: PreparedRecord) => ({ meta: record.meta });
     const data = page.map((record) => applyMask(object(record), mask));
     const includes = groups && (applyMask({ includes: includesObject(repository, groups, options) }, mask) as { includes?: unknown }).includes;
     return { json: JSON.stringify({ status: 200, meta, data, ...(includes !== undefined ? { includes } : {}) }) };
@@ -139,6 +147,28 @@ export function listBody(repository: PreparedRepository, base: PreparedRecord[],
   }
   parts.push(Buffer.from('}'));
   return { json: parts, identity: identity('list', options, meta, page, groups) };
+}
+
+function maskedMeta(record: PreparedRecord, mask: Mask): string {
+  return JSON.stringify(applyMask({ meta: record.meta }, mask));
+}
+
+/** Masks whose id listings `maskedMetas` keeps, per snapshot. */
+const maxListingMasks = 4;
+
+/**
+ * Each document's `{ meta }` under a mask that keeps no field (an id listing), as JSON, by
+ * `record.index`: filled as pages are asked for, memoised per snapshot and mask for the first
+ * few masks, and made whole for the next snapshot on a reload, so the listing a sync starts
+ * right after a change costs no more than the one before. Undefined past those masks.
+ */
+function maskedMetas(repository: PreparedRepository, mask: Mask, text: string): (string | undefined)[] | undefined {
+  const key = `listing:${text}`;
+  if (!repository.memo.has(key) && [...repository.memo.keys()].filter((k) => k.startsWith('listing:')).length >= maxListingMasks) return undefined;
+  return repository.memoize(key, () => new Array<string | undefined>(repository.documents.length), (next) => {
+    const json = maskedMetas(next, mask, text);
+    if (json) for (const record of next.documents) json[record.index] ??= maskedMeta(record, mask);
+  });
 }
 
 /** The JSON body of a single document or asset answer. */
