@@ -365,7 +365,9 @@ describe('replaceSnapshot swaps a repository in, as a reload would', () => {
       const keys = mask.slice('meta('.length, -1).split(',');
       const metaOf = (id: string) => raw.documents.find((d: any) => d.meta.id === id).meta;
       expect(await data(`fields=${mask}&limit=1000`)).toEqual(first.map(({ meta }: any) => ({ meta: Object.fromEntries(keys.map((k) => [k, metaOf(meta.id)[k]])) })));
+      listBody(after, after.defaultOrder, { ...options, mask: parseMask(mask) });
     }
+    expect([...after.memo.keys()].filter((key) => key.startsWith('listing:'))).toEqual(['listing:meta(id,updatedAt,revision)', 'listing:meta(id)', 'listing:meta(updatedAt)', 'listing:meta(revision)']);
   });
 
   it('refuses a broken snapshot and keeps the current one', async () => {
