@@ -42,6 +42,9 @@ interface Case {
   targetMs?: number;
 }
 
+/** Parts of the generated titles' words, in any case, for `like` patterns. */
+const likeWords = ['an', 'ER', 'the', 'Stad', 'ing', 'ON', 'light', 'x'];
+
 function casesFor(ids: string[]): Case[] {
   const twoFilters = (threshold: string, offset: number) =>
     `/v1/bench/documents?filters[0][article.fields.readingTime][greaterThanEqual]=${threshold}` +
@@ -57,6 +60,15 @@ function casesFor(ids: string[]): Case[] {
       // Every request a filter value never seen before: nothing can be reused from earlier answers.
       name: "(a') the same, every filter new",
       paths: Array.from({ length: 3000 }, (_, i) => twoFilters((3 + i / 10_000).toFixed(4), (i % 5) * 25)),
+      requests: 2500,
+    },
+    {
+      // Every request a pattern never seen before, so each is matched against every document.
+      name: '(d) 25 documents, like %word% + sort',
+      paths: Array.from({ length: 3000 }, (_, i) =>
+        `/v1/bench/documents?filters[0][article.fields.title][like]=${encodeURIComponent(`%${likeWords[i % likeWords.length]}%`)}` +
+        `&filters[1][article.fields.readingTime][greaterThanEqual]=${(i / 1000).toFixed(3)}&sorting[fields.publishedAt]=desc&limit=25`,
+      ),
       requests: 2500,
     },
     {

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mulberry32 } from '../bench/generate.ts';
 import { compileFilters } from '../src/server/filters.ts';
+import { compileLike, foldCase } from '../src/server/like.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { PreparedRepository } from '../src/server/repository.ts';
 import { parseSnapshot } from '../src/server/snapshot.ts';
@@ -228,6 +230,39 @@ describe('like and notLike match a whole value case-insensitively, % standing fo
   it('negates with notLike', async () => {
     // "Editor" has no "a"; author 201 has no title at all.
     expect(await matching(where({ '*.fields.title': { notLike: '%a%' } }))).toEqual(['200', '201']);
+  });
+
+  it('takes any number of %, side by side or apart, and answers at once', async () => {
+    expect(await matching(where({ '*.fields.title': { like: '%%%%%%%%%%%%%%x' } }))).toEqual([]);
+    expect(await matching(where({ '*.fields.title': { like: '%%%%%%%%%%%%%%s' } }))).toEqual(['101']);
+    expect(await matching(where({ '*.fields.title': { like: 'c%h%e%r%r%y%' } }))).toEqual(['102']);
+    expect(await matching(where({ '*.fields.title': { like: '%'.repeat(5000) } }))).toEqual(['100', '101', '102', '103', '200']);
+    expect(await matching(where({ '*.fields.text': { like: `${'%a'.repeat(2000)}%` } }))).toEqual([]);
+  });
+
+  it('folds the case of letters beyond ASCII too', async () => {
+    expect(await matching(where({ '*.fields.title': { like: 'éCLAIRS AND MORE' } }))).toEqual(['103']);
+    expect(await matching({ locale: 'de_DE', ...where({ '*.fields.title': { like: 'APFELERNTE' } }) })).toEqual(['100']);
+    expect(await matching(where({ '*.fields.text': { like: '%CRISP%' } }))).toEqual(['100']);
+  });
+});
+
+describe('the like matcher agrees with the regular expression it replaces (seeded)', () => {
+  /** The old matcher: backtracking, fine on inputs this small. */
+  const reference = (pattern: string) => new RegExp(`^${pattern.split('%').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[\\s\\S]*')}$`, 'iu');
+  const alphabet = ['a', 'b', 'A', 'B', '%', '.', '*', '\n', 'ä', 'Ä', 'σ', 'Σ', 'ς', 'ß', '€', '😀'];
+
+  it('on 20,000 random patterns and values', () => {
+    const random = mulberry32(7);
+    const word = (length: number, pool: string[]) => Array.from({ length }, () => pool[Math.floor(random() * pool.length)]).join('');
+    const disagreements: string[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const pattern = word(Math.floor(random() * 7), alphabet);
+      const value = word(Math.floor(random() * 9), alphabet.filter((c) => c !== '%'));
+      const expected = reference(pattern).test(value);
+      if (compileLike(pattern)(foldCase(value)) !== expected) disagreements.push(`${JSON.stringify(pattern)} on ${JSON.stringify(value)}: expected ${expected}`);
+    }
+    expect(disagreements.slice(0, 10)).toEqual([]);
   });
 });
 

@@ -1,9 +1,13 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateSnapshot, mulberry32 } from '../bench/generate.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
-import { startTiny, tinyKey } from './helpers/server.ts';
+import { type ServeProcess, serveProcess, startProbe } from './helpers/cli.ts';
+import { fixture, startTiny, tinyKey } from './helpers/server.ts';
 
 /**
  * Spec §9: "No input, however malformed, produces a 5xx or stops the server." Seeded generators
@@ -208,8 +212,8 @@ let server: ReadApiServer;
 let pool: Pool;
 let sent = 0;
 
-async function send(c: Case): Promise<Answer> {
-  const { statusCode, headers, body } = await pool.request({
+async function send(c: Case, to: Pool = pool): Promise<Answer> {
+  const { statusCode, headers, body } = await to.request({
     path: c.path,
     method: (c.method ?? 'GET') as 'GET',
     headers: c.headers ?? {},
@@ -266,15 +270,15 @@ function problems(c: Case, answer: Answer): string[] {
   return out;
 }
 
-/** Sends the cases, eight at a time, and returns the failures, each with its label. */
-async function run(cases: Case[]): Promise<string[]> {
+/** Sends the cases, eight at a time (to the in-process server unless told), and returns the failures, each with its label. */
+async function run(cases: Case[], to: Pool = pool): Promise<string[]> {
   const failures: string[] = [];
   let next = 0;
   const worker = async () => {
     while (next < cases.length) {
       const c = cases[next++]!;
       try {
-        const found = problems(c, await send(c));
+        const found = problems(c, await send(c, to));
         if (found.length > 0) failures.push(`${c.label}\n    ${found.join('\n    ')}`);
       } catch (error) {
         failures.push(`${c.label}\n    request failed: ${(error as Error).message}`);
@@ -512,9 +516,10 @@ describe('bad JSON in query= and in POST bodies is a 400 (§3, §9)', () => {
   });
 
   it('answers 413 payload_too_large to a body over 1 MiB, declared or streamed', async () => {
-    const declared = await rawExchange(`POST /v1/tiny/documents HTTP/1.1\r\nHost: x\r\nAuthorization: ${tinyKey}\r\nContent-Length: 2000000\r\n\r\n{"limit":`);
+    // Asked to close, the server closes once its answer is written (without that, it reads the rest of the body first).
+    const declared = await rawExchange(`POST /v1/tiny/documents HTTP/1.1\r\nHost: x\r\nAuthorization: ${tinyKey}\r\nConnection: close\r\nContent-Length: 2000000\r\n\r\n{"limit":`);
     const chunk = `${'{"search":"'.padEnd(65_536, 'a')}`;
-    const chunked = [`POST /v1/tiny/documents HTTP/1.1\r\nHost: x\r\nAuthorization: ${tinyKey}\r\nTransfer-Encoding: chunked\r\n\r\n`];
+    const chunked = [`POST /v1/tiny/documents HTTP/1.1\r\nHost: x\r\nAuthorization: ${tinyKey}\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n`];
     for (let i = 0; i < 18; i++) chunked.push(`${(65_536).toString(16)}\r\n${chunk}\r\n`);
     const streamed = await rawExchange(`${chunked.join('')}0\r\n\r\n`);
     for (const answer of [declared, streamed]) {
@@ -788,6 +793,91 @@ describe("requests Node's HTTP parser refuses still get the spec's JSON error (�
       expect(JSON.parse(answer.body), raw.slice(0, 60)).toMatchObject({ status: 400, error: { code: 'bad_request' } });
     }
   });
+});
+
+describe('adversarial input is answered in time linear in its size, and holds up no other client (§9)', () => {
+  // A server of its own, and a probe of its own, each in a process of its own: in this process
+  // the probe would wait for this file's own work, and a blocked server would block the runner.
+  let folder: string;
+  let served: ServeProcess;
+  let attacker: Pool;
+  beforeAll(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'fuzz-adversarial-'));
+    await writeFile(join(folder, 'fuzz.json'), JSON.stringify(benchSnapshot));
+    served = await serveProcess({ paths: [fixture('tiny.json'), join(folder, 'fuzz.json')], flags: ['--quiet'] });
+    attacker = new Pool(served.origin, { connections: 2 });
+  });
+  afterAll(async () => {
+    await attacker?.close();
+    await served?.stop();
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  const percents = (n: number) => '%'.repeat(n);
+  const many = <T,>(n: number, make: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => make(i));
+
+  function casesFor(t: Target, richtext: string): Case[] {
+    const list = `/v1/${t.repo}/documents`;
+    const post = (label: string, options: object | string, expect: Case['expect'], status?: number): Case => ({
+      label: `POST ${list} ${label}`, method: 'POST', path: list, body: typeof options === 'string' ? options : JSON.stringify(options), headers: auth(t), expect,
+      ...(status ? { status } : {}),
+    });
+    const filter = (path: string, operator: string, value: unknown) => ({ filters: [{ [path]: { [operator]: value } }] });
+    const get = (label: string, query: string, expect: Case['expect'], status?: number): Case => ({
+      label: `GET ${list}?${label}`, path: `${list}?${query}`, headers: auth(t), expect, ...(status ? { status } : {}),
+    });
+    return [
+      // like: a pattern of many % against text that almost matches
+      get(`filters[0][*.fields.${richtext}][like]=%×14 x`, `filters[0][*.fields.${richtext}][like]=${encodeURIComponent(`${percents(14)}x`)}`, 'ok'),
+      get(`filters[0][*.fields.${t.text}][notLike]=%×30 x`, `filters[0][*.fields.${t.text}][notLike]=${encodeURIComponent(`${percents(30)}x`)}`, 'ok'),
+      post('like: 200,000 %', filter(`*.fields.${richtext}`, 'like', percents(200_000)), 'ok'),
+      post('like: 200,000 % and x', filter(`*.fields.${t.text}`, 'like', `${percents(200_000)}x`), 'ok'),
+      post('like: %a repeated 100,000 times', filter(`*.fields.${richtext}`, 'like', `${'%a'.repeat(100_000)}%`), 'ok'),
+      post('like: 300,000 a', filter(`*.fields.${t.text}`, 'like', 'a'.repeat(300_000)), 'ok'),
+      post('notLike on tags: %x% repeated', filter('*.meta.tags', 'notLike', '%x'.repeat(50_000)), 'ok'),
+      // numbers, dates, ids and locations as long as a body allows
+      post('a number of 300,000 digits and x', filter(`*.fields.${t.number}`, 'equal', `${'1'.repeat(300_000)}x`), 'error', 400),
+      post('a number of 300,000 digits', filter(`*.fields.${t.number}`, 'greaterThan', '1'.repeat(300_000)), 'either'),
+      post('a location of 300,000 digits', filter('*.fields.place', 'equal', `${'1'.repeat(300_000)}x,1`), 'error', 400),
+      post('a date of 300,000 characters', filter(`*.fields.${t.date}`, 'lessThan', `2024-01-01T${'1'.repeat(300_000)}`), 'error', 400),
+      post('an id of 300,000 digits', filter('*.meta.id', 'equal', '9'.repeat(300_000)), 'error', 400),
+      post('limit of 500,000 digits', { limit: '9'.repeat(500_000) }, 'either'),
+      post('includes of 500,000 spaces', { includes: `${' '.repeat(500_000)}1x` }, 'error', 400),
+      // long lists and many conditions
+      post('in: 10,000 texts', filter(`*.fields.${t.text}`, 'in', many(10_000, (i) => `title ${i}`)), 'ok'),
+      post('in: 100,000 texts', filter(`*.fields.${t.text}`, 'in', many(100_000, (i) => `t${i}`)), 'error', 400),
+      post('notIn: 10,000 numbers', filter(`*.fields.${t.number}`, 'notIn', many(10_000, (i) => i)), 'ok'),
+      post('includeTags: 1,000 tags', { includeTags: many(1_000, (i) => `tag ${i}`) }, 'ok'),
+      post('includeTags: 100,000 tags', { includeTags: many(100_000, (i) => `t${i}`) }, 'error', 400),
+      post('excludeTags: 100,000 tags', { excludeTags: many(100_000, (i) => `t${i}`).join(',') }, 'error', 400),
+      post('search: 100,000 words', { search: many(100_000, (i) => `w${i}`).join(' ') }, 'error', 400),
+      post('search: 100 words', { search: many(100, (i) => `w${i}`).join(' ') }, 'ok'),
+      post('search: one word of 500,000 characters', { search: 'a'.repeat(500_000) }, 'ok'),
+      post('filters: 100 conditions', { filters: many(100, (i) => ({ [`*.fields.${t.text}`]: { like: `%${i}%` } })) }, 'ok'),
+      post('filters: 20,000 conditions', { filters: many(20_000, (i) => ({ or: { [`*.fields.${t.text}`]: { like: `%${i}%` } } })) }, 'error', 400),
+      post('sorting: 32 fields no type has', { sorting: Object.fromEntries(many(32, (i) => [`fields.f${i}`, 'asc'])) }, 'ok'),
+      post('sorting: 20,000 fields no type has', { sorting: Object.fromEntries(many(20_000, (i) => [`fields.f${i}`, 'asc'])) }, 'error', 400),
+      post('fields: a mask of 500,000 characters', { fields: `fields(${'a,'.repeat(250_000)}b)` }, 'error', 400),
+      post('includes: 1,000 fields', { includes: Object.fromEntries(many(1_000, (i) => [`*.fields.f${i}`, 1])) }, 'ok'),
+      post('includes: 20,000 fields', { includes: Object.fromEntries(many(20_000, (i) => [`*.fields.f${i}`, 1])) }, 'error', 400),
+      // nesting as deep as a body allows
+      post('filters nested 100,000 levels', `{"filters":${'['.repeat(100_000)}1${']'.repeat(100_000)}}`, 'error', 400),
+    ];
+  }
+
+  it('answers each with a 200 or a 4xx while a GET of the repository keeps being answered within 100 ms', async () => {
+    const once = [...casesFor(tiny, 'text'), ...casesFor(generated, 'body')];
+    const cases = [...once, ...once, ...once]; // three rounds, to meet the probe at more moments
+    const probe = await startProbe(`${served.url}/tiny`, tinyKey);
+    let waits: number[];
+    try {
+      expect(await run(cases, attacker)).toEqual([]);
+    } finally {
+      waits = await probe.stop();
+    }
+    expect(waits.length).toBeGreaterThan(20);
+    expect(Math.max(...waits), `the slowest of ${waits.length} answers`).toBeLessThan(100);
+  }, 120_000);
 });
 
 describe('after all of that, the server still serves correctly (§9)', () => {

@@ -13,19 +13,22 @@ import { parseSorting, sortedDocuments, sortRecords } from './sorting.ts';
  * Without a mask, documents are spliced in as JSON serialised once per snapshot and locale.
  */
 
-function hasAnyTag(record: PreparedRecord, tags: string[]): boolean {
-  return record.meta.tags.some((tag) => tags.includes(tag));
+function hasAnyTag(record: PreparedRecord, tags: ReadonlySet<string>): boolean {
+  for (const tag of record.meta.tags) if (tags.has(tag)) return true;
+  return false;
 }
 
 /** The documents of a collection in its own order, for a locale; memoised per snapshot. */
 export function collectionMembers(repository: PreparedRepository, collection: CollectionDefinition, view: LocaleView): PreparedRecord[] {
   return repository.memoize(`collection:${collection.apiId}:${view}`, () => {
     const filters = collection.filters?.length ? compileFilters(repository, collection.filters, view) : undefined;
+    const includeTags = collection.includeTags?.length ? new Set(collection.includeTags) : undefined;
+    const excludeTags = collection.excludeTags?.length ? new Set(collection.excludeTags) : undefined;
     const members = repository.defaultOrder.filter(
       (record) =>
         (!collection.contentType || record.contentType === collection.contentType) &&
-        (!collection.includeTags?.length || hasAnyTag(record, collection.includeTags)) &&
-        (!collection.excludeTags?.length || !hasAnyTag(record, collection.excludeTags)) &&
+        (!includeTags || hasAnyTag(record, includeTags)) &&
+        (!excludeTags || !hasAnyTag(record, excludeTags)) &&
         (!filters || filters(record, view)),
     );
     return collection.sorting ? sortRecords(repository, members, parseSorting(repository, collection.sorting), view) : members;

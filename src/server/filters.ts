@@ -1,4 +1,5 @@
 import { badRequest, quote } from './errors.ts';
+import { compileLike, foldCase } from './like.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
 import {
   column,
@@ -6,6 +7,7 @@ import {
   type Comparable,
   isEmptyValue,
   type Kind,
+  kindFor,
   kindOf,
   metaKind,
   type Normalized,
@@ -24,6 +26,13 @@ export const operators = [
 ] as const;
 export type Operator = (typeof operators)[number];
 const operatorSet = new Set<string>(operators);
+
+/**
+ * Bounds on what one request may ask, so that no request holds the server up for the others
+ * (spec §9): the values of one `in` or `notIn` list, and the conditions of all filters.
+ */
+export const maxListValues = 10_000;
+export const maxConditions = 1_000;
 
 /**
  * A compiled filter. One that can only match documents of given ids (`*.meta.id` `in` or
@@ -68,7 +77,11 @@ function entriesOf(filters: unknown): unknown[] {
 /** Compiles `filters` into a predicate, or `undefined` when there are none. */
 export function compileFilters(repository: PreparedRepository, filters: unknown, locale: LocaleView): Predicate | undefined {
   const branches: Predicate[][] = [];
-  for (const entry of entriesOf(filters)) {
+  const tooMany = () => badRequest(`Too many filter conditions: at most ${maxConditions}; narrow the request with a collection or split it`);
+  const entries = entriesOf(filters);
+  if (entries.length > maxConditions) throw tooMany();
+  let conditions = 0;
+  for (const entry of entries) {
     if (!isPlainObject(entry)) throw badRequest(`Invalid filter ${quote(entry)}: expected an object such as {"*.fields.title":{"equal":"x"}}`);
     const keys = Object.keys(entry);
     let join: 'and' | 'or' = 'and';
@@ -82,6 +95,8 @@ export function compileFilters(repository: PreparedRepository, filters: unknown,
       throw badRequest(`Invalid filter ${quote(entry)}: "and"/"or" must be the only key of its entry`);
     }
     if (Object.keys(condition).length === 0) throw badRequest(`Invalid filter ${quote(entry)}: the condition is empty`);
+    for (const tests of Object.values(condition)) conditions += isPlainObject(tests) ? Object.keys(tests).length : 1;
+    if (conditions > maxConditions) throw tooMany();
     const predicate = compileCondition(repository, condition, locale);
     if (join === 'or' || branches.length === 0) branches.push([predicate]);
     else branches[branches.length - 1]!.push(predicate);
@@ -140,7 +155,7 @@ function compileTest(repository: PreparedRepository, source: FilterPath, operato
   const collator = repository.collator(locale);
   const matcherFor = (kind: Kind, type?: string): Matcher => ({
     kind,
-    test: makeTest(operator, kind, given, what, collator, source, type),
+    test: makeTest(repository, operator, kind, given, what, collator, source, type),
   });
 
   // One matcher per kind the name has across the content types in scope; relation and asset fields are refused.
@@ -205,13 +220,44 @@ function idIndex(repository: PreparedRepository): Map<bigint, PreparedRecord[]> 
 /** The values of an `in` or `notIn` filter (a list, or text separated by commas), read as `kind`. */
 function readList(given: unknown, kind: Kind, what: string): Comparable[] {
   const list = Array.isArray(given) ? given : typeof given === 'string' ? given.split(',') : [given];
+  if (list.length > maxListValues) throw badRequest(`Too many values for ${what}: ${list.length}, at most ${maxListValues}; split the request`);
   if (list.length === 0 || list.some((v) => v === null || typeof v === 'object')) {
     throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a list, such as ["a","b"] or a,b`);
   }
   return list.map((v) => readGiven(typeof v === 'string' && kind !== 'text' ? v.trim() : v, kind, what));
 }
 
+/**
+ * A test of membership in `values`, in time that does not grow with the list: kinds compared by
+ * plain equality look a value up in a set (locations by their text); text, compared by the
+ * locale's collation, is searched for in the list sorted once.
+ */
+function memberTest(values: Comparable[], kind: Kind, collator: Intl.Collator): (value: Comparable) => boolean {
+  if (kind === 'location') {
+    const keys = new Set(values.map((v) => (v as readonly number[]).join(',')));
+    return (value) => keys.has((value as readonly number[]).join(','));
+  }
+  if (kind !== 'text') {
+    const set = new Set(values);
+    return (value) => set.has(value);
+  }
+  const sorted = (values as string[]).slice().sort(collator.compare);
+  return (value) => {
+    let low = 0;
+    let high = sorted.length - 1;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      const order = collator.compare(sorted[middle]!, value as string);
+      if (order === 0) return true;
+      if (order < 0) low = middle + 1;
+      else high = middle - 1;
+    }
+    return false;
+  };
+}
+
 function makeTest(
+  repository: PreparedRepository,
   operator: Operator,
   kind: Kind,
   given: unknown,
@@ -232,18 +278,24 @@ function makeTest(
     }
     case 'in':
     case 'notIn': {
-      const values = readList(given, kind, what);
-      // Kinds whose comparison is plain equality look values up in a set (a list of ids can be long); text compares with a collator.
-      const exact = kind !== 'text' && kind !== 'location' ? new Set(values) : undefined;
-      const isIn = (value: Normalized) => anyOf(value, exact ? (v) => exact.has(v) : (v) => values.some((w) => cmp(v, w) === 0));
+      const isMember = memberTest(readList(given, kind, what), kind, collator);
+      const isIn = (value: Normalized) => anyOf(value, isMember);
       return operator === 'in' ? (value) => isIn(value) : (value) => !isIn(value);
     }
     case 'like':
     case 'notLike': {
       if (typeof given !== 'string' && typeof given !== 'number') throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a pattern such as abc%`);
-      const pattern = new RegExp(`^${String(given).split('%').map(escapeRegExp).join('[\\s\\S]*')}$`, 'iu');
-      const isLike: Test = (value, record, view) =>
-        value !== undefined && likeText(value, record, source, kind, view).some((text) => pattern.test(text));
+      const matches = compileLike(String(given));
+      // The texts of the view last asked for, held here: the test runs once per document.
+      let textsView: LocaleView | undefined;
+      let texts: (string[] | undefined)[] = [];
+      const isLike: Test = (_value, record, view) => {
+        if (view !== textsView) {
+          texts = likeTexts(repository, source, view);
+          textsView = view;
+        }
+        return texts[record.index]?.some(matches) ?? false;
+      };
       return operator === 'like' ? isLike : (value, record, view) => !isLike(value, record, view);
     }
     default: {
@@ -266,14 +318,23 @@ function rawValue(record: PreparedRecord, source: ValueSource, view: LocaleView)
   return source.scope === 'meta' ? record.meta[source.name as keyof PreparedRecord['meta']] : record.value(source.name, view);
 }
 
-/** The texts `like` matches against: strings as they are, numbers and ids in decimal, dates as stored. */
-function likeText(value: Normalized, record: PreparedRecord, source: ValueSource, kind: Kind, view: LocaleView): string[] {
-  if (kind === 'date') return [String(rawValue(record, source, view))];
-  if (kind === 'boolean') return [value ? 'true' : 'false'];
-  if (kind === 'location') return [(value as readonly number[]).join(',')];
-  return (Array.isArray(value) ? value : [value]).map(String);
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/**
+ * Each document's texts that `like` matches, folded for it, by record index: strings as they
+ * are, numbers and ids in decimal, dates as stored; undefined when the value is missing. Made
+ * on first use and kept for the snapshot, as the column it is made from.
+ */
+function likeTexts(repository: PreparedRepository, source: ValueSource, locale: LocaleView): (string[] | undefined)[] {
+  const view = source.scope === 'meta' ? '' : locale === 'all' ? repository.defaultLocale : locale;
+  return repository.memoize(`like:${source.scope}.${source.name}:${view}`, () => {
+    const values = column(repository, source, locale);
+    return repository.documents.map((record) => {
+      const value = values[record.index];
+      const kind = kindFor(record, source);
+      if (value === undefined || kind === undefined) return undefined;
+      if (kind === 'date') return [foldCase(String(rawValue(record, source, locale)))];
+      if (kind === 'boolean') return [value ? 'true' : 'false'];
+      if (kind === 'location') return [(value as readonly number[]).join(',')];
+      return (Array.isArray(value) ? value : [value]).map((v) => foldCase(String(v)));
+    });
+  }, (next) => likeTexts(next, source, locale));
 }

@@ -8,6 +8,8 @@ import type { LocaleView, PreparedRecord, PreparedRepository } from './repositor
  */
 
 export const maxIncludeDepth = 5;
+/** Fields named in one field map, at all its levels together: far beyond any content model (spec §9). */
+export const maxIncludeFields = 1_000;
 
 export interface IncludeNode {
   contentType: string; // '*' for any
@@ -25,19 +27,21 @@ export function parseIncludes(value: unknown): IncludePlan | undefined {
     }
     return level === 0 ? undefined : { level };
   }
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) return { fields: parseFieldMap(value as Record<string, unknown>, 1) };
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) return { fields: parseFieldMap(value as Record<string, unknown>, 1, { left: maxIncludeFields }) };
   throw badRequest(`Invalid includes ${quote(value)}: expected a level from 0 to ${maxIncludeDepth} or a field map`);
 }
 
-function parseFieldMap(map: Record<string, unknown>, depth: number): IncludeNode[] {
+function parseFieldMap(map: Record<string, unknown>, depth: number, budget: { left: number }): IncludeNode[] {
   if (depth > maxIncludeDepth) throw badRequest(`Invalid includes: nested deeper than ${maxIncludeDepth} levels`);
   const entries = Object.entries(map);
   if (entries.length === 0) throw badRequest('Invalid includes: an empty field map');
+  budget.left -= entries.length;
+  if (budget.left < 0) throw badRequest(`Invalid includes: more than ${maxIncludeFields} fields in the field map`);
   return entries.map(([path, child]) => {
     const match = /^([^.]+)\.fields\.([^.]+)$/.exec(path);
     if (!match) throw badRequest(`Malformed includes path ${quote(path)}: expected <contentType|*>.fields.<name>, such as *.fields.author`);
     let children: IncludeNode[] = [];
-    if (typeof child === 'object' && child !== null && !Array.isArray(child)) children = parseFieldMap(child as Record<string, unknown>, depth + 1);
+    if (typeof child === 'object' && child !== null && !Array.isArray(child)) children = parseFieldMap(child as Record<string, unknown>, depth + 1, budget);
     else if (!(child === 1 || child === '1' || child === true || child === 'true')) {
       throw badRequest(`Invalid includes value ${quote(child)} for ${quote(path)}: expected 1 or a nested field map`);
     }

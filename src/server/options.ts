@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import { badRequest, quote } from './errors.ts';
 import { compileFilters, type Predicate } from './filters.ts';
 import { type IncludePlan, parseIncludes } from './includes.ts';
@@ -14,10 +15,11 @@ export interface RequestOptions {
   includes?: IncludePlan;
   embedAssets: boolean;
   filters?: Predicate;
-  includeTags?: string[];
-  excludeTags?: string[];
+  includeTags?: ReadonlySet<string>;
+  excludeTags?: ReadonlySet<string>;
   sorting?: SortKey[];
   mask?: Mask;
+  /** The distinct terms of `search`, lower-cased. */
   search?: string[];
   /** Names what filters, tags, search, sorting and locale select, so lists can reuse a selection; absent when nothing is selected. */
   selectionKey?: string;
@@ -25,6 +27,12 @@ export interface RequestOptions {
 
 export const defaultLimit = 25;
 export const maxLimit = 1000;
+/**
+ * Every search term and every tag is looked for in every document: bounds far beyond any real
+ * use keep one request from holding the server up for the others (spec §9).
+ */
+export const maxSearchTerms = 100;
+export const maxTags = 1_000;
 
 const listOnly = ['limit', 'offset', 'filters', 'includeTags', 'excludeTags', 'sorting', 'search'] as const;
 const everywhere = ['locale', 'includes', 'embedAssets', 'fields'] as const;
@@ -73,12 +81,13 @@ function readBoolean(value: unknown, name: string): boolean {
   throw badRequest(`Invalid ${name} ${quote(value)}: expected true, false, 1 or 0`);
 }
 
-function readTags(value: unknown, name: string): string[] {
+function readTags(value: unknown, name: string): Set<string> {
   const list = typeof value === 'string' ? value.split(',') : Array.isArray(value) ? value : undefined;
+  if (list && list.length > maxTags) throw badRequest(`Invalid ${name}: ${list.length} tags, at most ${maxTags}`);
   if (!list || list.some((tag) => typeof tag !== 'string')) {
     throw badRequest(`Invalid ${name} ${quote(value)}: expected tags as a,b or a JSON array of strings`);
   }
-  return (list as string[]).map((tag) => tag.trim()).filter((tag) => tag !== '');
+  return new Set((list as string[]).map((tag) => tag.trim()).filter((tag) => tag !== ''));
 }
 
 export function readLocale(repository: PreparedRepository, value: unknown): LocaleView {
@@ -117,12 +126,16 @@ export function readOptions(repository: PreparedRepository, merged: Map<OptionNa
   if (has('search')) {
     const search = get('search');
     if (typeof search !== 'string' && typeof search !== 'number') throw badRequest(`Invalid search ${quote(search)}: expected text`);
-    const terms = String(search).toLowerCase().split(/\s+/).filter(Boolean);
+    const terms = [...new Set(String(search).toLowerCase().split(/\s+/).filter(Boolean))];
+    if (terms.length > maxSearchTerms) throw badRequest(`Invalid search: ${terms.length} words, at most ${maxSearchTerms}`);
     if (terms.length > 0) options.search = terms;
   }
   const { filters, includeTags, excludeTags, sorting, search } = options;
   if (filters || includeTags || excludeTags || sorting || search) {
-    options.selectionKey = JSON.stringify([locale, filters ? get('filters') : null, includeTags, excludeTags, sorting, search]);
+    const tags = (set?: ReadonlySet<string>) => set && [...set];
+    const key = JSON.stringify([locale, filters ? get('filters') : null, tags(includeTags), tags(excludeTags), sorting, search]);
+    // Selections are kept under their key: a hash keeps a megabyte of options from being kept with them.
+    options.selectionKey = key.length > 256 ? hash('sha256', key) : key;
   }
   return options;
 }

@@ -12,6 +12,8 @@ export interface SortKey extends ValueSource {
 }
 
 const kindOrder: Kind[] = ['boolean', 'number', 'bigint', 'date', 'location', 'text', 'json'];
+/** More keys than this order nothing a site needs; the bound keeps a request from holding the server up (spec §9). */
+export const maxSortKeys = 32;
 
 export function parseDirection(value: unknown, key: string): 1 | -1 {
   const text = typeof value === 'string' || typeof value === 'number' ? String(value) : undefined; // not ["asc"]
@@ -25,8 +27,11 @@ export function parseSorting(repository: PreparedRepository, sorting: unknown): 
   if (typeof sorting !== 'object' || sorting === null || Array.isArray(sorting)) {
     throw badRequest(`Invalid sorting ${quote(sorting)}: expected an object such as {"fields.title":"ASC"}`);
   }
+  const entries = Object.entries(sorting);
+  if (entries.length > maxSortKeys) throw badRequest(`Invalid sorting: ${entries.length} keys, at most ${maxSortKeys}`);
   const keys: SortKey[] = [];
-  for (const [key, direction] of Object.entries(sorting)) {
+  let dropped = false;
+  for (const [key, direction] of entries) {
     const match = /^(fields|meta)\.([^.]+)$/.exec(key);
     if (!match) throw badRequest(`Malformed sorting key ${quote(key)}: expected fields.<name> or meta.<name>`);
     const scope = match[1] as 'fields' | 'meta';
@@ -39,8 +44,17 @@ export function parseSorting(repository: PreparedRepository, sorting: unknown): 
         if (!kindOf(field.type) || field.type === 'json') throw badRequest(`Cannot sort on ${quote(key)}: ${field.type} fields are not sortable`);
       }
     }
-    keys.push({ scope, name, direction: parseDirection(direction, key) });
+    const order = parseDirection(direction, key);
+    // A field no content type has is missing from every document and orders nothing; leaving it
+    // out also keeps requests from making ranks, kept per snapshot, for names without end.
+    if (scope === 'fields' && !repository.fieldsByName.has(name)) {
+      dropped = true;
+      continue;
+    }
+    keys.push({ scope, name, direction: order });
   }
+  // Sorted on nothing but such fields, every document ties: the order is the tie-break's.
+  if (dropped && keys.length === 0) keys.push({ scope: 'meta', name: 'id', direction: 1 });
   return keys;
 }
 
