@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReadApiServer } from '../src/server/index.ts';
+import { signWebhook } from '../src/wire/webhook.ts';
 import { type AstroDev, copyFixture, startAstroDev } from './helpers/astro.ts';
 import { fixture, startTiny, tinyKey } from './helpers/server.ts';
 
@@ -57,7 +58,8 @@ afterAll(async () => {
 });
 
 const endpoint = () => `${dev.url}/_comfortable/refresh`;
-const sign = (body: string, key = secret) => `sha256=${createHmac('sha256', key).update(body).digest('hex')}`;
+/** The headers of a delivery of `body`, signed as the local server signs its webhooks. */
+const sign = (body: string, key = secret, now = Date.now()) => signWebhook(key, body, now);
 const post = (body: string, headers: Record<string, string>) => fetch(endpoint(), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
 
 /** The page's news titles in en_US by document id (from the content store), and the home title (from a virtual module). */
@@ -78,20 +80,34 @@ async function pageShows(id: string, title: string): Promise<Record<string, stri
   return seen;
 }
 
-describe('forged webhooks', () => {
+describe('forged, stale and replayed webhooks', () => {
   const body = JSON.stringify({ repository: 'tiny', changed: ['102'], removed: [] });
+  const signed = sign(body);
 
   it.each([
-    ['a wrong signature', body, { 'x-webhook-signature': sign('{"repository":"tiny"}') }],
-    ['no signature', body, {}],
-    ['a signature made with another secret', body, { 'x-webhook-signature': sign(body, 'another-secret-0123456789abcdef') }],
-    ['a tampered body', body.replace('102', '100'), { 'x-webhook-signature': sign(body) }],
-    ['a malformed signature header', body, { 'x-webhook-signature': sign(body).replace('sha256=', 'sha1=') }],
-  ])('with %s get 401 and cause no sync', async (_name, sent, headers) => {
+    ['a wrong signature', body, { ...signed, 'x-webhook-signature': sign('{"repository":"tiny"}')['x-webhook-signature']! }, /invalid X-Webhook-Signature/],
+    ['no signature', body, {}, /invalid X-Webhook-Signature/],
+    ['a signature made with another secret', body, sign(body, 'another-secret-0123456789abcdef'), /invalid X-Webhook-Signature/],
+    ['a tampered body', body.replace('102', '100'), sign(body), /invalid X-Webhook-Signature/],
+    ['a malformed signature header', body, { ...signed, 'x-webhook-signature': signed['x-webhook-signature']!.replace('sha256=', 'sha1=') }, /invalid X-Webhook-Signature/],
+    ['a signature of the body alone (the old format)', body, { 'x-webhook-signature': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` }, /invalid X-Webhook-Signature/],
+    ['a timestamp six minutes old', body, sign(body, secret, Date.now() - 6 * 60_000), /stale X-Webhook-Timestamp/],
+  ])('with %s get 401 and cause no sync', async (_name, sent, headers, reason) => {
     const before = { requests: requests.length, output: dev.output().length };
     const response = await post(sent, headers);
     expect(response.status).toBe(401);
-    expect(await response.json()).toEqual({ error: 'missing or invalid X-Webhook-Signature' });
+    expect(((await response.json()) as Json).error).toMatch(reason);
+    expect(requests.length).toBe(before.requests);
+    expect(dev.output().slice(before.output)).not.toMatch(/Synced tiny|Refreshed/);
+  });
+
+  it('a genuine delivery sent again gets 401 and causes no second sync', async () => {
+    const headers = sign(body);
+    expect((await post(body, headers)).status).toBe(200);
+    const before = { requests: requests.length, output: dev.output().length };
+    const replayed = await post(body, headers);
+    expect(replayed.status).toBe(401);
+    expect(((await replayed.json()) as Json).error).toMatch(/replayed X-Webhook-Id/);
     expect(requests.length).toBe(before.requests);
     expect(dev.output().slice(before.output)).not.toMatch(/Synced tiny|Refreshed/);
   });

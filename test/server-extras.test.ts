@@ -1,13 +1,7 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectionMembers, listBody } from '../src/server/answer.ts';
 import { parseMask } from '../src/server/mask.ts';
@@ -16,6 +10,7 @@ import { type ReadApiServer, type ReloadEvent, SnapshotError, startServer } from
 import { type PreparedRecord, PreparedRepository } from '../src/server/repository.ts';
 import { parseSnapshot } from '../src/server/snapshot.ts';
 import { parseSorting, sortRecords } from '../src/server/sorting.ts';
+import { runCli, serveProcess } from './helpers/cli.ts';
 import { fixture, getJson, startTiny, tinyKey } from './helpers/server.ts';
 
 /**
@@ -49,123 +44,6 @@ function rewrite(file: string, content: string): void {
   renameSync(`${file}.partial`, file);
 }
 
-/** GETs a path exactly as written (fetch would resolve `..` before sending it). */
-function rawGet(server: ReadApiServer, path: string): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
-  return new Promise((resolve, reject) => {
-    httpRequest(`${server.origin}/`, { path }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers, body: Buffer.concat(chunks).toString() }));
-    })
-      .on('error', reject)
-      .end();
-  });
-}
-
-describe('§10 a relative asset URL is answered as an absolute URL under /files/<repo>/', () => {
-  let server: ReadApiServer;
-  beforeAll(async () => {
-    server = await startTiny();
-  });
-  afterAll(() => server.close());
-
-  it('on the asset route', async () => {
-    const { body } = await getJson(server, '/tiny/assets/300');
-    expect(body.fields.file).toEqual({
-      url: `${server.origin}/files/tiny/images/apples.svg`,
-      fileName: 'apples.svg',
-      mimeType: 'image/svg+xml',
-      size: 114,
-      width: 100,
-      height: 80,
-    });
-  });
-
-  it('in embedded assets, in includes and with locale=all', async () => {
-    const url = `${server.origin}/files/tiny/images/apples.svg`;
-    expect((await getJson(server, '/tiny/documents/100?embedAssets=true')).body.fields.images[0].fields.file.url).toBe(url);
-    expect((await getJson(server, '/tiny/documents/100?includes=1')).body.includes.images[0].fields.file.url).toBe(url);
-    expect((await getJson(server, '/tiny/assets/300?locale=all')).body.fields.file.url).toBe(url);
-  });
-
-  it('leaves an absolute URL as it is', async () => {
-    expect((await getJson(server, '/tiny/assets/301')).body.fields.file.url).toBe('https://images.example.com/ada.png');
-  });
-
-  it('serves the file at that URL with its content type, without a key', async () => {
-    const response = await fetch(`${server.origin}/files/tiny/images/apples.svg`);
-    expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toBe('image/svg+xml');
-    expect(response.headers.get('access-control-allow-origin')).toBe('*');
-    expect(Buffer.from(await response.arrayBuffer())).toEqual(readFileSync(fixture('images/apples.svg')));
-  });
-
-  it('answers HEAD on the file with its length and no body', async () => {
-    const response = await fetch(`${server.origin}/files/tiny/images/apples.svg`, { method: 'HEAD' });
-    expect(response.status).toBe(200);
-    expect(response.headers.get('content-length')).toBe(String(readFileSync(fixture('images/apples.svg')).length));
-    expect(await response.text()).toBe('');
-  });
-
-  it('encodes a file name with spaces, and serves it under the encoded URL', async () => {
-    const snapshot = tiny();
-    snapshot.assets[0].fields.file.url = './images/green apples.svg';
-    const file = snapshotFolder(snapshot);
-    renameSync(join(file, '..', 'images', 'apples.svg'), join(file, '..', 'images', 'green apples.svg'));
-    const other = await startServer({ paths: [file], watch: false });
-    try {
-      const url = (await getJson(other, '/tiny/assets/300')).body.fields.file.url;
-      expect(url).toBe(`${other.origin}/files/tiny/images/green%20apples.svg`);
-      const response = await fetch(url);
-      expect(response.status).toBe(200);
-      expect(response.headers.get('content-type')).toBe('image/svg+xml');
-    } finally {
-      await other.close();
-    }
-  });
-});
-
-describe('§10 only asset files are served: anything else under /files is 404', () => {
-  let server: ReadApiServer;
-  beforeAll(async () => {
-    server = await startTiny();
-  });
-  afterAll(() => server.close());
-
-  const paths = [
-    '/files/tiny/../tiny.json',
-    '/files/tiny/%2e%2e/tiny.json',
-    '/files/tiny/%2E%2E%2Ftiny.json',
-    '/files/tiny/images/../../fixtures/tiny.json',
-    '/files/tiny/images/%2e%2e/%2e%2e/helpers/server.ts',
-    '/files/tiny/..%5Ctiny.json',
-    '/files/tiny/%2Fetc%2Fpasswd',
-    '/files/tiny//etc/passwd',
-    // The snapshot sits in the folder it serves files from, and holds the API keys.
-    '/files/tiny/tiny.json',
-    '/files/tiny/images/../tiny.json',
-    '/files/tiny/images/%2e%2e/tiny.json',
-    '/files/tiny/images/missing.svg',
-    '/files/nowhere/images/apples.svg',
-  ];
-  for (const path of paths) {
-    it(`GET ${path}`, async () => {
-      const answer = await rawGet(server, path);
-      expect(answer.status).toBe(404);
-      expect(answer.body).not.toContain(tinyKey);
-      expect(JSON.parse(answer.body).error.code).toBe('not_found');
-    });
-  }
-
-  it('serves no files for a snapshot given as an object, which has no folder', async () => {
-    const other = await startServer({ snapshots: [tiny()], watch: false });
-    try {
-      expect((await rawGet(other, '/files/tiny/images/apples.svg')).status).toBe(404);
-    } finally {
-      await other.close();
-    }
-  });
-});
 
 describe('§1 a snapshot that breaks the rules is refused at start, naming the file and the JSON path', () => {
   const cases: [string, (s: any) => void, string, string][] = [
@@ -390,145 +268,10 @@ describe('replaceSnapshot swaps a repository in, as a reload would', () => {
   });
 });
 
-describe('§10 after a reload the server POSTs a signed webhook', () => {
-  const secret = 'webhook-secret-for-tests';
-  const sign = (body: Buffer, key = secret) => `sha256=${createHmac('sha256', key).update(body).digest('hex')}`;
-
-  interface Delivery {
-    method: string;
-    headers: IncomingHttpHeaders;
-    body: Buffer;
-  }
-  let deliveries: Delivery[];
-  let delivered: (delivery: Delivery) => void;
-  const nextDelivery = () => new Promise<Delivery>((resolve) => (delivered = resolve));
-  const receiver = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const delivery = { method: request.method!, headers: request.headers, body: Buffer.concat(chunks) };
-      deliveries.push(delivery);
-      response.end('ok');
-      delivered(delivery);
-    });
-  });
-  let receiverUrl: string;
-  beforeAll(async () => {
-    deliveries = [];
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-  });
-  afterAll(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
-
-  it('sends { repository, changed, removed } for documents and assets, signed with HMAC-SHA256 of the raw body', async () => {
-    deliveries = [];
-    const file = snapshotFolder();
-    const server = await startServer({ paths: [file], watch: true, webhook: { url: receiverUrl, secret } });
-    try {
-      const next = tiny();
-      next.documents[0].fields.title.en_US = 'Apple harvest, revised';
-      next.documents = next.documents.filter((d: any) => d.meta.id !== '103');
-      next.assets = next.assets.filter((a: any) => a.meta.id !== '301');
-      next.assets.push({ ...next.assets[0], meta: { ...next.assets[0].meta, id: '302' } });
-      const delivery = nextDelivery();
-      rewrite(file, JSON.stringify(next));
-      const { method, headers, body } = await delivery;
-
-      expect(method).toBe('POST');
-      expect(headers['content-type']).toMatch(/^application\/json/);
-      const payload = JSON.parse(body.toString('utf8'));
-      expect(Object.keys(payload).sort()).toEqual(['changed', 'removed', 'repository']);
-      expect(payload.repository).toBe('tiny');
-      expect([...payload.changed].sort()).toEqual(['100', '302']);
-      expect([...payload.removed].sort()).toEqual(['103', '301']);
-
-      const signature = headers['x-webhook-signature'] as string;
-      expect(signature).toMatch(/^sha256=[0-9a-f]{64}$/);
-      const expected = sign(body);
-      expect(timingSafeEqual(Buffer.from(signature), Buffer.from(expected))).toBe(true);
-      expect(signature).not.toBe(sign(body, 'another secret'));
-    } finally {
-      await server.close();
-    }
-  });
-
-  it('is not called for a refused reload', async () => {
-    deliveries = [];
-    const file = snapshotFolder();
-    const server = await startServer({ paths: [file], watch: true, webhook: { url: receiverUrl, secret } });
-    try {
-      const refused = once(server.events, 'reload-error');
-      rewrite(file, 'not json');
-      await refused;
-      const next = tiny();
-      next.documents[1].fields.rating = 2;
-      const delivery = nextDelivery();
-      rewrite(file, JSON.stringify(next));
-      await delivery;
-      expect(deliveries).toHaveLength(1);
-      expect(JSON.parse(deliveries[0]!.body.toString())).toEqual({ repository: 'tiny', changed: ['101'], removed: [] });
-    } finally {
-      await server.close();
-    }
-  });
-
-  it('is called after replaceSnapshot too', async () => {
-    deliveries = [];
-    const server = await startServer({ snapshots: [tiny()], watch: false, webhook: { url: receiverUrl, secret } });
-    try {
-      const next = tiny();
-      next.documents[5].fields.name = 'Robert';
-      const delivery = nextDelivery();
-      await server.replaceSnapshot(next);
-      const { headers, body } = await delivery;
-      expect(JSON.parse(body.toString())).toEqual({ repository: 'tiny', changed: ['201'], removed: [] });
-      expect(headers['x-webhook-signature']).toBe(sign(body));
-    } finally {
-      await server.close();
-    }
-  });
-});
-
 describe('the serve command', () => {
-  const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-
-  interface Run {
-    child: ChildProcessWithoutNullStreams;
-    /** The next line the command prints on stdout. */
-    nextLine(): Promise<string>;
-    /** Everything printed on stdout after the lines read so far, and the exit, once the process ends. */
-    exit(): Promise<{ code: number | null; signal: NodeJS.Signals | null; rest: string[]; stderr: string }>;
-  }
-
-  function run(args: string[]): Run {
-    const child = spawn(process.execPath, [cli, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const lines: string[] = [];
-    const waiting: ((line: string) => void)[] = [];
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const reader = waiting.shift();
-      if (reader) reader(line);
-      else lines.push(line);
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.on('close', (code, signal) => resolve({ code, signal })),
-    );
-    return {
-      child,
-      nextLine: () => (lines.length > 0 ? Promise.resolve(lines.shift()!) : new Promise<string>((resolve) => waiting.push(resolve))),
-      exit: async () => ({ ...(await exited), rest: lines, stderr }),
-    };
-  }
-
+  const run = runCli;
   /** Starts `serve` on the tiny fixture and reads the base URL from its first line. */
-  async function serve(...flags: string[]): Promise<{ run: Run; firstLine: string; url: string }> {
-    const started = run(['serve', tinyFile, '--port', '0', ...flags]);
-    const firstLine = await started.nextLine();
-    const url = /(http:\/\/\S+\/v1)\b/.exec(firstLine)?.[1];
-    if (!url) throw new Error(`no base URL in ${JSON.stringify(firstLine)}`);
-    return { run: started, firstLine, url };
-  }
+  const serve = (...flags: string[]) => serveProcess({ flags });
 
   it('prints a base URL ending in /v1 that answers, and the repositories it serves', async () => {
     const { run: started, firstLine, url } = await serve();
@@ -596,7 +339,7 @@ describe('the serve command', () => {
     ['an unknown flag', ['serve', tinyFile, '--bogus'], '--bogus'],
     ['a flag without its value', ['serve', tinyFile, '--port'], '--port'],
     ['an unknown command', ['start', tinyFile], 'start'],
-    ['a webhook without its secret', ['serve', tinyFile, '--port', '0', '--webhook', 'http://127.0.0.1:9/hook'], '--webhook-secret'],
+    ['a webhook without its secret', ['serve', tinyFile, '--port', '0', '--webhook', 'http://127.0.0.1:9/hook'], 'CMFT_WEBHOOK_SECRET'],
   ];
   for (const [problem, args, mentions] of usageErrors) {
     it(`exits with code 2 and a message for ${problem}`, async () => {

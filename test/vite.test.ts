@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { createHmac } from 'node:crypto';
 import { access, cp, mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeAllPools } from '../src/api/transport.ts';
 import { genericDeclarations } from '../src/astro/declarations.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
+import { signWebhook } from '../src/wire/webhook.ts';
 import { fixture, startTiny, tinyKey } from './helpers/server.ts';
 
 /**
@@ -128,9 +128,8 @@ describe('vite dev', () => {
     await dev?.close();
   });
 
-  const refresh = (body: string, signature?: string) =>
-    fetch(`${url}/_comfortable/refresh`, { method: 'POST', headers: signature ? { 'x-webhook-signature': signature } : {}, body });
-  const sign = (body: string, key = secret) => `sha256=${createHmac('sha256', key).update(body).digest('hex')}`;
+  const refresh = (body: string, headers: Record<string, string> = {}) => fetch(`${url}/_comfortable/refresh`, { method: 'POST', headers, body });
+  const sign = (body: string, key = secret) => signWebhook(key, body);
   /** The title of document 102 as the virtual module has it, and as a module importing it has it. */
   const cherry = async () => {
     const module = await dev.ssrLoadModule('virtual:comfortable/collections/news');

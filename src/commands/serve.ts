@@ -10,7 +10,11 @@ const serveOptions = {
   'webhook-secret': { type: 'string' },
 } as const;
 
-/** `serve <snapshot file or folder>... [--port N] [--host H] [--quiet] [--webhook url --webhook-secret s]` */
+/**
+ * `serve <snapshot file or folder>... [--port N] [--host H] [--quiet] [--webhook url]`, with the
+ * webhook's secret in `CMFT_WEBHOOK_SECRET` (or, visible to every user of the machine in the
+ * process list, `--webhook-secret s`).
+ */
 export async function serve(args: string[]): Promise<number> {
   const parse = () => parseArgs({ args, allowPositionals: true, options: serveOptions });
   let parsed: ReturnType<typeof parse>;
@@ -24,14 +28,19 @@ export async function serve(args: string[]): Promise<number> {
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError(`--port must be a whole number from 0 to 65535, got ${JSON.stringify(values.port)}`);
   if (positionals.length === 0) return usageError('serve needs at least one snapshot file or folder');
-  if (Boolean(values.webhook) !== Boolean(values['webhook-secret'])) return usageError('--webhook and --webhook-secret go together');
+  const secret = values['webhook-secret'] ?? process.env.CMFT_WEBHOOK_SECRET;
+  if (values.webhook && !secret) return usageError('--webhook needs a secret: set CMFT_WEBHOOK_SECRET (or pass --webhook-secret)');
+  if (!values.webhook && values['webhook-secret']) return usageError('--webhook-secret goes with --webhook <url>');
+  if (values['webhook-secret']) {
+    console.error('Warning: --webhook-secret is visible to other users of this machine (in the process list); set CMFT_WEBHOOK_SECRET instead.');
+  }
   const log = (line: string) => console.log(line);
   const server = await startServer({
     paths: positionals,
     port,
     host: values.host,
     ...(values.quiet ? {} : { log }),
-    ...(values.webhook ? { webhook: { url: values.webhook, secret: values['webhook-secret']! } } : {}),
+    ...(values.webhook && secret ? { webhook: { url: values.webhook, secret } } : {}),
   });
   console.log(`Read API listening on ${server.url} (repositories: ${server.repositories().join(', ')})`);
   await new Promise<void>((done) => {

@@ -1,6 +1,6 @@
 export const usage = `Usage:
   comfortable-loader serve <snapshot file or folder>... [--port N] [--host H] [--quiet]
-                           [--webhook <url> --webhook-secret <secret>]
+                           [--webhook <url>]   (the secret in CMFT_WEBHOOK_SECRET)
   comfortable-loader sync [--config <file>] [--mode incremental|fresh|offline] [--json]
   comfortable-loader types [--config <file>] [--out <dir>] [--zod <module>] [--force]
 

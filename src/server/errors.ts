@@ -1,11 +1,12 @@
 /** Error codes of the Read API (spec §9). */
-export type ErrorCode = 'bad_request' | 'unauthorized' | 'not_found' | 'method_not_allowed' | 'payload_too_large';
+export type ErrorCode = 'bad_request' | 'unauthorized' | 'not_found' | 'method_not_allowed' | 'request_timeout' | 'payload_too_large';
 
 const codeByStatus: Record<number, ErrorCode> = {
   400: 'bad_request',
   401: 'unauthorized',
   404: 'not_found',
   405: 'method_not_allowed',
+  408: 'request_timeout',
   413: 'payload_too_large',
 };
 

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { type IncomingHttpHeaders, request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { type ReadApiServer, startServer, type ServerOptions } from '../../src/server/index.ts';
 
@@ -18,3 +20,19 @@ export async function getJson(server: ReadApiServer, path: string, init: Request
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
 }
+
+/** GETs a path exactly as written (fetch would resolve `..` before sending it). */
+export function rawGet(server: ReadApiServer, path: string): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    httpRequest(`${server.origin}/`, { path }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers, body: Buffer.concat(chunks).toString() }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+/** A fresh deep copy of the tiny fixture, to edit. */
+export const tinySnapshot = (): any => JSON.parse(readFileSync(fixture('tiny.json'), 'utf8'));
