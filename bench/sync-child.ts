@@ -55,7 +55,7 @@ process.send!(
     ms,
     cpuMs: (user + system) / 1000,
     stats: result.stats,
-    records: result.manifest.records.size,
+    records: result.stats.records,
     changes: { added: added.length, updated: updated.length, removed: removed.length },
     warnings,
     kinds,

@@ -9,6 +9,7 @@ import type { Snapshot, SnapshotRecord } from '../src/server/snapshot.ts';
 import type { SyncConfigInput } from '../src/sync/config.ts';
 import { sync, type SyncResult } from '../src/sync/engine.ts';
 import type { StoredRecord } from '../src/sync/records.ts';
+import { recordsOf } from './helpers/magazine.ts';
 
 /**
  * The property: whatever the CMS does between two syncs, an incremental sync ends with the same
@@ -195,12 +196,6 @@ class Editor {
   }
 }
 
-async function readBack(result: SyncResult): Promise<Record<string, StoredRecord>> {
-  const out: Record<string, StoredRecord> = {};
-  for await (const record of result.reader.all()) out[record.id] = record;
-  return out;
-}
-
 interface View {
   ids: string[];
   records: Record<string, StoredRecord>;
@@ -212,16 +207,20 @@ interface View {
   sourceDangling: Record<string, string[]>;
 }
 
-async function viewOf(result: SyncResult): Promise<View> {
-  const { manifest } = result;
+function viewOf(result: SyncResult): View {
+  const { cache } = result;
+  const keys = cache.sources().map((source) => source.key);
+  const members = Object.fromEntries(keys.map((k) => [k, cache.members(k)]));
+  const records = Object.fromEntries(recordsOf(result));
+  const refs = (list: { from: string; field: string; id: string }[]) => list.map((d) => `${d.from}.${d.field}→${d.id}`).sort();
   return {
-    ids: [...manifest.records.keys()].sort(),
-    records: await readBack(result),
-    members: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, s.members])),
-    closures: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, [...s.closure].sort()])),
-    digests: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, new Map(s.members.map((id, i) => [id, s.digests[i]!]))])),
-    dangling: manifest.dangling.map((d) => `${d.from}.${d.field}→${d.id}`).sort(),
-    sourceDangling: Object.fromEntries(Object.entries(manifest.sources).map(([k, s]) => [k, s.dangling.map((d) => `${d.from}.${d.field}→${d.id}`).sort()])),
+    ids: Object.keys(records).sort(),
+    records,
+    members: Object.fromEntries(keys.map((k) => [k, members[k]!.map((m) => m.id)])),
+    closures: Object.fromEntries(keys.map((k) => [k, [...members[k]!.map((m) => m.id), ...cache.included(k)].sort()])),
+    digests: Object.fromEntries(keys.map((k) => [k, new Map(members[k]!.map((m) => [m.id, m.dependencyDigest]))])),
+    dangling: refs(cache.dangling()),
+    sourceDangling: Object.fromEntries(keys.map((k) => [k, refs(cache.dangling(k))])),
   };
 }
 
@@ -254,7 +253,7 @@ describe('an incremental sync ends with the same cache as a fresh full sync', ()
       const dirB = await mkdtemp(join(tmpdir(), `sync-prop-b-${seed}-`));
       const quiet = { info: () => {}, warn: () => {} };
       try {
-        let a = await viewOf(await sync(configOf(server.url, dirA, 'incremental'), quiet));
+        let a = viewOf(await sync(configOf(server.url, dirA, 'incremental'), quiet));
         const editor = new Editor(snapshot, seed);
         const history: string[] = [];
         for (let step = 1; step <= steps; step++) {
@@ -266,8 +265,8 @@ describe('an incremental sync ends with the same cache as a fresh full sync', ()
           const incremental = await sync(configOf(server.url, dirA, 'incremental'), quiet);
           const full = await sync(configOf(server.url, dirB, 'fresh'), quiet);
           const before = a;
-          a = await viewOf(incremental);
-          const b = await viewOf(full);
+          a = viewOf(incremental);
+          const b = viewOf(full);
 
           expect(a.ids, `record ids, ${where}`).toEqual(b.ids);
           expect(a.members, `members, ${where}`).toEqual(b.members);

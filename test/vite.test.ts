@@ -84,7 +84,7 @@ describe('vite build', () => {
   });
 
   it('keeps its cache in the Vite cache folder', async () => {
-    await expect(access(join(work, 'vite-cache/comfortable/manifest.json'))).resolves.toBeUndefined();
+    await expect(access(join(work, 'vite-cache/comfortable/cache.sqlite'))).resolves.toBeUndefined();
   });
 });
 

@@ -1,6 +1,6 @@
-import { readManifest } from '../sync/cache.ts';
+import { openCache } from '../cache/index.ts';
 import type { SharedSync } from '../sync/shared.ts';
-import { contentTypesOf, entrySchema, fieldsSchema, toTypeScript } from './schema.ts';
+import { entrySchema, fieldsSchema, toTypeScript } from './schema.ts';
 
 /** Generic declarations of the virtual modules; shipped as `comfortable-loader/virtual` for plain Vite. */
 export const genericDeclarations = `declare module 'virtual:comfortable/collections/*' {
@@ -39,12 +39,11 @@ export async function virtualModuleTypes(shared: SharedSync): Promise<string> {
   let precise = '';
   try {
     const config = shared.config();
-    const manifest = config.cacheDir ? await readManifest(config.cacheDir) : undefined;
-    for (const key of Object.keys(manifest?.sources ?? {})) {
-      const [kind, name] = key.split(/:(.*)/s) as [string, string];
-      const folder = { collection: 'collections', alias: 'aliases', query: 'queries' }[kind]!;
-      const types = contentTypesOf(manifest!, [key]);
-      const variants = types.map((type) => toTypeScript(entrySchema(fieldsSchema(manifest!.model, type), type).omit({ digest: true, dependencyDigest: true }), '  '));
+    const cache = config.cacheDir ? openCache(config.cacheDir) : undefined;
+    for (const { key, kind, name } of cache?.sources() ?? []) {
+      const folder = { collection: 'collections', alias: 'aliases', query: 'queries' }[kind];
+      const types = cache!.contentTypes([key]);
+      const variants = types.map((type) => toTypeScript(entrySchema(fieldsSchema(cache!.head.model, type), type).omit({ digest: true, dependencyDigest: true }), '  '));
       const entryType = variants.length ? variants.map((v) => `(${v})`).join(' | ') : 'import("comfortable-loader").Entry';
       const module = `virtual:comfortable/${folder}/${name}`;
       const common = `  type Entry = ${entryType};\n  export const locales: string[];\n  export const defaultLocale: string;\n`;

@@ -1,9 +1,9 @@
 import type { Loader, LoaderContext } from 'astro/loaders';
+import type { CacheHead, CacheReader, Member } from '../cache/index.ts';
 import { hash, type SourceOptions } from '../sync/config.ts';
 import { packageVersion } from '../sync/engine.ts';
-import type { Manifest } from '../sync/cache.ts';
 import { type Entry, entryOf } from '../sync/entries.ts';
-import type { StoredRecord } from '../sync/records.ts';
+import { referenceList, type StoredRecord } from '../sync/records.ts';
 import { sharedSync } from '../sync/shared.ts';
 import { loaderRegistry } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
@@ -91,84 +91,77 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
     name,
     createSchema: async () => {
       const result = await shared.current();
-      return createEntrySchema(result.manifest, keys, (contentType) => loaderRegistry().collectionFor(contentType)?.collection);
+      return createEntrySchema(result.cache, keys, (contentType) => loaderRegistry().collectionFor(contentType)?.collection);
     },
     async load(context: LoaderContext) {
       // In a refresh from the dev endpoint, its sync has just run: read that, start no other.
       const refreshed = (context.refreshContextData as { comfortable?: unknown } | undefined)?.comfortable !== undefined;
       const result = await (refreshed ? shared.current() : shared.acquire(`load:${name}`));
-      await loadEntries(context, result.manifest, result.reader, keys, options, entryId);
+      await shared.read(result, ({ cache }) => loadEntries(context, cache, keys, options, entryId));
     },
   } satisfies Loader;
 }
 
+/** Documents read from the cache at once: enough to keep statements few, few enough to keep memory flat. */
+const readBatch = 500;
+
 async function loadEntries(
   { store, meta, logger, parseData, generateDigest }: LoaderContext,
-  manifest: Manifest,
-  reader: { get(id: string): Promise<StoredRecord | undefined> },
+  cache: CacheReader,
   keys: string[],
   options: ComfortableLoaderOptions,
   entryId: (input: EntryIdInput) => string,
 ): Promise<void> {
-  const locales = options.locales ?? manifest.locales.locales.map((l) => l.key);
+  const head = cache.head;
+  const locales = options.locales ?? head.locales.locales.map((l) => l.key);
   // Options or a new package version change what entries look like: start clean.
-  const fingerprint = hash({ packageVersion, keys, locales, source: manifest.fingerprint, entryId: options.entryId ? String(options.entryId) : 'default', references: loaderRegistry().referenceFingerprint() });
+  const fingerprint = hash({ packageVersion, keys, locales, source: head.fingerprint, entryId: options.entryId ? String(options.entryId) : 'default', references: loaderRegistry().referenceFingerprint() });
   if (meta.get('fingerprint') !== fingerprint) {
     store.clear();
     meta.set('fingerprint', fingerprint);
   }
-  const members: { id: string; dependencyDigest: string }[] = [];
-  const seenMembers = new Set<string>();
-  for (const key of keys) {
-    const state = manifest.sources[key];
-    state?.members.forEach((id, i) => {
-      if (seenMembers.has(id) || !manifest.records.has(id)) return;
-      seenMembers.add(id);
-      members.push({ id, dependencyDigest: state.digests[i]! });
-    });
-  }
+  const members = new Map<string, Member>();
+  for (const key of keys) for (const member of cache.members(key)) if (!members.has(member.id)) members.set(member.id, member);
 
+  const custom = options.entryId !== undefined;
   const live = new Set<string>();
   const reported = new Set<string>();
   let changed = 0;
-  const records = new Map<string, StoredRecord>();
-  const read = async (id: string) => {
-    let record = records.get(id);
-    if (!record) {
-      record = await reader.get(id);
-      if (record) records.set(id, record);
+  const list = [...members.values()];
+  for (let start = 0; start < list.length; start += readBatch) {
+    const batch = list.slice(start, start + readBatch);
+    // The digest is checked before anything is read or parsed: unchanged entries cost nothing.
+    const digestOf = (member: Member, locale: string) => generateDigest(`${member.digest}|${member.dependencyDigest}|${locale}|${fingerprint}`);
+    const records = custom ? cache.records(batch.map((m) => m.id)) : new Map<string, StoredRecord>();
+    const pending: { member: Member; locale: string; storeId: string; digest: string | number }[] = [];
+    for (const member of batch) {
+      const record = records.get(member.id);
+      for (const locale of locales) {
+        const localized = record && entryOf(record, locale, head.locales, () => undefined);
+        const storeId = entryId({ id: member.id, locale, contentType: member.contentType, fields: localized?.fields ?? {} });
+        live.add(storeId);
+        const digest = digestOf(member, locale);
+        if (store.get(storeId)?.digest !== digest) pending.push({ member, locale, storeId, digest });
+      }
     }
-    return record;
-  };
-  for (const { id, dependencyDigest } of members) {
-    const entry = manifest.records.get(id)!;
-    const custom = options.entryId !== undefined;
-    const record = custom ? await read(id) : undefined;
-    for (const locale of locales) {
-      const localized = record && entryOf(record, locale, manifest.locales, () => undefined);
-      const storeId = entryId({ id, locale, contentType: entry.t, fields: localized?.fields ?? {} });
-      live.add(storeId);
-      const digest = generateDigest(`${entry.d}|${dependencyDigest}|${locale}|${fingerprint}`);
-      // The digest is checked before reading or parsing: unchanged entries cost nothing.
-      if (store.get(storeId)?.digest === digest) continue;
-      const full = record ?? (await read(id))!;
-      for (let i = 1; i < entry.f.length; i += 2) if (manifest.records.get(entry.f[i]!)?.t === '_asset') await read(entry.f[i]!);
-      const view = entryOf(full, locale, manifest.locales, (assetId) => records.get(assetId));
+    if (pending.length === 0) continue;
+    const view = new EntryView(cache, head, custom ? records : cache.records(new Set(pending.map((p) => p.member.id))));
+    for (const { member, locale, storeId, digest } of pending) {
+      const entry = view.entry(member.id, locale);
       const data: ComfortableEntryData = {
-        id,
+        id: member.id,
         locale,
-        contentType: view.contentType,
-        fields: await referencesToCollections(view, manifest, read, reported, logger),
-        fallbacks: view.fallbacks,
-        meta: view.meta,
-        digest: entry.d,
-        dependencyDigest,
+        contentType: entry.contentType,
+        fields: await referencesToCollections(entry, view, reported, logger),
+        fallbacks: entry.fallbacks,
+        meta: entry.meta,
+        digest: member.digest,
+        dependencyDigest: member.dependencyDigest,
       };
       const parsed = await parseData({ id: storeId, data: data as unknown as Record<string, unknown> });
       store.set({ id: storeId, data: parsed, digest });
       changed++;
     }
-    if (!custom) records.clear(); // keep memory flat for large collections
   }
   let removed = 0;
   for (const id of [...store.keys()]) {
@@ -177,33 +170,60 @@ async function loadEntries(
       removed++;
     }
   }
-  logger.info(`${members.length} documents × ${locales.length} locales: ${changed} updated, ${removed} removed, ${live.size - changed} unchanged`);
+  logger.info(`${members.size} documents × ${locales.length} locales: ${changed} updated, ${removed} removed, ${live.size - changed} unchanged`);
+}
+
+/**
+ * The records of a batch of entries, with the assets they embed and the targets of their
+ * relations read in one statement each, so an entry is made without reading record by record.
+ */
+class EntryView {
+  readonly head: CacheHead;
+  readonly #cache: CacheReader;
+  readonly #records: Map<string, StoredRecord>;
+  readonly #assets: Map<string, StoredRecord>;
+  /** The content type of each relation target that exists. */
+  readonly targets: Map<string, string>;
+  readonly #targetRecords = new Map<string, StoredRecord | undefined>();
+
+  constructor(cache: CacheReader, head: CacheHead, records: Map<string, StoredRecord>) {
+    this.#cache = cache;
+    this.head = head;
+    this.#records = records;
+    const references = [...records.values()].flatMap((record) => referenceList(record));
+    this.#assets = cache.records(new Set(references.filter((ref) => ref.asset).map((ref) => ref.id)));
+    this.targets = cache.contentTypesOf(new Set(references.filter((ref) => !ref.asset).map((ref) => ref.id)));
+  }
+
+  entry(id: string, locale: string): Entry {
+    return entryOf(this.#records.get(id)!, locale, this.head.locales, (assetId) => this.#assets.get(assetId));
+  }
+
+  /** A relation target's record, for a custom entry id made from its fields. */
+  target(id: string): StoredRecord | undefined {
+    if (!this.#targetRecords.has(id)) this.#targetRecords.set(id, this.#records.get(id) ?? this.#cache.record(id));
+    return this.#targetRecords.get(id);
+  }
 }
 
 /** Relation fields become Astro references `{ collection, id }`; a target no collection holds stays `{ id, contentType }` and is reported once. */
-async function referencesToCollections(
-  entry: Entry,
-  manifest: Manifest,
-  read: (id: string) => Promise<StoredRecord | undefined>,
-  reported: Set<string>,
-  logger: LoaderContext['logger'],
-): Promise<Record<string, unknown>> {
-  const model = manifest.model[entry.contentType] ?? {};
+async function referencesToCollections(entry: Entry, view: EntryView, reported: Set<string>, logger: LoaderContext['logger']): Promise<Record<string, unknown>> {
+  const model = view.head.model[entry.contentType] ?? {};
   const registry = loaderRegistry();
   const fields: Record<string, unknown> = { ...entry.fields };
   // The target's id as its own collection makes it: a custom entryId may use the target's fields (a slug).
-  const targetId = async (ref: { id: string; contentType: string }, entryId: ((input: EntryIdInput) => string) | undefined) => {
+  const targetId = (ref: { id: string; contentType: string }, entryId: ((input: EntryIdInput) => string) | undefined) => {
     const input = { id: ref.id, locale: entry.locale, contentType: ref.contentType, fields: {} };
     if (!entryId) return defaultEntryId(input);
-    const record = await read(ref.id);
-    return entryId({ ...input, fields: record ? entryOf(record, entry.locale, manifest.locales, () => undefined).fields : {} });
+    const record = view.target(ref.id);
+    return entryId({ ...input, fields: record ? entryOf(record, entry.locale, view.head.locales, () => undefined).fields : {} });
   };
   for (const [name, value] of Object.entries(fields)) {
     if (model[name]?.kind !== 'relation' || value === null || value === undefined) continue;
-    const convert = async (ref: { id: string; contentType: string }) => {
+    const convert = (ref: { id: string; contentType: string }) => {
       const target = registry.collectionFor(ref.contentType);
-      const exists = manifest.records.has(ref.id);
-      if (target && exists) return { collection: target.collection, id: await targetId(ref, target.entryId) };
+      const exists = view.targets.has(ref.id);
+      if (target && exists) return { collection: target.collection, id: targetId(ref, target.entryId) };
       const why = !exists ? `${ref.id} is not in the synced content (dangling, or beyond the includes depth)` : `no collection holds content type "${ref.contentType}" (map it with the integration's contentTypes option)`;
       const key = `${entry.id}.${name}.${ref.id}`;
       if (!reported.has(key)) {
@@ -212,7 +232,7 @@ async function referencesToCollections(
       }
       return ref;
     };
-    fields[name] = Array.isArray(value) ? await Promise.all(value.map(convert)) : await convert(value as { id: string; contentType: string });
+    fields[name] = Array.isArray(value) ? value.map(convert) : convert(value as { id: string; contentType: string });
   }
   return fields;
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Manifest } from '../sync/cache.ts';
+import type { CacheReader } from '../cache/index.ts';
 import { entryMetaSchema, imageSchema } from '../sync/entries.ts';
 import type { Model } from '../sync/records.ts';
 
@@ -55,17 +55,13 @@ export function fieldsSchema(model: Model, contentType: string, targets: Record<
 }
 
 /** Relation field → the collections its stored references point to, through `collectionOf` (the contentTypes option). */
-export function referenceTargets(manifest: Manifest, contentType: string, collectionOf: (contentType: string) => string | undefined): Record<string, string[]> {
-  const targets: Record<string, Set<string>> = {};
-  for (const record of manifest.records.values()) {
-    if (record.t !== contentType) continue;
-    for (let i = 0; i < record.f.length; i += 2) {
-      const type = manifest.records.get(record.f[i + 1]!)?.t;
-      const collection = type && collectionOf(type);
-      if (collection) (targets[record.f[i]!] ??= new Set()).add(collection);
-    }
+export function referenceTargets(cache: CacheReader, contentType: string, collectionOf: (contentType: string) => string | undefined): Record<string, string[]> {
+  const targets: Record<string, string[]> = {};
+  for (const [field, types] of cache.referenceTargets(contentType)) {
+    const collections = [...new Set(types.map(collectionOf).filter((c): c is string => c !== undefined))].sort();
+    if (collections.length > 0) targets[field] = collections;
   }
-  return Object.fromEntries(Object.entries(targets).map(([field, collections]) => [field, [...collections].sort()]));
+  return targets;
 }
 
 /**
@@ -85,24 +81,14 @@ export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string
   });
 }
 
-/** Content types of the members of some sources. */
-export function contentTypesOf(manifest: Manifest, sources: string[]): string[] {
-  const types = new Set<string>();
-  for (const key of sources) for (const id of manifest.sources[key]?.members ?? []) {
-    const type = manifest.records.get(id)?.t;
-    if (type) types.add(type);
-  }
-  return [...types].sort();
-}
-
 /** `{ schema, types }` for a loader's collection, as Astro's `createSchema()` wants them. */
 export function createEntrySchema(
-  manifest: Manifest,
+  cache: CacheReader,
   sources: string[],
   collectionOf: (contentType: string) => string | undefined = () => undefined,
 ): { schema: z.ZodType; types: string } {
-  const types = contentTypesOf(manifest, sources);
-  const variants = types.map((type) => entrySchema(fieldsSchema(manifest.model, type, referenceTargets(manifest, type, collectionOf)), type));
+  const { model } = cache.head;
+  const variants = cache.contentTypes(sources).map((type) => entrySchema(fieldsSchema(model, type, referenceTargets(cache, type, collectionOf)), type));
   const schema =
     variants.length === 0 ? entrySchema(z.record(z.string(), z.unknown())) : variants.length === 1 ? variants[0]! : z.discriminatedUnion('contentType', variants as never);
   return { schema, types: `export type Entry = ${toTypeScript(schema)};\n` };

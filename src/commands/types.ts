@@ -3,7 +3,8 @@ import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { z } from 'zod';
 import { fieldsSchema, relationSchema, unresolvedSchema } from '../astro/schema.ts';
-import { CacheError, type Manifest, readManifest } from '../sync/cache.ts';
+import { CacheError, type CacheReader, openCache } from '../cache/index.ts';
+import type { Model } from '../sync/records.ts';
 import { ConfigError, parseSyncConfig, type SyncConfig } from '../sync/config.ts';
 import { defaultCacheDir, sync, type SyncLogger } from '../sync/engine.ts';
 import { imageSchema } from '../sync/entries.ts';
@@ -37,18 +38,18 @@ export async function typesCommand(args: string[]): Promise<number> {
   try {
     const { file, config: input } = await loadConfigFile(values.config);
     const config = parseSyncConfig(input);
-    const manifest = await cachedManifest({ ...config, cacheDir: resolve(config.cacheDir ?? defaultCacheDir()) }, logger);
+    const { model } = (await cachedContent({ ...config, cacheDir: resolve(config.cacheDir ?? defaultCacheDir()) }, logger)).head;
     const out = resolve(values.out ?? defaultOut);
     await mkdir(out, { recursive: true });
     const written: string[] = [];
     const kept: string[] = [];
-    for (const contentType of Object.keys(manifest.model).filter((t) => !t.startsWith('_')).sort()) {
+    for (const contentType of Object.keys(model).filter((t) => !t.startsWith('_')).sort()) {
       const target = join(out, `${contentType.replace(/[^A-Za-z0-9_-]/g, '-')}.ts`);
       if (!values.force && (await access(target).then(() => true, () => false))) {
         kept.push(relative(process.cwd(), target));
         continue;
       }
-      await writeFile(target, schemaFile(manifest, contentType, values.zod ?? 'zod', file));
+      await writeFile(target, schemaFile(model, contentType, values.zod ?? 'zod', file));
       written.push(relative(process.cwd(), target));
     }
     console.log(`Wrote ${written.length} schema files${written.length ? `: ${written.join(', ')}` : ''}`);
@@ -60,25 +61,27 @@ export async function typesCommand(args: string[]): Promise<number> {
   }
 }
 
-/** The manifest of the cache, or of a sync when there is no usable cache of this repository. */
-async function cachedManifest(config: SyncConfig & { cacheDir: string }, logger: SyncLogger): Promise<Manifest> {
-  const manifest = await readManifest(config.cacheDir).catch((error: unknown) => {
-    if (error instanceof CacheError) return undefined;
-    throw error;
-  });
-  if (manifest && manifest.repository === config.repository && manifest.baseUrl === config.baseUrl.replace(/\/+$/, '')) {
-    logger.info(`Reading the cache in ${config.cacheDir} (synced ${manifest.lastSync})`);
-    return manifest;
+/** The cache, or a sync's when there is no usable cache of this repository. */
+async function cachedContent(config: SyncConfig & { cacheDir: string }, logger: SyncLogger): Promise<CacheReader> {
+  let cache: CacheReader | undefined;
+  try {
+    cache = openCache(config.cacheDir);
+  } catch (error) {
+    if (!(error instanceof CacheError)) throw error;
+  }
+  if (cache && cache.head.repository === config.repository && cache.head.baseUrl === config.baseUrl.replace(/\/+$/, '')) {
+    logger.info(`Reading the cache in ${config.cacheDir} (synced ${cache.head.lastSync})`);
+    return cache;
   }
   logger.info(`No cache of ${config.repository} in ${config.cacheDir}: syncing first`);
-  return (await sync(config, logger)).manifest;
+  return (await sync(config, logger)).cache;
 }
 
 /** The source of one content type's schema file. */
-export function schemaFile(manifest: Manifest, contentType: string, zodModule: string, configFile: string): string {
+export function schemaFile(model: Model, contentType: string, zodModule: string, configFile: string): string {
   const name = identifier(contentType);
   const used = new Set<string>();
-  const body = zodSource(fieldsSchema(manifest.model, contentType), used, '', true);
+  const body = zodSource(fieldsSchema(model, contentType), used, '', true);
   const shared = [...named].filter(([, n]) => used.has(n)).map(([schema, n]) => `const ${n} = ${zodSource(schema, new Set(), '', false, n)};\n`);
   const type = name[0]!.toUpperCase() + name.slice(1);
   return `// The fields of the content type "${contentType}", from the content synced with ${relative(process.cwd(), configFile) || configFile}

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { RecordReader } from './cache.ts';
+import type { CacheReader } from '../cache/reader.ts';
 import { fallbackChains, type Locales, localizeRecord } from './locales.ts';
-import type { Model, StoredRecord } from './records.ts';
+import { type Model, referenceList, type StoredRecord } from './records.ts';
 
 /**
  * Entries: a record as pages use it, in one locale. Fallback is applied and marked, relations
@@ -110,15 +110,16 @@ export function entryOf(record: StoredRecord, locale: string, locales: Locales, 
   };
 }
 
-/** Reads every record once and gives entries per locale; assets are looked up in memory. */
-export async function loadEntries(reader: RecordReader, ids: Iterable<string>, locales: Locales, localeKeys = locales.locales.map((l) => l.key)) {
-  const records = new Map<string, StoredRecord>();
-  for await (const record of reader.all()) records.set(record.id, record);
+/** The entries of some documents in every locale (or those given), read from the cache in one batch with the assets they embed. */
+export function loadEntries(cache: CacheReader, ids: Iterable<string>, locales: Locales, localeKeys = locales.locales.map((l) => l.key)): Entry[] {
+  const wanted = [...ids];
+  const records = cache.records(wanted);
+  const assets = cache.records([...records.values()].flatMap((record) => referenceList(record).filter((ref) => ref.asset).map((ref) => ref.id)));
   const out: Entry[] = [];
-  for (const id of ids) {
+  for (const id of wanted) {
     const record = records.get(id);
     if (!record || record.contentType === '_asset') continue;
-    for (const locale of localeKeys) out.push(entryOf(record, locale, locales, (assetId) => records.get(assetId)));
+    for (const locale of localeKeys) out.push(entryOf(record, locale, locales, (assetId) => assets.get(assetId)));
   }
   return out;
 }

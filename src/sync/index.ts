@@ -1,13 +1,13 @@
 export { sync, SyncError, defaultCacheDir, consoleLogger, packageVersion } from './engine.ts';
-export type { SyncResult, SyncLogger } from './engine.ts';
+export type { SyncResult, SyncLogger, SyncHints } from './engine.ts';
 export { parseSyncConfig, syncConfigSchema, sourceOptionsSchema, sourcesOf, ConfigError } from './config.ts';
 export type { SyncConfig, SyncConfigInput, SourceOptions, Source } from './config.ts';
 export type { Changeset, SourceChanges } from './changeset.ts';
-export { readManifest, RecordReader, CacheError, clearCache } from './cache.ts';
-export type { Manifest, SourceState, RecordEntry } from './cache.ts';
+export { openCache, clearCache, CacheReader, CacheError, DamagedRecordError } from '../cache/index.ts';
+export type { CacheHead, Member, Reference as RecordReference, StoredSource, DanglingReference } from '../cache/index.ts';
 export { fallbackChains, localizeRecord } from './locales.ts';
 export type { Locales, LocalizedFields } from './locales.ts';
-export { normalizeRecord, referencesOf, digestOf } from './records.ts';
+export { normalizeRecord, referencesOf, referenceList, digestOf } from './records.ts';
 export type { StoredRecord, Model, FieldKind, Ref } from './records.ts';
 export {
   entrySchema,

@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto';
+import { digestOfJson, type Reference } from '../cache/records.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 
 /**
@@ -134,16 +134,6 @@ export function normalizeRecord(
   };
 }
 
-/** A record's references as `[field, target id, field, target id, …]`: a pair per reference, in the order of `referencesOf`. */
-export type References = string[];
-
-/** `referencesOf` as `References`. */
-export function referencePairs(references: Record<string, string[]>): References {
-  const pairs: References = [];
-  for (const [field, ids] of Object.entries(references)) for (const id of ids) pairs.push(field, id);
-  return pairs;
-}
-
 /** The records embedded in an answered record's fields (assets under embedAssets), where `normalizeRecord` finds them. */
 export function embeddedIn(answer: ApiRecord, locales: { has(key: string): boolean }): ApiRecord[] {
   const found: ApiRecord[] = [];
@@ -161,24 +151,35 @@ export function embeddedIn(answer: ApiRecord, locales: { has(key: string): boole
 /** A record's references, by field name (every locale's, in order, each id once). */
 export function referencesOf(record: StoredRecord): Record<string, string[]> {
   const out: Record<string, string[]> = {};
-  const collect = (value: unknown, ids: string[]) => {
-    if (Array.isArray(value)) for (const v of value) collect(v, ids);
+  for (const ref of referenceList(record)) (out[ref.field] ??= []).push(ref.id);
+  return out;
+}
+
+/**
+ * A record's references in field order (every locale's, each id once per field), each marked
+ * as an asset or not by the content type the reference names.
+ */
+export function referenceList(record: StoredRecord): Reference[] {
+  const out: Reference[] = [];
+  const collect = (field: string, value: unknown, seen: Set<string>) => {
+    if (Array.isArray(value)) for (const v of value) collect(field, v, seen);
     else if (isObject(value) && typeof value.id === 'string' && typeof value.contentType === 'string' && Object.keys(value).length === 2) {
-      if (!ids.includes(value.id)) ids.push(value.id);
+      if (seen.has(value.id)) return;
+      seen.add(value.id);
+      out.push({ field, id: value.id, asset: value.contentType === '_asset' });
     }
   };
   for (const [name, value] of Object.entries(record.fields)) {
-    const ids: string[] = [];
-    if (record.localized.includes(name)) for (const v of Object.values(value as Record<string, unknown>)) collect(v, ids);
-    else collect(value, ids);
-    if (ids.length > 0) out[name] = ids;
+    const seen = new Set<string>();
+    if (record.localized.includes(name)) for (const v of Object.values(value as Record<string, unknown>)) collect(name, v, seen);
+    else collect(name, value, seen);
   }
   return out;
 }
 
 /** A digest of a record's content: equal digests mean equal records. `json` is the record's JSON when the caller has it. */
 export function digestOf(record: StoredRecord, json = JSON.stringify(record)): string {
-  return hash('sha1', json, 'base64url').slice(0, 22);
+  return digestOfJson(json);
 }
 
 /** Merges a masked answer into the previous version of a record: fields the mask left out are kept. */

@@ -1,3 +1,5 @@
+import { CacheError } from '../cache/database.ts';
+import { DamagedRecordError } from '../cache/reader.ts';
 import type { Changeset } from './changeset.ts';
 import { parseSyncConfig, type SourceOptions, type SyncConfig, type SyncConfigInput } from './config.ts';
 import { sync, type SyncLogger, type SyncResult } from './engine.ts';
@@ -81,6 +83,26 @@ export class SharedSync {
     this.#round = this.#start(() => sync(this.config(), this.#logger, { refetch }));
     for (const consumer of this.#consumers) this.#round.consumed.add(consumer);
     return this.#round.promise;
+  }
+
+  /**
+   * Reads a round's content with `read`. Records found damaged on the way (their stored bytes no
+   * longer match their digests) are never served: one sync fetches them again, with a warning,
+   * and `read` runs once more on its result.
+   */
+  async read<T>(result: SyncResult, read: (result: SyncResult) => T | Promise<T>): Promise<T> {
+    try {
+      return await read(result);
+    } catch (error) {
+      const damagedFile = error instanceof CacheError && error.code === 'cache_damaged';
+      if (!(error instanceof DamagedRecordError) && !damagedFile) throw error;
+      // A damaged record is fetched again; a damaged file is rebuilt by the sync that finds it.
+      this.#logger?.warn(`${error.message}; ${damagedFile ? 'syncing again' : 'fetching them again'}`);
+      const hints = error instanceof DamagedRecordError ? { repair: error.ids } : { rebuild: true };
+      this.#round = this.#start(() => sync(this.config(), this.#logger, hints));
+      for (const consumer of this.#consumers) this.#round.consumed.add(consumer);
+      return read(await this.#round.promise);
+    }
   }
 
   /** Called after every completed round. */

@@ -1,8 +1,7 @@
 import { join } from 'node:path';
 import type { Plugin } from 'vite';
 import type { SyncResult } from '../sync/engine.ts';
-import { entryOf, type Entry } from '../sync/entries.ts';
-import type { StoredRecord } from '../sync/records.ts';
+import { loadEntries } from '../sync/entries.ts';
 import { changedIds, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import { refreshMiddleware } from './refresh.ts';
 
@@ -33,31 +32,19 @@ export function parseVirtualId(id: string): { kind: keyof typeof kinds; name: st
   return { kind: kind as keyof typeof kinds, name, ...(locale ? { locale } : {}) };
 }
 
-async function entriesOf(result: SyncResult, sourceKey: string, locales: string[]): Promise<Entry[]> {
-  const state = result.manifest.sources[sourceKey];
-  if (!state) return [];
-  const records = new Map<string, StoredRecord>();
-  for await (const record of result.reader.all(state.closure)) records.set(record.id, record);
-  const entries: Entry[] = [];
-  for (const id of state.members) {
-    const record = records.get(id);
-    if (!record) continue;
-    for (const locale of locales) entries.push(entryOf(record, locale, result.manifest.locales, (assetId) => records.get(assetId)));
-  }
-  return entries;
-}
-
 /** Generates a virtual module's code. */
 export async function virtualModule(result: SyncResult, id: string): Promise<string> {
   const parsed = parseVirtualId(id)!;
   const sourceKey = `${kinds[parsed.kind]}:${parsed.name}`;
-  if (!result.manifest.sources[sourceKey]) {
+  const { cache } = result;
+  if (!cache.sources().some((source) => source.key === sourceKey)) {
     throw new Error(`${id}: "${parsed.name}" is not synced; add it to the ${parsed.kind} option of the comfortable integration or Vite plugin`);
   }
-  const all = result.manifest.locales.locales.map((l) => l.key);
+  const { locales } = cache.head;
+  const all = locales.locales.map((l) => l.key);
   if (parsed.locale && !all.includes(parsed.locale)) throw new Error(`${id}: unknown locale "${parsed.locale}"; the repository has ${all.join(', ')}`);
-  const entries = await entriesOf(result, sourceKey, parsed.locale ? [parsed.locale] : all);
-  const data = JSON.stringify({ entries, locales: all, defaultLocale: result.manifest.locales.defaultLocale });
+  const entries = loadEntries(cache, cache.members(sourceKey).map((member) => member.id), locales, parsed.locale ? [parsed.locale] : all);
+  const data = JSON.stringify({ entries, locales: all, defaultLocale: locales.defaultLocale });
   const head = `const data = JSON.parse(${JSON.stringify(data)});\nexport const locales = data.locales;\nexport const defaultLocale = data.defaultLocale;\n`;
   // A locale variant looks entries up in its own locale; the whole module in the default one.
   const locale = `const locale = ${JSON.stringify(parsed.locale ?? null)} ?? data.defaultLocale;\n`;
@@ -98,7 +85,7 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
     load: {
       filter: { id: /^\0virtual:comfortable\// },
       async handler(id) {
-        return virtualModule(await current(), id.slice(1));
+        return shared.read(await current(), (result) => virtualModule(result, id.slice(1)));
       },
     },
     configureServer(server) {

@@ -90,3 +90,43 @@ export async function startProbe(url: string, authorization: string): Promise<{ 
     },
   };
 }
+
+export interface SyncProcess {
+  child: ChildProcessWithoutNullStreams;
+  /** Every line printed so far. */
+  lines: string[];
+  /** Resolves with the first line that matches, as it is printed. */
+  line(pattern: RegExp): Promise<string>;
+  /** The exit (a signal when killed), with every line printed. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; lines: string[]; stderr: string }>;
+}
+
+/** Runs `sync(config)` in a process of its own (test/helpers/sync-process.ts), as a sync in CI or a second terminal would. */
+export function syncProcess(config: object): SyncProcess {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./sync-process.ts', import.meta.url)), JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const waiters: { pattern: RegExp; resolve(line: string): void }[] = [];
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    lines.push(line);
+    for (const waiter of [...waiters]) {
+      if (waiter.pattern.test(line)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(line);
+      }
+    }
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; lines: string[]; stderr: string }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal, lines, stderr })),
+  );
+  return {
+    child,
+    lines,
+    line: (pattern) => {
+      const seen = lines.find((line) => pattern.test(line));
+      return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ pattern, resolve }));
+    },
+    exited,
+  };
+}

@@ -1,0 +1,160 @@
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Database, DatabaseSync } from './sqlite.ts';
+
+/**
+ * Opening the cache's database file, and the errors of doing so. SQLite does the locking:
+ * a sync writes in one `BEGIN IMMEDIATE` transaction, so a second sync waits for the first,
+ * readers never wait, and a process that dies holding the lock loses it with its file handles.
+ */
+
+export const cacheFileName = 'cache.sqlite';
+
+/** The cache cannot be used as it is: damaged, not writable, or held too long by another sync. */
+export class CacheError extends Error {
+  readonly code: 'cache_damaged' | 'cache_unwritable' | 'cache_busy' | 'cache_full';
+  constructor(code: CacheError['code'], message: string, cause?: unknown) {
+    super(message);
+    this.name = 'CacheError';
+    this.code = code;
+    if (cause) Object.defineProperty(this, 'cause', { value: cause, enumerable: false });
+  }
+}
+
+/** SQLite's primary result code of an error thrown by `node:sqlite`, if it is one. */
+function sqliteCode(error: unknown): number | undefined {
+  const code = (error as { errcode?: unknown }).errcode;
+  return typeof code === 'number' ? code & 0xff : undefined;
+}
+
+const busy = 5;
+const readOnly = 8;
+const ioError = 10;
+const corrupt = 11;
+const full = 13;
+const cantOpen = 14;
+const notADatabase = 26;
+
+/** Turns what SQLite throws into a CacheError a user can act on, naming the folder; other errors pass through. */
+export function cacheErrorOf(error: unknown, dir: string): unknown {
+  if (error instanceof CacheError) return error;
+  switch (sqliteCode(error)) {
+    case corrupt:
+    case notADatabase:
+      return new CacheError('cache_damaged', `The cache in ${dir} is damaged (${(error as Error).message})`, error);
+    case readOnly:
+    case cantOpen:
+      return new CacheError('cache_unwritable', `The cache folder ${dir} cannot be written (${(error as Error).message}); check its permissions, or set cacheDir to a folder this process may write`, error);
+    case full:
+      return new CacheError('cache_full', `The disk of the cache folder ${dir} is full (${(error as Error).message}); the cache was left as it was`, error);
+    case ioError:
+      return new CacheError('cache_unwritable', `The cache in ${dir} could not be read or written (${(error as Error).message})`, error);
+    default:
+      return error;
+  }
+}
+
+export const isBusy = (error: unknown): boolean => sqliteCode(error) === busy;
+
+/** Files a cache of this package's earlier formats left in the folder (format 4 and before). */
+function olderFormatFiles(dir: string): string[] {
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names.filter((name) => name === 'manifest.json' || name === 'sync.lock' || /^(index-.*\.json|records-.*\.jsonl)(\.tmp)?$/.test(name));
+}
+
+/** The identity of the database file, or undefined when there is none. */
+export function inodeOf(dir: string): number | undefined {
+  try {
+    return statSync(join(dir, cacheFileName)).ino;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Removes the database and its WAL files. */
+export function removeDatabase(dir: string): void {
+  for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(join(dir, cacheFileName + suffix), { force: true });
+}
+
+/** Opens (creating the folder and file) the cache's database for a sync, in WAL mode. */
+export function openForWriting(dir: string, warn: (message: string) => void): Database {
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    throw new CacheError('cache_unwritable', `The cache folder ${dir} cannot be created (${(error as Error).message}); set cacheDir to a folder this process may write`, error);
+  }
+  const older = olderFormatFiles(dir);
+  if (older.length > 0) {
+    warn(`The cache in ${dir} is of an older format (${older.includes('manifest.json') ? 'format 4 or earlier' : 'files of an earlier version'}); it is rebuilt as a database`);
+    for (const name of older) rmSync(join(dir, name), { force: true });
+  }
+  const open = () => {
+    const db = new DatabaseSync(join(dir, cacheFileName), { timeout: 5_000 });
+    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;');
+    return db;
+  };
+  try {
+    return open();
+  } catch (error) {
+    const problem = cacheErrorOf(error, dir);
+    if (!(problem instanceof CacheError) || problem.code !== 'cache_damaged') throw problem;
+    // Not a database at all: nothing in it can be locked or kept.
+    warn(`${problem.message}; rebuilding it`);
+    removeDatabase(dir);
+    try {
+      return open();
+    } catch (again) {
+      throw cacheErrorOf(again, dir);
+    }
+  }
+}
+
+/** Opens the cache's database to read it, or undefined when there is none. */
+export function openForReading(dir: string): Database | undefined {
+  try {
+    const db = new DatabaseSync(join(dir, cacheFileName), { readOnly: true, timeout: 5_000 });
+    db.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get(); // opening is lazy: fail here, not later
+    return db;
+  } catch (error) {
+    if (sqliteCode(error) === cantOpen) return undefined;
+    throw cacheErrorOf(error, dir);
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Begins the sync's write transaction. While another sync holds it, waits without blocking
+ * (tries again every 50 ms), says so after a second, and gives up after `maxWaitMs`.
+ */
+export async function beginWrite(db: Database, dir: string, options: { waiting(): void; maxWaitMs: number }): Promise<void> {
+  const started = Date.now();
+  let said = false;
+  db.exec('PRAGMA busy_timeout = 0');
+  try {
+    for (;;) {
+      try {
+        db.exec('BEGIN IMMEDIATE');
+        return;
+      } catch (error) {
+        if (!isBusy(error)) throw cacheErrorOf(error, dir);
+      }
+      const waited = Date.now() - started;
+      if (waited >= options.maxWaitMs) {
+        throw new CacheError('cache_busy', `Another sync has held the cache in ${dir} for more than ${Math.round(options.maxWaitMs / 1000)} s; try again when it is done`);
+      }
+      if (!said && waited >= 1_000) {
+        said = true;
+        options.waiting();
+      }
+      await sleep(50);
+    }
+  } finally {
+    db.exec('PRAGMA busy_timeout = 5000');
+  }
+}

@@ -1,0 +1,194 @@
+import type { StoredRecord } from '../sync/records.ts';
+import { CacheError, cacheErrorOf, openForReading } from './database.ts';
+import { digestOfJson, type Reference } from './records.ts';
+import { schemaProblem } from './schema.ts';
+import type { Database, Statement } from './sqlite.ts';
+import { type CacheHead, type DanglingReference, readHead, type StoredSource } from './transaction.ts';
+
+/** A member of a source, in the source's order. */
+export interface Member {
+  id: string;
+  contentType: string;
+  /** Changes when the record changes. */
+  digest: string;
+  /** Changes when the record or any record its source's includes reach from it changes. */
+  dependencyDigest: string;
+}
+
+/** Records whose stored JSON no longer matches their digest: they must be fetched again, never served. */
+export class DamagedRecordError extends Error {
+  readonly code = 'record_damaged';
+  readonly ids: string[];
+  constructor(dir: string, ids: string[]) {
+    super(`The cache in ${dir} holds damaged records (${ids.join(', ')}): their stored bytes no longer match their digests`);
+    this.name = 'DamagedRecordError';
+    this.ids = ids;
+  }
+}
+
+/**
+ * The committed content of a cache, as every consumer reads it (the Astro loader and schemas,
+ * the Vite plugin, the `types` command): the sources and their members with dependency
+ * digests, records by id, their content types and references. Each read sees the last
+ * committed sync. A record is checked against its digest whenever it is read.
+ */
+export class CacheReader {
+  readonly dir: string;
+  readonly #db: Database;
+  readonly #statements = new Map<string, Statement>();
+  #head: { version: number; head: CacheHead } | undefined;
+
+  private constructor(dir: string, db: Database) {
+    this.dir = dir;
+    this.#db = db;
+  }
+
+  /** The cache in `dir`, or undefined when there is none (or none of this format, or none committed yet). */
+  static open(dir: string): CacheReader | undefined {
+    const db = openForReading(dir);
+    if (!db) return undefined;
+    try {
+      if (schemaProblem(db) !== undefined) throw new Error('not a cache of this format');
+      const reader = new CacheReader(dir, db);
+      reader.head; // eslint-disable-line @typescript-eslint/no-unused-expressions -- a cache without a head is none
+      return reader;
+    } catch {
+      db.close();
+      return undefined;
+    }
+  }
+
+  /** Whether the database is still a cache of this format (another version may have rebuilt it in place). */
+  isCurrent(): boolean {
+    try {
+      return schemaProblem(this.#db) === undefined;
+    } catch {
+      return false;
+    }
+  }
+
+  #all<T>(sql: string, ...parameters: (string | number)[]): T[] {
+    try {
+      let statement = this.#statements.get(sql);
+      if (!statement) this.#statements.set(sql, (statement = this.#db.prepare(sql)));
+      return statement.all(...parameters) as T[];
+    } catch (error) {
+      throw cacheErrorOf(error, this.dir);
+    }
+  }
+
+  /** Whose cache it is, its last sync, locales and model; read again after each commit. */
+  get head(): CacheHead {
+    const version = (this.#db.prepare('PRAGMA data_version').get() as { data_version: number }).data_version;
+    if (this.#head?.version !== version) {
+      try {
+        this.#head = { version, head: readHead(this.#db) };
+      } catch (error) {
+        throw error instanceof CacheError ? new CacheError('cache_damaged', `The cache in ${this.dir} is damaged: ${error.message}`) : cacheErrorOf(error, this.dir);
+      }
+    }
+    return this.#head.head;
+  }
+
+  sources(): StoredSource[] {
+    return this.#all<StoredSource>('SELECT key, kind, name, fingerprint, synced_at AS syncedAt FROM source ORDER BY key').map((row) => ({ ...row }));
+  }
+
+  /** A source's members in order, with their digests; none for a source not synced. */
+  members(source: string): Member[] {
+    return this.#all<Member>(
+      'SELECT m.id, r.content_type AS contentType, r.digest, m.dependency_digest AS dependencyDigest FROM member m JOIN record r ON r.id = m.id WHERE m.source = ? ORDER BY m.position',
+      source,
+    ).map((row) => ({ ...row }));
+  }
+
+  /** The records a source's includes reach from its members, not counting the members. */
+  included(source: string): string[] {
+    return this.#all<{ id: string }>('SELECT id FROM included WHERE source = ?', source).map((row) => row.id);
+  }
+
+  /** A record by id; throws DamagedRecordError when its stored JSON no longer matches its digest. */
+  record(id: string): StoredRecord | undefined {
+    return this.records([id]).get(id);
+  }
+
+  /** Records by id (those that exist), read in one statement; throws DamagedRecordError naming every damaged one. */
+  records(ids: Iterable<string>): Map<string, StoredRecord> {
+    const rows = this.#all<{ id: string; json: string; digest: string }>(
+      'SELECT b.id, b.json, r.digest FROM body b JOIN record r ON r.id = b.id WHERE b.id IN (SELECT value FROM json_each(?))',
+      JSON.stringify([...ids]),
+    );
+    const damaged = rows.filter((row) => digestOfJson(row.json) !== row.digest).map((row) => row.id);
+    if (damaged.length > 0) throw new DamagedRecordError(this.dir, damaged);
+    return new Map(rows.map((row) => [row.id, JSON.parse(row.json) as StoredRecord]));
+  }
+
+  /** The ids of every record whose stored JSON no longer matches its digest (reads the whole cache). */
+  verify(): string[] {
+    const damaged: string[] = [];
+    let after = '';
+    for (;;) {
+      const rows = this.#all<{ id: string; json: string; digest: string }>('SELECT b.id, b.json, r.digest FROM body b JOIN record r ON r.id = b.id WHERE b.id > ? ORDER BY b.id LIMIT 1000', after);
+      if (rows.length === 0) return damaged;
+      for (const row of rows) if (digestOfJson(row.json) !== row.digest) damaged.push(row.id);
+      after = rows.at(-1)!.id;
+    }
+  }
+
+  has(id: string): boolean {
+    return this.contentType(id) !== undefined;
+  }
+
+  contentType(id: string): string | undefined {
+    return this.contentTypesOf([id]).get(id);
+  }
+
+  /** The content type of each record of `ids` that exists, read in one statement. */
+  contentTypesOf(ids: Iterable<string>): Map<string, string> {
+    const rows = this.#all<{ id: string; content_type: string }>('SELECT id, content_type FROM record WHERE id IN (SELECT value FROM json_each(?))', JSON.stringify([...ids]));
+    return new Map(rows.map((row) => [row.id, row.content_type]));
+  }
+
+  /** A record's references, in order. */
+  references(id: string): Reference[] {
+    return this.#all<{ field: string; id: string; asset: number }>('SELECT field, to_id AS id, asset FROM reference WHERE from_id = ? ORDER BY position', id).map((row) => ({
+      field: row.field,
+      id: row.id,
+      asset: row.asset === 1,
+    }));
+  }
+
+  /** Content types of the members of some sources, sorted. */
+  contentTypes(sources: readonly string[]): string[] {
+    return this.#all<{ content_type: string }>(
+      'SELECT DISTINCT r.content_type FROM member m JOIN record r ON r.id = m.id WHERE m.source IN (SELECT value FROM json_each(?)) ORDER BY r.content_type',
+      JSON.stringify(sources),
+    ).map((row) => row.content_type);
+  }
+
+  /** Field → the content types its stored references of records of `contentType` point to. */
+  referenceTargets(contentType: string): Map<string, string[]> {
+    const rows = this.#all<{ field: string; target: string }>(
+      'SELECT DISTINCT ref.field, t.content_type AS target FROM record f JOIN reference ref ON ref.from_id = f.id JOIN record t ON t.id = ref.to_id WHERE f.content_type = ? ORDER BY ref.field, target',
+      contentType,
+    );
+    const targets = new Map<string, string[]>();
+    for (const { field, target } of rows) targets.set(field, [...(targets.get(field) ?? []), target]);
+    return targets;
+  }
+
+  /** How many records (documents and assets) the cache holds. */
+  recordCount(): number {
+    return this.#all<{ n: number }>('SELECT count(*) AS n FROM record')[0]!.n;
+  }
+
+  /** References whose target the server does not have, each once: of one source, or of all. */
+  dangling(source?: string): DanglingReference[] {
+    const where = source === undefined ? '' : 'WHERE source = ?';
+    return this.#all<DanglingReference>(`SELECT DISTINCT from_id AS "from", field, to_id AS id FROM dangling ${where} ORDER BY from_id, field, to_id`, ...(source === undefined ? [] : [source])).map((row) => ({ ...row }));
+  }
+
+  close(): void {
+    if (this.#db.isOpen) this.#db.close();
+  }
+}

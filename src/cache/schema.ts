@@ -1,0 +1,63 @@
+import type { Database } from './sqlite.ts';
+
+/**
+ * The cache's tables. One database per cache folder (`cache.sqlite`), in WAL mode: readers see
+ * the last committed sync while the next one writes.
+ *
+ * - `meta`: the format, the fingerprint (base URL, repository, package; never the key), the time
+ *   of the last sync, the locales and the model, as JSON values by name.
+ * - `record`: one row per document or asset: its stamps (`updated_at`, `revision`), content
+ *   type, digest, whether it is partial (a masked source's fields only), and `links`, a hash of
+ *   its content type and references, which says when a record was relinked.
+ * - `body`: each record's normalised JSON, apart from the stamps a sync compares.
+ * - `reference`: one row per reference of a record, with `asset` set when the target is an
+ *   asset; indexed on the target, so "who references X" is a query.
+ * - `source`, `member`, `included`, `dangling`: each source's options fingerprint and sync time,
+ *   its members in order with their dependency digests, the other records its includes reach,
+ *   and its references to records the server does not have.
+ * - `etag`: answers kept for conditional GETs of the repository and of aliases.
+ */
+
+export const cacheFormat = 5;
+
+export const schema = `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE record (
+  id TEXT PRIMARY KEY,
+  content_type TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  digest TEXT NOT NULL,
+  partial INTEGER NOT NULL,
+  links TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE body (id TEXT PRIMARY KEY, json TEXT NOT NULL);
+CREATE TABLE reference (from_id TEXT NOT NULL, position INTEGER NOT NULL, field TEXT NOT NULL, to_id TEXT NOT NULL, asset INTEGER NOT NULL);
+CREATE INDEX reference_from ON reference (from_id);
+CREATE INDEX reference_to ON reference (to_id);
+CREATE TABLE source (key TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL, fingerprint TEXT NOT NULL, synced_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE member (source TEXT NOT NULL, position INTEGER NOT NULL, id TEXT NOT NULL, dependency_digest TEXT NOT NULL, PRIMARY KEY (source, position)) WITHOUT ROWID;
+CREATE TABLE included (source TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (source, id)) WITHOUT ROWID;
+CREATE TABLE dangling (source TEXT NOT NULL, from_id TEXT NOT NULL, field TEXT NOT NULL, to_id TEXT NOT NULL);
+CREATE TABLE etag (key TEXT PRIMARY KEY, etag TEXT NOT NULL, body TEXT NOT NULL) WITHOUT ROWID;
+`;
+
+const tables = ['meta', 'record', 'body', 'reference', 'source', 'member', 'included', 'dangling', 'etag'];
+
+/** Why a database is not a cache of this format (to rebuild), or undefined when it is one. Empty databases are "new". */
+export function schemaProblem(db: Database): 'new' | string | undefined {
+  const names = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((row) => row.name);
+  if (names.length === 0) return 'new';
+  if (!tables.every((table) => names.includes(table))) return 'it is not a cache of this package (other tables)';
+  const format = (db.prepare("SELECT value FROM meta WHERE key = 'format'").get() as { value: string } | undefined)?.value;
+  if (format !== String(cacheFormat)) return `it is of another format (${format ?? 'none'}; this version writes ${cacheFormat})`;
+  return undefined;
+}
+
+/** Drops every table of the database and creates the cache's: inside a write transaction, all or nothing. */
+export function recreate(db: Database): void {
+  const names = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]).map((row) => row.name);
+  for (const name of names) db.exec(`DROP TABLE "${name.replaceAll('"', '""')}"`);
+  db.exec(schema);
+  db.prepare("INSERT INTO meta (key, value) VALUES ('format', ?)").run(String(cacheFormat));
+}

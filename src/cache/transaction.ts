@@ -1,0 +1,228 @@
+import type { Locales } from '../sync/locales.ts';
+import type { Model } from '../sync/records.ts';
+import { beginWrite, CacheError, cacheErrorOf, inodeOf, openForWriting, removeDatabase } from './database.ts';
+import { Records } from './records.ts';
+import { recreate, schemaProblem } from './schema.ts';
+import type { Database } from './sqlite.ts';
+
+/** What a cache holds besides records and sources: whose it is, and the repository's shape. */
+export interface CacheHead {
+  /** A hash of base URL, repository, package version and format; never the key. */
+  fingerprint: string;
+  repository: string;
+  baseUrl: string;
+  package: string;
+  /** ISO time of the last sync. */
+  lastSync: string;
+  locales: Locales;
+  model: Model;
+}
+
+/** A source as the cache keeps it. */
+export interface StoredSource {
+  key: string;
+  kind: 'collection' | 'alias' | 'query';
+  name: string;
+  /** A hash of the source's options: another one means it is fetched in full again. */
+  fingerprint: string;
+  /** ISO time the source was last fetched. */
+  syncedAt: string;
+}
+
+/** A reference whose target the server does not have. */
+export interface DanglingReference {
+  from: string;
+  field: string;
+  id: string;
+}
+
+export type Etags = Record<string, { etag: string; body: string }>;
+
+const headKeys = ['fingerprint', 'repository', 'baseUrl', 'package', 'lastSync', 'locales', 'model'] as const;
+
+/**
+ * One sync's write transaction on the cache: everything it reads sees what it wrote before,
+ * and nothing it writes is seen by anyone else until `commit`. `rollback` (or a process that
+ * dies) leaves the cache as it was.
+ */
+export class CacheTransaction {
+  readonly records: Records;
+  readonly #db: Database;
+  readonly #dir: string;
+  /** The cache as it was when the transaction began; undefined for a new or rebuilt one. */
+  readonly head: CacheHead | undefined;
+
+  private constructor(db: Database, dir: string, head: CacheHead | undefined, damaged: (id: string) => void) {
+    this.#db = db;
+    this.#dir = dir;
+    this.head = head;
+    this.records = new Records(db, damaged);
+  }
+
+  /**
+   * Opens the cache in `dir` and begins a write transaction, waiting while another sync holds
+   * one. A database that is no cache of this format is emptied and set up again (in the same
+   * transaction), with a warning that says why.
+   */
+  static async begin(dir: string, events: { warn(message: string): void; waiting(): void; damaged(id: string): void }, maxWaitMs = 120_000): Promise<CacheTransaction> {
+    const db = openForWriting(dir, events.warn);
+    const opened = inodeOf(dir);
+    try {
+      await beginWrite(db, dir, { waiting: events.waiting, maxWaitMs });
+      if (inodeOf(dir) !== opened) {
+        // The sync it waited for removed the file (a first sync that failed, a damaged cache):
+        // what this connection holds is no longer the cache. Open the file that is.
+        db.exec('ROLLBACK');
+        db.close();
+        return CacheTransaction.begin(dir, events, maxWaitMs);
+      }
+      let problem = schemaProblem(db);
+      let head: CacheHead | undefined;
+      if (problem === undefined) {
+        try {
+          head = readHead(db);
+        } catch (error) {
+          problem = (error as Error).message;
+        }
+      }
+      if (problem !== undefined) {
+        if (problem !== 'new') events.warn(`The cache in ${dir} cannot be used: ${problem}; rebuilding it`);
+        recreate(db);
+      }
+      return new CacheTransaction(db, dir, head, events.damaged);
+    } catch (error) {
+      if (db.isTransaction) db.exec('ROLLBACK');
+      db.close();
+      throw cacheErrorOf(error, dir);
+    }
+  }
+
+  /** Runs `work` on the database, turning SQLite's errors into CacheErrors that name the folder. */
+  #run<T>(work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      throw cacheErrorOf(error, this.#dir);
+    }
+  }
+
+  sources(): Map<string, StoredSource> {
+    return this.#run(() => {
+      const rows = this.#db.prepare('SELECT key, kind, name, fingerprint, synced_at AS syncedAt FROM source').all() as unknown as StoredSource[];
+      return new Map(rows.map((row) => [row.key, { ...row }]));
+    });
+  }
+
+  /** A source's members in order, with their dependency digests. */
+  members(key: string): { ids: string[]; digests: string[] } {
+    return this.#run(() => {
+      const statement = this.#db.prepare('SELECT id, dependency_digest FROM member WHERE source = ? ORDER BY position');
+      statement.setReturnArrays(true);
+      const ids: string[] = [];
+      const digests: string[] = [];
+      for (const [id, digest] of statement.all(key) as unknown as [string, string][]) {
+        ids.push(id);
+        digests.push(digest);
+      }
+      return { ids, digests };
+    });
+  }
+
+  /** The records a source's includes reach that are not its members. */
+  included(key: string): string[] {
+    return this.#run(() => (this.#db.prepare('SELECT id FROM included WHERE source = ?').all(key) as { id: string }[]).map((row) => row.id));
+  }
+
+  dangling(key: string): DanglingReference[] {
+    return this.#run(() => this.#db.prepare('SELECT from_id AS "from", field, to_id AS id FROM dangling WHERE source = ? ORDER BY rowid').all(key) as unknown as DanglingReference[]);
+  }
+
+  etags(): Etags {
+    return this.#run(() => Object.fromEntries((this.#db.prepare('SELECT key, etag, body FROM etag').all() as { key: string; etag: string; body: string }[]).map((row) => [row.key, { etag: row.etag, body: row.body }])));
+  }
+
+  /**
+   * Writes a source's state. `members` with `digests` replaces its member list; with `changed`
+   * (positions), the list is the stored one and only those digests are written. `included`
+   * undefined keeps the stored list.
+   */
+  writeSource(source: StoredSource, members: { ids: readonly string[]; digests: readonly string[]; changed?: readonly number[] }, included: readonly string[] | undefined, dangling: readonly DanglingReference[]): void {
+    this.#run(() => {
+      this.#db.prepare('INSERT OR REPLACE INTO source (key, kind, name, fingerprint, synced_at) VALUES (?, ?, ?, ?, ?)').run(source.key, source.kind, source.name, source.fingerprint, source.syncedAt);
+      if (members.changed) {
+        const update = this.#db.prepare('UPDATE member SET dependency_digest = ? WHERE source = ? AND position = ?');
+        for (const i of members.changed) update.run(members.digests[i]!, source.key, i);
+      } else {
+        this.#db.prepare('DELETE FROM member WHERE source = ?').run(source.key);
+        const insert = this.#db.prepare('INSERT INTO member (source, position, id, dependency_digest) VALUES (?, ?, ?, ?)');
+        members.ids.forEach((id, i) => insert.run(source.key, i, id, members.digests[i]!));
+      }
+      if (included) {
+        this.#db.prepare('DELETE FROM included WHERE source = ?').run(source.key);
+        const insert = this.#db.prepare('INSERT INTO included (source, id) VALUES (?, ?)');
+        for (const id of included) insert.run(source.key, id);
+      }
+      this.#db.prepare('DELETE FROM dangling WHERE source = ?').run(source.key);
+      const insert = this.#db.prepare('INSERT INTO dangling (source, from_id, field, to_id) VALUES (?, ?, ?, ?)');
+      for (const ref of dangling) insert.run(source.key, ref.from, ref.field, ref.id);
+    });
+  }
+
+  /** Empties the cache: records, sources and ETags (it was made for another repository, base URL or version). */
+  clear(): void {
+    this.records.clear();
+    this.#run(() => this.#db.exec('DELETE FROM source; DELETE FROM member; DELETE FROM included; DELETE FROM dangling; DELETE FROM etag;'));
+  }
+
+  /** Removes a source no longer configured. */
+  removeSource(key: string): void {
+    this.#run(() => {
+      for (const table of ['source', 'member', 'included', 'dangling']) this.#db.prepare(`DELETE FROM ${table} WHERE ${table === 'source' ? 'key' : 'source'} = ?`).run(key);
+    });
+  }
+
+  /** Writes the head and the ETags, and commits: the cache is now what this transaction made it. */
+  commit(head: CacheHead, etags: Etags): void {
+    this.#run(() => {
+      const meta = this.#db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)');
+      for (const key of headKeys) meta.run(key, JSON.stringify(head[key]));
+      this.#db.exec('DELETE FROM etag');
+      const insert = this.#db.prepare('INSERT INTO etag (key, etag, body) VALUES (?, ?, ?)');
+      for (const [key, { etag, body }] of Object.entries(etags)) insert.run(key, etag, body);
+      this.#db.exec('COMMIT');
+    });
+    this.#db.close();
+  }
+
+  /**
+   * Ends the transaction without a trace; the cache is as it was. When there was no cache
+   * before it, the file the transaction began in is removed too: a first sync that fails
+   * leaves nothing behind (a sync waiting for this one finds the file gone and opens anew).
+   */
+  rollback(): void {
+    if (!this.#db.isOpen) return;
+    try {
+      if (this.head === undefined) removeDatabase(this.#dir); // still holding the lock
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+    } finally {
+      this.#db.close();
+    }
+  }
+}
+
+/** The head of a cache of this format; a missing value is damage. */
+export function readHead(db: Database): CacheHead {
+  const rows = db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[];
+  const values = new Map(rows.map((row) => [row.key, row.value]));
+  const head: Record<string, unknown> = {};
+  for (const key of headKeys) {
+    const value = values.get(key);
+    if (value === undefined) throw new CacheError('cache_damaged', `its ${key} is missing`);
+    try {
+      head[key] = JSON.parse(value);
+    } catch {
+      throw new CacheError('cache_damaged', `its ${key} is not JSON`);
+    }
+  }
+  return head as unknown as CacheHead;
+}

@@ -1,0 +1,131 @@
+import type { ListOptions } from '../api/query.ts';
+import type { Node, Records } from '../cache/records.ts';
+import type { DanglingReference } from '../cache/transaction.ts';
+import { requestOptions, type Source } from './config.ts';
+import type { Fetcher } from './fetch.ts';
+import type { Intake } from './intake.ts';
+import { reach } from './reach.ts';
+
+/**
+ * The closures phase: the records each source needs (its members and what their includes
+ * reach), brought up to date until nothing changes. Included records that no listing checked
+ * in this run are re-checked by their stamps; records stored otherwise than a fresh sync would
+ * store them (partial where a source needs them whole, whole where only masked sources need
+ * them) are fetched again; records the closures reach but the cache lacks are fetched, and
+ * those the server does not have either are dangling.
+ */
+
+export interface SourceClosure {
+  /** The records of the closure that are not members. */
+  included: readonly string[];
+  dangling: DanglingReference[];
+  /** The closure of the last sync, which still holds: nothing was relinked and the members are the same. */
+  kept: boolean;
+  /** The nodes of every record reached, when the closure was worked out in this run. */
+  nodes?: Map<string, Node>;
+}
+
+/** The closure of the last sync of a source whose options are the same. */
+export interface StoredClosure {
+  members: readonly string[];
+  included: readonly string[];
+  dangling: DanglingReference[];
+}
+
+export interface ClosureContext {
+  records: Records;
+  intake: Intake;
+  fetcher: Fetcher;
+  stored(source: Source): StoredClosure | undefined;
+}
+
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
+/** Rounds are a guard: each one checks or fetches records not seen before, so they end. */
+const maxRounds = 100;
+
+/** Works out every source's closure, fetching what they lack; `members` are the members listed in this run. */
+export async function completeClosures(sources: readonly Source[], members: ReadonlyMap<string, readonly string[]>, context: ClosureContext): Promise<Map<string, SourceClosure>> {
+  const { records, intake, fetcher } = context;
+  const listed = new Set([...members.values()].flat());
+  const absent = new Set<string>();
+  for (let round = 0; ; round++) {
+    const closures = new Map(sources.map((source) => [source.key, closureOf(source, members.get(source.key)!, context)]));
+    const unchecked = new Set<string>();
+    for (const closure of closures.values()) {
+      for (const id of closure.included) {
+        if (!intake.taken.has(id) && !intake.checked.has(id) && !listed.has(id) && records.info(id)?.contentType !== '_asset') unchecked.add(id);
+      }
+    }
+    const { incomplete, overcomplete } = misshapen(sources, members, closures, records);
+    if ((unchecked.size > 0 || incomplete.length > 0 || overcomplete.size > 0) && round < maxRounds) {
+      await recheck([...unchecked], context);
+      // Stored as the masked answers make them, as a fresh sync stores them (one the server no longer has stays dropped).
+      for (const ids of overcomplete.values()) for (const id of ids) intake.drop(id);
+      for (const [source, ids] of overcomplete) {
+        const { fields, embedAssets } = requestOptions(source);
+        await fetcher.byIds(ids, { locale: 'all', fields, embedAssets } as ListOptions);
+      }
+      // A source without a mask needs these whole; one the server no longer has is dropped.
+      const found = await fetcher.byIds(incomplete);
+      for (const id of incomplete) if (!found.has(id)) intake.drop(id);
+      continue;
+    }
+    const missing = [...closures.values()].flatMap((closure) => closure.dangling);
+    const toFetch = [...new Set(missing.map((ref) => ref.id))].filter((id) => !absent.has(id));
+    if (toFetch.length === 0 || round >= maxRounds) return closures;
+    const assetIds = new Set(missing.filter((ref) => isAssetReference(ref, records)).map((ref) => ref.id));
+    const found = await fetcher.byIds(toFetch.filter((id) => !assetIds.has(id)));
+    for (const id of await fetcher.assets(toFetch.filter((id) => assetIds.has(id)))) found.add(id);
+    for (const id of toFetch) if (!found.has(id)) absent.add(id);
+  }
+}
+
+/** Whether a reference points to an asset, as the record holding it says. */
+function isAssetReference(ref: DanglingReference, records: Records): boolean {
+  return records.nodes([ref.from]).get(ref.from)?.references.some((r) => r.id === ref.id && r.asset) ?? false;
+}
+
+/** A source's closure: the stored one while it holds, else worked out from the stored references. */
+function closureOf(source: Source, members: readonly string[], context: ClosureContext): SourceClosure {
+  const stored = context.stored(source);
+  if (stored && !context.intake.relinked && sameList(members, stored.members)) {
+    return { included: stored.included, dangling: stored.dangling.map((ref) => ({ ...ref })), kept: true };
+  }
+  const { nodes, missing } = reach(members, { includes: source.options.includes, embedAssets: source.options.embedAssets !== false }, (ids) => context.records.nodes(ids));
+  const isMember = new Set(members);
+  return { included: [...nodes.keys()].filter((id) => !isMember.has(id)), dangling: missing, kept: false, nodes };
+}
+
+/** Cached records that were neither taken nor listed in this run: list their stamps, fetch the changed ones, drop the deleted. */
+async function recheck(ids: string[], { records, intake, fetcher }: ClosureContext): Promise<void> {
+  if (ids.length === 0) return;
+  for (const id of ids) intake.checked.add(id);
+  const stamps = await fetcher.stampsOf(ids);
+  const seen = new Set(stamps.map((stamp) => stamp.id));
+  for (const id of ids) if (!seen.has(id)) intake.drop(id); // gone from the server
+  const changed = stamps.filter((stamp) => !records.sameStamps(stamp.id, stamp.updatedAt, stamp.revision)).map((stamp) => stamp.id);
+  if (changed.length > 0) await fetcher.byIds(changed);
+}
+
+/**
+ * Records not stored the way a fresh sync would store them: partial ones a source without a
+ * mask needs (`incomplete`: fetched whole), and whole ones only sources with a mask need
+ * (`overcomplete`, by masked source: fetched again through each mask; assets are never masked).
+ */
+function misshapen(sources: readonly Source[], members: ReadonlyMap<string, readonly string[]>, closures: ReadonlyMap<string, SourceClosure>, records: Records): { incomplete: string[]; overcomplete: Map<Source, string[]> } {
+  const masked = sources.filter((source) => source.options.fields !== undefined);
+  const overcomplete = new Map<Source, string[]>();
+  const anyPartial = [...records.ids()].some((id) => records.info(id)!.partial);
+  if (!anyPartial && masked.length === 0) return { incomplete: [], overcomplete };
+  const closureIds = (source: Source) => [...members.get(source.key)!, ...closures.get(source.key)!.included];
+  const wholeNeeded = new Set(sources.filter((source) => source.options.fields === undefined).flatMap(closureIds));
+  const incomplete = anyPartial ? [...wholeNeeded].filter((id) => records.info(id)?.partial) : [];
+  for (const source of masked) {
+    const ids = closureIds(source).filter((id) => {
+      const info = records.info(id);
+      return info && !info.partial && info.contentType !== '_asset' && !wholeNeeded.has(id);
+    });
+    if (ids.length > 0) overcomplete.set(source, [...new Set(ids)]);
+  }
+  return { incomplete, overcomplete };
+}

@@ -1,0 +1,128 @@
+import type { ReadApiClient } from '../api/client.ts';
+import type { FilterEntry, ListOptions } from '../api/query.ts';
+import type { ApiRecord, ListAnswer } from '../wire/schemas.ts';
+import { requestOptions, type Source } from './config.ts';
+import type { AnsweredPage, Intake } from './intake.ts';
+
+/**
+ * The requests of a sync. Each feeds what it receives to the intake and returns ids; none
+ * keeps state of its own.
+ */
+
+/** The mask of an id listing: the stamps a sync compares, and nothing else. */
+export const listing = 'meta(id,updatedAt,revision)';
+
+export interface Stamp {
+  id: string;
+  updatedAt?: string | undefined;
+  revision?: number | undefined;
+}
+
+/**
+ * Runs every task to its end, then throws the first failure: a task left running after a
+ * failure could still write to the transaction after it is rolled back.
+ */
+export async function settleAll<T>(tasks: Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(tasks);
+  const failed = settled.find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
+}
+
+/** Adds a condition to every OR branch of a filter list. */
+export function andEveryBranch(filters: FilterEntry[] | undefined, condition: Record<string, Record<string, unknown>>): FilterEntry[] {
+  const only = condition as FilterEntry;
+  return [only, ...(filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: condition } as FilterEntry] : [entry]))];
+}
+
+const listOf = (source: Source): 'documents' | { collection: string } => (source.kind === 'collection' ? { collection: source.name } : 'documents');
+const isMasked = (source: Source) => source.options.fields !== undefined;
+const chunks = <T>(items: T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+
+export class Fetcher {
+  readonly #client: ReadApiClient;
+  readonly #intake: Intake;
+  readonly #pageSize: number;
+
+  constructor(client: ReadApiClient, intake: Intake, pageSize: number) {
+    this.#client = client;
+    this.#intake = intake;
+    this.#pageSize = pageSize;
+  }
+
+  /** Every page of a source with its includes; `progress` hears after each page. Returns the members in order. */
+  async full(source: Source, progress: (done: number, total: number) => void): Promise<string[]> {
+    const members: string[] = [];
+    // Full pages are megabytes each: three in flight keep the server busy and the memory bounded.
+    for await (const page of this.#client.pages(listOf(source), { ...requestOptions(source), pageSize: this.#pageSize, lookahead: 3 })) {
+      members.push(...this.#intake.acceptPage(page, isMasked(source)));
+      progress(members.length, page.meta.total);
+    }
+    return members;
+  }
+
+  /** The stamps of a source's members, page by page, in the source's order. */
+  async *stamps(source: Source): AsyncGenerator<Stamp[]> {
+    const { includes: _includes, embedAssets: _embed, fields: _fields, ...selection } = requestOptions(source);
+    for await (const page of this.#client.pages(listOf(source), { ...selection, fields: listing, pageSize: this.#pageSize })) {
+      yield (page.data as unknown as { meta: Stamp }[]).map((record) => record.meta);
+    }
+  }
+
+  /**
+   * The documents of a source changed since a time, without includes: what they include is
+   * mostly stored, and what is not is found missing by the closures and fetched then.
+   */
+  async changedSince(source: Source, since: string): Promise<void> {
+    const options = requestOptions(source);
+    const filters = andEveryBranch(options.filters as FilterEntry[] | undefined, { '*.meta.updatedAt': { greaterThanEqual: since } });
+    for await (const page of this.#client.pages(listOf(source), { ...options, includes: 0, filters, pageSize: this.#pageSize })) {
+      this.#intake.acceptPage(page, isMasked(source));
+    }
+  }
+
+  /** The document an alias points to, with its includes. */
+  async alias(source: Source): Promise<string[]> {
+    const { includes, embedAssets, fields, locale } = requestOptions(source);
+    const answer = (await this.#client.alias(source.name, { includes, embedAssets, fields, locale } as ListOptions)) as ApiRecord & AnsweredPage;
+    return this.#intake.acceptPage({ data: [answer], includes: answer.includes }, fields !== undefined);
+  }
+
+  /** Documents by id (with the options' includes, every locale), in chunks; returns the ids the server had. */
+  async byIds(ids: string[], options: ListOptions = { locale: 'all', embedAssets: true }): Promise<Set<string>> {
+    const found = new Set<string>();
+    await settleAll(
+      chunks(ids, this.#pageSize).map(async (chunk) => {
+        const page = (await this.#client.documents({ ...options, locale: 'all', filters: [{ '*.meta.id': { in: chunk } }], limit: chunk.length, offset: 0 })) as ListAnswer;
+        for (const id of this.#intake.acceptPage(page, options.fields !== undefined)) found.add(id);
+      }),
+    );
+    return found;
+  }
+
+  /** Assets by id (`/assets/<id>`, every locale), as the API has no list of them; returns the ids the server had. */
+  async assets(ids: string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    await settleAll(
+      ids.map(async (id) => {
+        try {
+          this.#intake.accept((await this.#client.asset(id, { locale: 'all' })) as ApiRecord, false);
+          found.add(id);
+        } catch (error) {
+          if ((error as { code?: string }).code !== 'not_found') throw error;
+        }
+      }),
+    );
+    return found;
+  }
+
+  /** The stamps of documents by id (an id listing); documents the server does not have are absent. */
+  async stampsOf(ids: string[]): Promise<Stamp[]> {
+    const stamps: Stamp[] = [];
+    for (const chunk of chunks(ids, this.#pageSize)) {
+      const page = await this.#client.documents({ filters: [{ '*.meta.id': { in: chunk } }], fields: listing, limit: chunk.length });
+      for (const record of page.data as unknown as { meta: Stamp }[]) stamps.push(record.meta);
+    }
+    return stamps;
+  }
+}

@@ -1,0 +1,112 @@
+import type { Records } from '../cache/records.ts';
+import type { ApiRecord } from '../wire/schemas.ts';
+import { digestOf, embeddedIn, isLocaleMap, mergePartial, type Model, normalizeRecord, referenceList, type StoredRecord } from './records.ts';
+
+/** Which keys are locale keys: the repository's, or (when it does not list them) anything shaped like one. */
+export type LocaleKeys = { has(key: string): boolean };
+
+/** A page of a list answer, or an alias or record answer with its includes. */
+export interface AnsweredPage {
+  data: ApiRecord[];
+  includes?: Record<string, ApiRecord[]> | undefined;
+}
+
+/**
+ * The normalise phase: turns answered records into stored ones in the sync's transaction, and
+ * keeps what the run has taken in. It is the one owner of that state:
+ * - `taken`: records answered in this run (stored, or found stored as they are);
+ * - `checked`: records answered with the stamps of their stored version (whose closures hold);
+ * - `relinked`: whether a record was added, dropped, or changed its references in this run,
+ *   which is what decides whether the closures of the last sync still hold.
+ */
+export class Intake {
+  readonly taken = new Set<string>();
+  readonly checked = new Set<string>();
+  relinked = false;
+  /** Records written to the cache in this run. */
+  written = 0;
+  readonly #records: Records;
+  readonly #model: Model;
+  readonly #refetch: ReadonlySet<string>;
+  #locales: LocaleKeys;
+  /** How often each locale key was seen, while the repository's locales are not known. */
+  readonly localeCounts = new Map<string, number>();
+  #countLocales: boolean;
+
+  constructor(records: Records, model: Model, locales: LocaleKeys, options: { refetch: ReadonlySet<string>; countLocales: boolean }) {
+    this.#records = records;
+    this.#model = model;
+    this.#locales = locales;
+    this.#refetch = options.refetch;
+    this.#countLocales = options.countLocales;
+  }
+
+  /** Takes in every record of a page; `masked` when the source has a fields mask. Returns the ids of its data. */
+  acceptPage(page: AnsweredPage, masked: boolean): string[] {
+    for (const record of page.data) this.accept(record, masked);
+    for (const group of Object.values(page.includes ?? {})) {
+      for (const record of group) {
+        // An included record with the stamps of the stored (whole) version is that version: it is
+        // checked, and only what it embeds with other stamps than the stored ones is taken in.
+        if (this.#sameStamps(record)) {
+          this.checked.add(record.meta.id);
+          for (const child of embeddedIn(record, this.#locales)) if (!this.#sameStamps(child)) this.accept(child, false);
+        } else this.accept(record, masked);
+      }
+    }
+    return page.data.map((record) => record.meta.id);
+  }
+
+  /** Normalises an answered record, and the records embedded in it, into the cache. */
+  accept(answer: ApiRecord, masked: boolean): void {
+    const embedded: ApiRecord[] = [];
+    if (this.#countLocales) this.#count(answer);
+    let record = normalizeRecord(answer, this.#locales, this.#model, (child) => embedded.push(child));
+    let partial = false;
+    if (masked) ({ record, partial } = this.#mergeMasked(record));
+    const json = JSON.stringify(record);
+    this.taken.add(record.id);
+    const put = this.#records.put(record, json, digestOf(record, json), partial, referenceList(record));
+    if (put.changed) this.written++;
+    if (put.relinked) this.relinked = true;
+    for (const child of embedded) {
+      // An asset embedded with the stamps of the version stored or taken before is that version
+      // (as an included record is), unless a hint names it and this run has not taken it yet.
+      if (this.#sameStamps(child) && (this.taken.has(child.meta.id) || !this.#refetch.has(child.meta.id))) continue;
+      this.accept(child, false);
+    }
+  }
+
+  /** Removes a record (gone from the server, or needed by no source). */
+  drop(id: string): void {
+    if (this.#records.drop(id)) this.relinked = true;
+  }
+
+  /** The repository's locale keys, once known: locales are no longer guessed from the data. */
+  useLocales(keys: LocaleKeys): void {
+    this.#locales = keys;
+    this.#countLocales = false;
+  }
+
+  #sameStamps(answer: ApiRecord): boolean {
+    return this.#records.sameStamps(answer.meta.id, answer.meta.updatedAt, answer.meta.revision);
+  }
+
+  /**
+   * A masked answer holds some fields only: the others are kept from the stored version when it
+   * is of the same revision (an older one would mix old values in). Unless that version is
+   * complete, the result is partial, and is fetched whole when a source without a mask needs it.
+   */
+  #mergeMasked(answer: StoredRecord): { record: StoredRecord; partial: boolean } {
+    const info = this.#records.info(answer.id);
+    const stored = info && this.#records.body(answer.id);
+    const base = stored && stored.updatedAt === answer.updatedAt && stored.revision === answer.revision ? stored : undefined;
+    return { record: mergePartial(base, answer), partial: !base || info?.partial === true };
+  }
+
+  #count(answer: ApiRecord): void {
+    for (const value of Object.values(answer.fields)) {
+      if (isLocaleMap(value, this.#locales)) for (const key of Object.keys(value)) this.localeCounts.set(key, (this.localeCounts.get(key) ?? 0) + 1);
+    }
+  }
+}

@@ -1,0 +1,239 @@
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openCache } from '../../src/cache/index.ts';
+import { DamagedRecordError } from '../../src/cache/reader.ts';
+import { type Reference } from '../../src/cache/records.ts';
+import { DatabaseSync } from '../../src/cache/sqlite.ts';
+import { type CacheHead, CacheTransaction } from '../../src/cache/transaction.ts';
+import { sync } from '../../src/sync/engine.ts';
+import type { StoredRecord } from '../../src/sync/records.ts';
+import { configFor, recorder, serve, sorted, tempDir } from '../helpers/magazine.ts';
+
+/**
+ * The cache's storage, one SQLite database per folder: a sync's transaction (its writes seen by
+ * itself only, until it commits), the records and what a transaction changed, rebuilding what
+ * is no cache of this format, and the read interface every consumer uses.
+ */
+
+const events = (warnings: string[] = []) => ({ warn: (m: string) => warnings.push(m), waiting: () => {}, damaged: () => {} });
+
+const record = (id: string, contentType: string, fields: Record<string, unknown> = {}, revision = 1): StoredRecord => ({
+  id,
+  contentType,
+  revision,
+  tags: [],
+  createdAt: '2024-01-01T00:00:00.000Z',
+  updatedAt: `2024-02-0${revision}T00:00:00.000Z`,
+  fields,
+  localized: [],
+});
+
+function put(tx: CacheTransaction, stored: StoredRecord, references: Reference[] = [], digest = `d-${stored.id}-${stored.revision}-${JSON.stringify(stored.fields).length}`) {
+  return tx.records.put(stored, JSON.stringify(stored), digest, false, references);
+}
+
+const head: CacheHead = {
+  fingerprint: 'f',
+  repository: 'r',
+  baseUrl: 'http://x/v1',
+  package: 'comfortable-loader@test',
+  lastSync: '2024-03-01T00:00:00.000Z',
+  locales: { defaultLocale: 'en_US', locales: [{ key: 'en_US' }], source: 'repository' },
+  model: {},
+};
+
+/** A committed cache of three records: an article referencing an author and an asset. */
+async function small(dir: string): Promise<void> {
+  const tx = await CacheTransaction.begin(dir, events());
+  // Digests as `put` sends them (of the JSON), so a read checks out.
+  const { digestOfJson } = await import('../../src/cache/records.ts');
+  const save = (stored: StoredRecord, refs: Reference[] = []) => tx.records.put(stored, JSON.stringify(stored), digestOfJson(JSON.stringify(stored)), false, refs);
+  save(record('1', 'article', { author: { id: '2', contentType: 'author' }, cover: [{ id: '3', contentType: '_asset' }] }), [
+    { field: 'author', id: '2', asset: false },
+    { field: 'cover', id: '3', asset: true },
+  ]);
+  save(record('2', 'author', { name: 'Ada' }));
+  save(record('3', '_asset', { file: { url: 'x.png' } }));
+  tx.writeSource({ key: 'collection:a', kind: 'collection', name: 'a', fingerprint: 'fp', syncedAt: head.lastSync }, { ids: ['1', '2'], digests: ['x1', 'x2'] }, ['3'], [{ from: '1', field: 'related', id: '9' }]);
+  tx.commit(head, {});
+}
+
+describe('a transaction', () => {
+  it('is seen by no reader until it commits, and then whole', async () => {
+    const dir = await tempDir();
+    await small(dir);
+    const tx = await CacheTransaction.begin(dir, events());
+    put(tx, record('4', 'article'));
+    tx.records.drop('2');
+    expect(tx.records.info('4')).toBeDefined();
+    expect(tx.records.info('2')).toBeUndefined();
+    const reader = openCache(dir)!;
+    expect(reader.has('4')).toBe(false);
+    expect(reader.has('2')).toBe(true);
+    tx.commit({ ...head, lastSync: '2024-04-01T00:00:00.000Z' }, {});
+    expect(reader.has('4')).toBe(true);
+    expect(reader.has('2')).toBe(false);
+    expect(reader.head.lastSync).toBe('2024-04-01T00:00:00.000Z');
+  });
+
+  it('rolled back leaves the cache as it was', async () => {
+    const dir = await tempDir();
+    await small(dir);
+    const tx = await CacheTransaction.begin(dir, events());
+    tx.clear();
+    put(tx, record('5', 'article'));
+    tx.rollback();
+    const reader = openCache(dir)!;
+    expect(reader.members('collection:a').map((m) => m.id)).toEqual(['1', '2']);
+    expect(reader.has('5')).toBe(false);
+  });
+
+  it('of a new cache, rolled back, leaves no cache', async () => {
+    const dir = await tempDir();
+    const tx = await CacheTransaction.begin(dir, events());
+    expect(tx.head).toBeUndefined();
+    put(tx, record('1', 'article'));
+    tx.rollback();
+    expect(openCache(dir)).toBeUndefined();
+  });
+
+  it('knows what it added, changed and removed, against the records it began with', async () => {
+    const dir = await tempDir();
+    await small(dir);
+    const tx = await CacheTransaction.begin(dir, events());
+    expect(put(tx, record('4', 'article'))).toEqual({ added: true, changed: true, relinked: true });
+    const author = tx.records.body('2')!;
+    expect(put(tx, author, [], tx.records.info('2')!.digest)).toEqual({ added: false, changed: false, relinked: false }); // stored so already
+    expect(put(tx, record('2', 'author', { name: 'Ada L.' }, 2))).toEqual({ added: false, changed: true, relinked: false });
+    expect(put(tx, record('3', '_asset', {}, 2), [{ field: 'x', id: '1', asset: false }])).toEqual({ added: false, changed: true, relinked: true });
+    tx.records.drop('1');
+    put(tx, record('5', 'article'));
+    tx.records.drop('5'); // added and removed in the same transaction: no change
+    expect(tx.records.changes()).toEqual({ added: ['4'], updated: ['2', '3'], removed: ['1'] });
+    tx.rollback();
+  });
+
+  it('finds the records referencing some, through any reference or asset references only', async () => {
+    const dir = await tempDir();
+    await small(dir);
+    const tx = await CacheTransaction.begin(dir, events());
+    expect(sorted(tx.records.referrers(new Set(['2', '3'])))).toEqual(['1']);
+    expect(sorted(tx.records.referrers(new Set(['2']), true))).toEqual([]);
+    expect(sorted(tx.records.referrers(new Set(['3']), true))).toEqual(['1']);
+    put(tx, record('6', 'article'), [{ field: 'author', id: '2', asset: false }]);
+    expect(sorted(tx.records.referrers(new Set(['2'])))).toEqual(['1', '6']); // its own writes included
+    const nodes = tx.records.nodes(['1', '6', '404']);
+    expect([...nodes.keys()].sort()).toEqual(['1', '6']);
+    expect(nodes.get('1')!.references).toEqual([
+      { field: 'author', id: '2', asset: false },
+      { field: 'cover', id: '3', asset: true },
+    ]);
+    tx.rollback();
+  });
+});
+
+describe('a record whose stored JSON no longer matches its digest', () => {
+  it('is refused by every read, named by id, and written again when it comes in', async () => {
+    const dir = await tempDir();
+    await small(dir);
+    const db = new DatabaseSync(join(dir, 'cache.sqlite'));
+    db.prepare("UPDATE body SET json = replace(json, 'Ada', 'Bob') WHERE id = '2'").run();
+    db.close();
+    const reader = openCache(dir)!;
+    expect(() => reader.records(['1', '2'])).toThrow(DamagedRecordError);
+    expect(() => reader.record('2')).toThrow(/damaged records \(2\)/);
+    expect(reader.record('1')).toBeDefined();
+    expect(reader.verify()).toEqual(['2']);
+
+    const damaged: string[] = [];
+    const tx = await CacheTransaction.begin(dir, { ...events(), damaged: (id) => damaged.push(id) });
+    expect(tx.records.body('2')).toBeUndefined();
+    expect(damaged).toEqual(['2']);
+    const original = record('2', 'author', { name: 'Ada' });
+    const { digestOfJson } = await import('../../src/cache/records.ts');
+    expect(tx.records.put(original, JSON.stringify(original), digestOfJson(JSON.stringify(original)), false, []).changed).toBe(true);
+    tx.commit(head, {});
+    expect(reader.verify()).toEqual([]);
+    expect(reader.record('2')!.fields.name).toBe('Ada');
+  });
+});
+
+describe('what is no cache of this format is rebuilt, with a warning that says why', () => {
+  it('a cache of format 4 (a manifest, index files, segments and a lock file)', async () => {
+    const { server } = await serve();
+    const dir = await tempDir();
+    for (const name of ['manifest.json', 'index-1.json', 'records-1.jsonl', 'sync.lock']) writeFileSync(join(dir, name), name === 'sync.lock' ? '' : '{}');
+    const result = await sync(configFor(server.url, dir), recorder());
+    expect(result.warnings.some((w) => /older format \(format 4 or earlier\)/.test(w))).toBe(true);
+    expect(readdirSync(dir).filter((name) => !name.startsWith('cache.sqlite'))).toEqual([]);
+    expect(result.stats.records).toBe(7);
+  });
+
+  it('a database of other tables', async () => {
+    const { server } = await serve();
+    const dir = await tempDir();
+    const db = new DatabaseSync(join(dir, 'cache.sqlite'));
+    db.exec("CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine')");
+    db.close();
+    const result = await sync(configFor(server.url, dir), recorder());
+    expect(result.warnings.some((w) => /cannot be used: it is not a cache of this package/.test(w) && /rebuilding/.test(w))).toBe(true);
+    expect(result.stats.records).toBe(7);
+  });
+
+  it('a cache of another format number', async () => {
+    const { server } = await serve();
+    const dir = await tempDir();
+    await sync(configFor(server.url, dir), recorder());
+    const db = new DatabaseSync(join(dir, 'cache.sqlite'));
+    db.exec("UPDATE meta SET value = '99' WHERE key = 'format'");
+    db.close();
+    expect(openCache(dir)).toBeUndefined(); // a reader does not take it for a cache
+    const result = await sync(configFor(server.url, dir), recorder());
+    expect(result.warnings.some((w) => /another format \(99; this version writes 5\)/.test(w))).toBe(true);
+    expect(result.stats.written).toBe(7);
+  });
+
+  it('a cache whose head is missing a value', async () => {
+    const { server } = await serve();
+    const dir = await tempDir();
+    await sync(configFor(server.url, dir), recorder());
+    const db = new DatabaseSync(join(dir, 'cache.sqlite'));
+    db.exec("DELETE FROM meta WHERE key = 'locales'");
+    db.close();
+    const result = await sync(configFor(server.url, dir), recorder());
+    expect(result.warnings.some((w) => /its locales is missing/.test(w))).toBe(true);
+    expect(result.stats.written).toBe(7);
+  });
+});
+
+describe('the read interface', () => {
+  it('gives the members in order with their digests, included records, types, references and dangling references', async () => {
+    const dir = await tempDir();
+    await small(dir);
+    const reader = openCache(dir)!;
+    expect(reader.sources()).toEqual([{ key: 'collection:a', kind: 'collection', name: 'a', fingerprint: 'fp', syncedAt: head.lastSync }]);
+    expect(reader.members('collection:a')).toEqual([
+      { id: '1', contentType: 'article', digest: expect.any(String), dependencyDigest: 'x1' },
+      { id: '2', contentType: 'author', digest: expect.any(String), dependencyDigest: 'x2' },
+    ]);
+    expect(reader.members('collection:none')).toEqual([]);
+    expect(reader.included('collection:a')).toEqual(['3']);
+    expect(reader.contentTypes(['collection:a'])).toEqual(['article', 'author']);
+    expect(reader.contentType('3')).toBe('_asset');
+    expect(reader.references('1')).toEqual([
+      { field: 'author', id: '2', asset: false },
+      { field: 'cover', id: '3', asset: true },
+    ]);
+    expect(reader.referenceTargets('article')).toEqual(new Map([['author', ['author']], ['cover', ['_asset']]]));
+    expect(reader.dangling()).toEqual([{ from: '1', field: 'related', id: '9' }]);
+    expect(reader.dangling('collection:none')).toEqual([]);
+    expect(reader.recordCount()).toBe(3);
+    expect(reader.head.model).toEqual({});
+  });
+
+  it('finds no cache in an empty folder, nor in a folder that does not exist', async () => {
+    expect(openCache(await tempDir())).toBeUndefined();
+    expect(openCache(join(await tempDir(), 'missing'))).toBeUndefined();
+  });
+});
