@@ -1,6 +1,6 @@
 import type { StoredRecord } from '../sync/records.ts';
 import { CacheError, cacheErrorOf, openForReading } from './database.ts';
-import { digestOfJson, type Reference } from './records.ts';
+import { digestOfJson, type Reference, unpackReferences } from './records.ts';
 import { schemaProblem } from './schema.ts';
 import type { Database, Statement } from './sqlite.ts';
 import { type CacheHead, type DanglingReference, readHead, type StoredSource } from './transaction.ts';
@@ -151,11 +151,8 @@ export class CacheReader {
 
   /** A record's references, in order. */
   references(id: string): Reference[] {
-    return this.#all<{ field: string; id: string; asset: number }>('SELECT field, to_id AS id, asset FROM reference WHERE from_id = ? ORDER BY position', id).map((row) => ({
-      field: row.field,
-      id: row.id,
-      asset: row.asset === 1,
-    }));
+    const refs = this.#all<{ refs: string }>('SELECT refs FROM record WHERE id = ?', id)[0]?.refs;
+    return refs === undefined ? [] : unpackReferences(refs);
   }
 
   /** Content types of the members of some sources, sorted. */
@@ -169,7 +166,7 @@ export class CacheReader {
   /** Field → the content types its stored references of records of `contentType` point to. */
   referenceTargets(contentType: string): Map<string, string[]> {
     const rows = this.#all<{ field: string; target: string }>(
-      'SELECT DISTINCT ref.field, t.content_type AS target FROM record f JOIN reference ref ON ref.from_id = f.id JOIN record t ON t.id = ref.to_id WHERE f.content_type = ? ORDER BY ref.field, target',
+      "SELECT DISTINCT j.value ->> 0 AS field, t.content_type AS target FROM record f, json_each(f.refs) j JOIN record t ON t.id = j.value ->> 1 WHERE f.content_type = ? ORDER BY field, target",
       contentType,
     );
     const targets = new Map<string, string[]>();
@@ -179,7 +176,7 @@ export class CacheReader {
 
   /** How many records (documents and assets) the cache holds. */
   recordCount(): number {
-    return this.#all<{ n: number }>('SELECT count(*) AS n FROM record')[0]!.n;
+    return this.head.records;
   }
 
   /** References whose target the server does not have, each once: of one source, or of all. */

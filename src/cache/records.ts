@@ -9,7 +9,7 @@ export interface Reference {
   asset: boolean;
 }
 
-/** What the cache knows of a record without reading its body. */
+/** What the cache knows of a record without reading its body or references. */
 export interface RecordInfo {
   contentType: string;
   updatedAt: string;
@@ -17,8 +17,6 @@ export interface RecordInfo {
   digest: string;
   /** Only the fields a masked source asked for. */
   partial: boolean;
-  /** A hash of the content type and the references: another value means the record was relinked. */
-  links: string;
 }
 
 /** A record as a closure or a digest walks it. */
@@ -48,73 +46,105 @@ export interface RecordChanges {
 /** The digest of a record: a hash of its JSON. */
 export const digestOfJson = (json: string): string => hash('sha1', json, 'base64url').slice(0, 22);
 
-const linksOf = (contentType: string, references: readonly Reference[]) =>
-  hash('sha1', JSON.stringify([contentType, references.map((r) => [r.field, r.id, r.asset ? 1 : 0])]), 'base64url').slice(0, 16);
+/** References as `record.refs` holds them: `[[field, id, 1 or 0], …]`. */
+export const packReferences = (references: readonly Reference[]): string => JSON.stringify(references.map((ref) => [ref.field, ref.id, ref.asset ? 1 : 0]));
+export const unpackReferences = (refs: string): Reference[] => (JSON.parse(refs) as [string, string, number][]).map(([field, id, asset]) => ({ field, id, asset: asset === 1 }));
 
-/** A list of ids as a JSON array for `json_each`, so a batch is one statement. */
-const asJson = (ids: Iterable<string>) => JSON.stringify([...ids]);
+/** A list as JSON, for `json_each`, so a batch is one statement. */
+const asJson = (values: Iterable<string>) => JSON.stringify([...values]);
 
 /**
- * The records of the cache as one sync's transaction sees them: their stamps (read all at
- * once, when first needed, and kept current with the run's writes), bodies, and references.
- * What the transaction changed is worked out from the stamps each touched record had first.
+ * The records of the cache as one sync's transaction sees them. Every write goes to the
+ * database at once, so a query always sees the transaction's own writes; what this keeps in
+ * memory is what was looked up (in batches, for the ids of a page) or written in this run.
+ * What the transaction changed is worked out from what each touched record was first.
  */
 export class Records {
   readonly #db: Database;
-  #rows: Map<string, RecordInfo> | undefined;
+  /** The cache had no record when the transaction began: every record is new, nothing to remember. */
+  readonly #startedEmpty: boolean;
+  /** Records looked up or written in this run: their info, or null when there is none. */
+  readonly #known = new Map<string, RecordInfo | null>();
   /** Each record the transaction changed, as it was before (undefined: it did not exist). */
   readonly #before = new Map<string, RecordInfo | undefined>();
-  /** Nodes put in this transaction or read for a walk. */
+  /** References of records put in this run, packed, and nodes read for a walk. */
+  readonly #packed = new Map<string, string>();
   readonly #nodes = new Map<string, Node>();
+  /** Records relinked (added, dropped, references changed) since `reference` was last brought up to date, with their references before. */
+  readonly #relinked = new Map<string, string | undefined>();
+  /** Records dropped in this run. */
+  readonly dropped = new Set<string>();
+  /** Every record was removed (a fresh sync): `reference` is filled again from every record. */
+  #cleared = false;
   readonly #damaged: (id: string) => void;
   /** Records to write again even when what comes is what the digest says is stored (damaged ones). */
   readonly #rewrite = new Set<string>();
   readonly #statements = new Map<string, Statement>();
+  /** Bumped by every write. */
+  #version = 0;
 
   /** `damaged` hears of a record whose stored JSON no longer matches its digest. */
   constructor(db: Database, damaged: (id: string) => void) {
     this.#db = db;
     this.#damaged = damaged;
+    this.#startedEmpty = !this.#statement('SELECT EXISTS (SELECT 1 FROM record) AS any').get()!.any;
   }
 
-  #statement(sql: string): Statement {
+  #statement(sql: string, arrays = false): Statement {
     let statement = this.#statements.get(sql);
-    if (!statement) this.#statements.set(sql, (statement = this.#db.prepare(sql)));
+    if (!statement) {
+      this.#statements.set(sql, (statement = this.#db.prepare(sql)));
+      if (arrays) statement.setReturnArrays(true);
+    }
     return statement;
   }
 
-  #all(): Map<string, RecordInfo> {
-    if (this.#rows) return this.#rows;
-    const statement = this.#statement('SELECT id, content_type, updated_at, revision, digest, partial, links FROM record');
-    statement.setReturnArrays(true);
-    const rows = new Map<string, RecordInfo>();
-    for (const [id, contentType, updatedAt, revision, digest, partial, links] of statement.all() as unknown as [string, string, string, number, string, number, string][]) {
-      rows.set(id, { contentType, updatedAt, revision, digest, partial: partial === 1, links });
-    }
-    return (this.#rows = rows);
+  /** Whether the cache had no record when the transaction began. */
+  get startedEmpty(): boolean {
+    return this.#startedEmpty;
   }
 
+  /** How many records there are now. */
   get size(): number {
-    return this.#all().size;
+    return this.#statement('SELECT count(*) AS n FROM record').get()!.n as number;
+  }
+
+  /** Every record id there is now. */
+  ids(): string[] {
+    return (this.#statement('SELECT id FROM record', true).all() as unknown as [string][]).map(([id]) => id);
   }
 
   info(id: string): RecordInfo | undefined {
-    return this.#all().get(id);
+    if (!this.#known.has(id)) this.infos([id]);
+    return this.#known.get(id) ?? undefined;
   }
 
-  ids(): IterableIterator<string> {
-    return this.#all().keys();
+  /** Looks records up in one statement (those not looked up before); every later `info` of them is at hand. */
+  infos(ids: Iterable<string>): void {
+    const wanted = [...ids].filter((id) => !this.#known.has(id));
+    if (wanted.length === 0) return;
+    for (const id of wanted) this.#known.set(id, null);
+    if (this.#startedEmpty && this.#before.size === 0) return; // nothing there but what this run wrote, which is known
+    const statement = this.#statement('SELECT id, content_type, updated_at, revision, digest, partial FROM record WHERE id IN (SELECT value FROM json_each(?))', true);
+    for (const [id, contentType, updatedAt, revision, digest, partial] of statement.all(asJson(wanted)) as unknown as [string, string, string, number, string, number][]) {
+      this.#known.set(id, { contentType, updatedAt, revision, digest, partial: partial === 1 });
+    }
   }
 
   /** True when the record is stored whole with these stamps. */
   sameStamps(id: string, updatedAt: string | undefined, revision: number | undefined): boolean {
-    const info = this.#all().get(id);
+    const info = this.info(id);
     return info !== undefined && !info.partial && info.updatedAt === (updatedAt ?? '') && info.revision === (revision ?? 0);
+  }
+
+  /** Whether any record is partial now. */
+  anyPartial(): boolean {
+    return this.#statement('SELECT EXISTS (SELECT 1 FROM record WHERE partial = 1) AS any').get()!.any === 1;
   }
 
   /** The stored record; undefined when there is none, or when its JSON no longer matches its digest (reported as damaged). */
   body(id: string): StoredRecord | undefined {
-    const info = this.#all().get(id);
+    const info = this.info(id);
     const row = info && (this.#statement('SELECT json FROM body WHERE id = ?').get(id) as { json: string } | undefined);
     if (!info || !row) return undefined;
     if (digestOfJson(row.json) !== info.digest) {
@@ -127,26 +157,24 @@ export class Records {
 
   /** Stores a record (its JSON, digest and references); nothing is written when it is stored so already. */
   put(record: StoredRecord, json: string, digest: string, partial: boolean, references: readonly Reference[]): Put {
-    const rows = this.#all();
-    const before = rows.get(record.id);
+    const before = this.info(record.id);
     if (before && before.digest === digest && before.partial === partial && !this.#rewrite.delete(record.id)) {
       return { added: false, changed: false, relinked: false };
     }
-    const links = linksOf(record.contentType, references);
-    const info: RecordInfo = { contentType: record.contentType, updatedAt: record.updatedAt, revision: record.revision, digest, partial, links };
-    this.#touch(record.id, before);
-    this.#statement('INSERT OR REPLACE INTO record (id, content_type, updated_at, revision, digest, partial, links) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-      record.id, info.contentType, info.updatedAt, info.revision, digest, partial ? 1 : 0, links,
+    const refs = packReferences(references);
+    const refsBefore = before && this.#refsOf(record.id);
+    const relinked = !before || before.contentType !== record.contentType || refsBefore !== refs;
+    const info: RecordInfo = { contentType: record.contentType, updatedAt: record.updatedAt, revision: record.revision, digest, partial };
+    this.#version++;
+    this.#touch(record.id, before, relinked ? refsBefore : undefined, relinked);
+    this.#statement('INSERT OR REPLACE INTO record (id, content_type, updated_at, revision, digest, partial, refs) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+      record.id, info.contentType, info.updatedAt, info.revision, digest, partial ? 1 : 0, refs,
     );
     this.#statement('INSERT OR REPLACE INTO body (id, json) VALUES (?, ?)').run(record.id, json);
-    const relinked = before?.links !== links;
-    if (relinked) {
-      if (before) this.#statement('DELETE FROM reference WHERE from_id = ?').run(record.id);
-      const insert = this.#statement('INSERT INTO reference (from_id, position, field, to_id, asset) VALUES (?, ?, ?, ?, ?)');
-      references.forEach((ref, i) => insert.run(record.id, i, ref.field, ref.id, ref.asset ? 1 : 0));
-    }
-    rows.set(record.id, info);
-    this.#nodes.set(record.id, { id: record.id, contentType: info.contentType, digest, references });
+    this.#known.set(record.id, info);
+    this.#packed.set(record.id, refs);
+    this.#nodes.delete(record.id);
+    this.dropped.delete(record.id);
     return { added: !before, changed: true, relinked };
   }
 
@@ -157,50 +185,64 @@ export class Records {
 
   /** Removes a record; true when there was one. */
   drop(id: string): boolean {
-    const rows = this.#all();
-    const before = rows.get(id);
+    const before = this.info(id);
     if (!before) return false;
-    this.#touch(id, before);
+    this.#version++;
+    this.#touch(id, before, this.#refsOf(id), true);
     for (const table of ['record', 'body']) this.#statement(`DELETE FROM ${table} WHERE id = ?`).run(id);
-    this.#statement('DELETE FROM reference WHERE from_id = ?').run(id);
-    rows.delete(id);
+    this.#known.set(id, null);
+    this.#packed.delete(id);
     this.#nodes.delete(id);
+    this.dropped.add(id);
     return true;
   }
 
   /** Removes every record (a fresh sync); what was there still counts as before. */
   clear(): void {
-    const rows = this.#all();
-    for (const [id, info] of rows) this.#touch(id, info);
+    if (!this.#startedEmpty) {
+      const statement = this.#statement('SELECT id, content_type, updated_at, revision, digest, partial FROM record', true);
+      for (const [id, contentType, updatedAt, revision, digest, partial] of statement.all() as unknown as [string, string, string, number, string, number][]) {
+        if (!this.#before.has(id)) this.#before.set(id, { contentType, updatedAt, revision, digest, partial: partial === 1 });
+      }
+    }
+    this.#version++;
     this.#db.exec('DELETE FROM record; DELETE FROM body; DELETE FROM reference;');
-    rows.clear();
+    for (const id of this.#before.keys()) this.#known.set(id, null);
+    for (const id of this.#known.keys()) this.#known.set(id, null);
+    this.#packed.clear();
     this.#nodes.clear();
+    this.#relinked.clear();
+    this.#cleared = true;
   }
 
-  #touch(id: string, before: RecordInfo | undefined): void {
-    if (!this.#before.has(id)) this.#before.set(id, before);
+  /** The packed references a record has now (read once). */
+  #refsOf(id: string): string | undefined {
+    return this.#packed.get(id) ?? (this.#statement('SELECT refs FROM record WHERE id = ?').get(id) as { refs: string } | undefined)?.refs;
+  }
+
+  #touch(id: string, before: RecordInfo | undefined, refsBefore: string | undefined, relinked: boolean): void {
+    if (!this.#startedEmpty && !this.#before.has(id)) this.#before.set(id, before);
+    if (relinked && !this.#relinked.has(id)) this.#relinked.set(id, refsBefore);
   }
 
   /** The nodes of the records of `ids` that exist; read in one statement for those not at hand. */
   nodes(ids: Iterable<string>): Map<string, Node> {
-    const rows = this.#all();
     const found = new Map<string, Node>();
     const wanted: string[] = [];
     for (const id of ids) {
-      const node = this.#nodes.get(id);
+      let node = this.#nodes.get(id);
+      const packed = node ? undefined : this.#packed.get(id);
+      if (packed !== undefined) {
+        const info = this.#known.get(id)!;
+        this.#nodes.set(id, (node = { id, contentType: info.contentType, digest: info.digest, references: unpackReferences(packed) }));
+      }
       if (node) found.set(id, node);
-      else if (rows.has(id)) wanted.push(id);
+      else if (this.#known.get(id) !== null) wanted.push(id);
     }
     if (wanted.length === 0) return found;
-    const references = new Map<string, Reference[]>(wanted.map((id) => [id, []]));
-    const statement = this.#statement('SELECT from_id, field, to_id, asset FROM reference WHERE from_id IN (SELECT value FROM json_each(?)) ORDER BY from_id, position');
-    statement.setReturnArrays(true);
-    for (const [from, field, id, asset] of statement.all(asJson(wanted)) as unknown as [string, string, string, number][]) {
-      references.get(from)!.push({ field, id, asset: asset === 1 });
-    }
-    for (const [id, refs] of references) {
-      const info = rows.get(id)!;
-      const node: Node = { id, contentType: info.contentType, digest: info.digest, references: refs };
+    const statement = this.#statement('SELECT id, content_type, digest, refs FROM record WHERE id IN (SELECT value FROM json_each(?))', true);
+    for (const [id, contentType, digest, refs] of statement.all(asJson(wanted)) as unknown as [string, string, string, string][]) {
+      const node: Node = { id, contentType, digest, references: unpackReferences(refs) };
       this.#nodes.set(id, node);
       found.set(id, node);
     }
@@ -209,26 +251,57 @@ export class Records {
 
   /** The records with a reference to one of `targets` (only through asset references, with `assetsOnly`). */
   referrers(targets: Iterable<string>, assetsOnly = false): Set<string> {
-    const statement = this.#statement(`SELECT DISTINCT from_id FROM reference WHERE to_id IN (SELECT value FROM json_each(?))${assetsOnly ? ' AND asset = 1' : ''}`);
-    statement.setReturnArrays(true);
+    this.#index();
+    const statement = this.#statement(`SELECT DISTINCT from_id FROM reference WHERE to_id IN (SELECT value FROM json_each(?))${assetsOnly ? ' AND asset = 1' : ''}`, true);
     return new Set((statement.all(asJson(targets)) as unknown as [string][]).map(([id]) => id));
   }
 
-  /** The records the transaction added, changed (another digest) and removed. */
-  changes(): RecordChanges {
-    const rows = this.#all();
-    const changes: RecordChanges = { added: [], updated: [], removed: [] };
-    for (const [id, before] of this.#before) {
-      const now = rows.get(id);
-      if (!before && now) changes.added.push(id);
-      else if (before && !now) changes.removed.push(id);
-      else if (before && now && before.digest !== now.digest) changes.updated.push(id);
+  /**
+   * Brings `reference` (references by target) up to date with the records relinked since it
+   * last was: their old rows out, their new ones in. When every record is new (a first or a
+   * fresh sync), in one statement over every record.
+   */
+  #index(): void {
+    if (this.#relinked.size === 0) return;
+    if ((this.#startedEmpty && this.#before.size === 0) || this.#cleared) {
+      this.#db.exec('DELETE FROM reference');
+      this.#statement("INSERT OR IGNORE INTO reference (to_id, from_id, field, asset) SELECT j.value ->> 1, r.id, j.value ->> 0, j.value ->> 2 FROM record r, json_each(r.refs) j").run();
+    } else {
+      const remove = this.#statement("DELETE FROM reference WHERE (to_id, from_id, field) IN (SELECT value ->> 1, ?, value ->> 0 FROM json_each(?))");
+      for (const [id, refs] of this.#relinked) if (refs !== undefined) remove.run(id, refs);
+      this.#statement(
+        "INSERT OR IGNORE INTO reference (to_id, from_id, field, asset) SELECT j.value ->> 1, r.id, j.value ->> 0, j.value ->> 2 FROM record r, json_each(r.refs) j WHERE r.id IN (SELECT value FROM json_each(?))",
+      ).run(asJson(this.#relinked.keys()));
     }
-    return changes;
+    this.#relinked.clear();
   }
 
-  /** The digest each record had when the transaction began, of those it changed or removed. */
-  digestBefore(id: string): string | undefined {
-    return this.#before.has(id) ? this.#before.get(id)?.digest : this.#all().get(id)?.digest;
+  /** Brings everything the transaction wrote up to date, before it commits. */
+  settle(): void {
+    this.#index();
+  }
+
+  /** The records the transaction added, changed (another digest) and removed (worked out again only after a write). */
+  changes(): RecordChanges {
+    if (this.#changes?.version !== this.#version) this.#changes = { version: this.#version, changes: this.#workOutChanges() };
+    return this.#changes.changes;
+  }
+
+  #changes: { version: number; changes: RecordChanges } | undefined;
+
+  #workOutChanges(): RecordChanges {
+    if (this.#startedEmpty && this.#before.size === 0) return { added: this.ids(), updated: [], removed: [] };
+    const changes: RecordChanges = { added: [], updated: [], removed: [] };
+    const now = new Map<string, RecordInfo | undefined>();
+    const unknown = [...this.#before.keys()].filter((id) => !this.#known.has(id));
+    this.infos(unknown);
+    for (const id of this.#before.keys()) now.set(id, this.#known.get(id) ?? undefined);
+    for (const [id, before] of this.#before) {
+      const after = now.get(id);
+      if (!before && after) changes.added.push(id);
+      else if (before && !after) changes.removed.push(id);
+      else if (before && after && before.digest !== after.digest) changes.updated.push(id);
+    }
+    return changes;
   }
 }

@@ -7,14 +7,15 @@ import type { Database } from './sqlite.ts';
  * - `meta`: the format, the fingerprint (base URL, repository, package; never the key), the time
  *   of the last sync, the locales and the model, as JSON values by name.
  * - `record`: one row per document or asset: its stamps (`updated_at`, `revision`), content
- *   type, digest, whether it is partial (a masked source's fields only), and `links`, a hash of
- *   its content type and references, which says when a record was relinked.
+ *   type, digest, whether it is partial (a masked source's fields only), and its references in
+ *   order, as JSON `[[field, id, 1 when an asset or 0], …]`.
  * - `body`: each record's normalised JSON, apart from the stamps a sync compares.
- * - `reference`: one row per reference of a record, with `asset` set when the target is an
- *   asset; indexed on the target, so "who references X" is a query.
+ * - `reference`: the references again, keyed by their target, so "who references X" is a
+ *   lookup; brought up to date from `record.refs` when a transaction relinked records.
  * - `source`, `member`, `included`, `dangling`: each source's options fingerprint and sync time,
- *   its members in order with their dependency digests, the other records its includes reach,
- *   and its references to records the server does not have.
+ *   its members in order with the stamps they were stored with (which the next listing compares
+ *   with, in the same order) and their dependency digests, the other records its includes
+ *   reach, and its references to records the server does not have.
  * - `etag`: answers kept for conditional GETs of the repository and of aliases.
  */
 
@@ -29,14 +30,21 @@ CREATE TABLE record (
   revision INTEGER NOT NULL,
   digest TEXT NOT NULL,
   partial INTEGER NOT NULL,
-  links TEXT NOT NULL
+  refs TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE INDEX record_partial ON record (partial) WHERE partial = 1;
 CREATE TABLE body (id TEXT PRIMARY KEY, json TEXT NOT NULL);
-CREATE TABLE reference (from_id TEXT NOT NULL, position INTEGER NOT NULL, field TEXT NOT NULL, to_id TEXT NOT NULL, asset INTEGER NOT NULL);
-CREATE INDEX reference_from ON reference (from_id);
-CREATE INDEX reference_to ON reference (to_id);
+CREATE TABLE reference (to_id TEXT NOT NULL, from_id TEXT NOT NULL, field TEXT NOT NULL, asset INTEGER NOT NULL, PRIMARY KEY (to_id, from_id, field)) WITHOUT ROWID;
 CREATE TABLE source (key TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL, fingerprint TEXT NOT NULL, synced_at TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE member (source TEXT NOT NULL, position INTEGER NOT NULL, id TEXT NOT NULL, dependency_digest TEXT NOT NULL, PRIMARY KEY (source, position)) WITHOUT ROWID;
+CREATE TABLE member (
+  source TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  id TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  dependency_digest TEXT NOT NULL,
+  PRIMARY KEY (source, position)
+) WITHOUT ROWID;
 CREATE TABLE included (source TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (source, id)) WITHOUT ROWID;
 CREATE TABLE dangling (source TEXT NOT NULL, from_id TEXT NOT NULL, field TEXT NOT NULL, to_id TEXT NOT NULL);
 CREATE TABLE etag (key TEXT PRIMARY KEY, etag TEXT NOT NULL, body TEXT NOT NULL) WITHOUT ROWID;

@@ -16,6 +16,8 @@ export interface CacheHead {
   lastSync: string;
   locales: Locales;
   model: Model;
+  /** How many records the cache holds (kept by each commit from what it changed). */
+  records: number;
 }
 
 /** A source as the cache keeps it. */
@@ -38,7 +40,15 @@ export interface DanglingReference {
 
 export type Etags = Record<string, { etag: string; body: string }>;
 
-const headKeys = ['fingerprint', 'repository', 'baseUrl', 'package', 'lastSync', 'locales', 'model'] as const;
+/** A source's members in order, as parallel lists: ids, the stamps each was stored with, and dependency digests. */
+export interface StoredMembers {
+  ids: string[];
+  updatedAt: string[];
+  revisions: number[];
+  digests: string[];
+}
+
+const headKeys = ['fingerprint', 'repository', 'baseUrl', 'package', 'lastSync', 'locales', 'model', 'records'] as const;
 
 /**
  * One sync's write transaction on the cache: everything it reads sees what it wrote before,
@@ -49,6 +59,7 @@ export class CacheTransaction {
   readonly records: Records;
   readonly #db: Database;
   readonly #dir: string;
+  readonly #members = new Map<string, StoredMembers>();
   /** The cache as it was when the transaction began; undefined for a new or rebuilt one. */
   readonly head: CacheHead | undefined;
 
@@ -113,19 +124,23 @@ export class CacheTransaction {
     });
   }
 
-  /** A source's members in order, with their dependency digests. */
-  members(key: string): { ids: string[]; digests: string[] } {
-    return this.#run(() => {
-      const statement = this.#db.prepare('SELECT id, dependency_digest FROM member WHERE source = ? ORDER BY position');
-      statement.setReturnArrays(true);
-      const ids: string[] = [];
-      const digests: string[] = [];
-      for (const [id, digest] of statement.all(key) as unknown as [string, string][]) {
-        ids.push(id);
-        digests.push(digest);
-      }
-      return { ids, digests };
+  /** A source's members in order: the stamps they were stored with, and their dependency digests (read once). */
+  members(key: string): StoredMembers {
+    let members = this.#members.get(key);
+    if (members) return members;
+    members = this.#run(() => {
+      // Each column joined into one string (none holds a space): a hundred thousand members come in a few
+      // strings rather than as a hundred thousand rows.
+      const row = this.#db
+        .prepare("SELECT count(*) AS n, group_concat(id, ' ') AS ids, group_concat(updated_at, ' ') AS updated, group_concat(revision, ' ') AS revisions, group_concat(dependency_digest, ' ') AS digests FROM (SELECT * FROM member WHERE source = ? ORDER BY position)")
+        .get(key) as { n: number; ids: string | null; updated: string | null; revisions: string | null; digests: string | null };
+      if (row.n === 0) return { ids: [], updatedAt: [], revisions: [], digests: [] };
+      const columns = [row.ids!.split(' '), row.updated!.split(' '), row.digests!.split(' ')];
+      if (columns.some((column) => column.length !== row.n)) throw new CacheError('cache_damaged', `The cache in ${this.#dir} is damaged: the members of ${key} do not read back`);
+      return { ids: columns[0]!, updatedAt: columns[1]!, revisions: row.revisions!.split(' ').map(Number), digests: columns[2]! };
     });
+    this.#members.set(key, members);
+    return members;
   }
 
   /** The records a source's includes reach that are not its members. */
@@ -142,20 +157,21 @@ export class CacheTransaction {
   }
 
   /**
-   * Writes a source's state. `members` with `digests` replaces its member list; with `changed`
-   * (positions), the list is the stored one and only those digests are written. `included`
-   * undefined keeps the stored list.
+   * Writes a source's state. `members` replaces its member list; with `changed` (positions),
+   * the list is the stored one and only those rows are written. `included` undefined keeps the
+   * stored list.
    */
-  writeSource(source: StoredSource, members: { ids: readonly string[]; digests: readonly string[]; changed?: readonly number[] }, included: readonly string[] | undefined, dangling: readonly DanglingReference[]): void {
+  writeSource(source: StoredSource, members: StoredMembers & { changed?: readonly number[] }, included: readonly string[] | undefined, dangling: readonly DanglingReference[]): void {
+    this.#members.delete(source.key);
     this.#run(() => {
       this.#db.prepare('INSERT OR REPLACE INTO source (key, kind, name, fingerprint, synced_at) VALUES (?, ?, ?, ?, ?)').run(source.key, source.kind, source.name, source.fingerprint, source.syncedAt);
       if (members.changed) {
-        const update = this.#db.prepare('UPDATE member SET dependency_digest = ? WHERE source = ? AND position = ?');
-        for (const i of members.changed) update.run(members.digests[i]!, source.key, i);
+        const update = this.#db.prepare('UPDATE member SET updated_at = ?, revision = ?, dependency_digest = ? WHERE source = ? AND position = ?');
+        for (const i of members.changed) update.run(members.updatedAt[i]!, members.revisions[i]!, members.digests[i]!, source.key, i);
       } else {
         this.#db.prepare('DELETE FROM member WHERE source = ?').run(source.key);
-        const insert = this.#db.prepare('INSERT INTO member (source, position, id, dependency_digest) VALUES (?, ?, ?, ?)');
-        members.ids.forEach((id, i) => insert.run(source.key, i, id, members.digests[i]!));
+        const insert = this.#db.prepare('INSERT INTO member (source, position, id, updated_at, revision, dependency_digest) VALUES (?, ?, ?, ?, ?, ?)');
+        members.ids.forEach((id, i) => insert.run(source.key, i, id, members.updatedAt[i]!, members.revisions[i]!, members.digests[i]!));
       }
       if (included) {
         this.#db.prepare('DELETE FROM included WHERE source = ?').run(source.key);
@@ -170,20 +186,26 @@ export class CacheTransaction {
 
   /** Empties the cache: records, sources and ETags (it was made for another repository, base URL or version). */
   clear(): void {
+    this.#members.clear();
     this.records.clear();
     this.#run(() => this.#db.exec('DELETE FROM source; DELETE FROM member; DELETE FROM included; DELETE FROM dangling; DELETE FROM etag;'));
   }
 
   /** Removes a source no longer configured. */
   removeSource(key: string): void {
+    this.#members.delete(key);
     this.#run(() => {
       for (const table of ['source', 'member', 'included', 'dangling']) this.#db.prepare(`DELETE FROM ${table} WHERE ${table === 'source' ? 'key' : 'source'} = ?`).run(key);
     });
   }
 
   /** Writes the head and the ETags, and commits: the cache is now what this transaction made it. */
-  commit(head: CacheHead, etags: Etags): void {
+  commit(given: Omit<CacheHead, 'records'>, etags: Etags): void {
     this.#run(() => {
+      this.records.settle();
+      const { added, removed } = this.records.changes();
+      // (Emptied records count as removed: the sum holds whatever this transaction did.)
+      const head: CacheHead = { ...given, records: (this.head?.records ?? 0) + added.length - removed.length };
       const meta = this.#db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)');
       for (const key of headKeys) meta.run(key, JSON.stringify(head[key]));
       this.#db.exec('DELETE FROM etag');

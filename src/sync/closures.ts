@@ -4,6 +4,7 @@ import type { DanglingReference } from '../cache/transaction.ts';
 import { requestOptions, type Source } from './config.ts';
 import type { Fetcher } from './fetch.ts';
 import type { Intake } from './intake.ts';
+import type { Listed } from './list.ts';
 import { reach } from './reach.ts';
 
 /**
@@ -44,18 +45,20 @@ const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.
 const maxRounds = 100;
 
 /** Works out every source's closure, fetching what they lack; `members` are the members listed in this run. */
-export async function completeClosures(sources: readonly Source[], members: ReadonlyMap<string, readonly string[]>, context: ClosureContext): Promise<Map<string, SourceClosure>> {
+export async function completeClosures(sources: readonly Source[], listings: ReadonlyMap<string, Listed>, context: ClosureContext): Promise<Map<string, SourceClosure>> {
   const { records, intake, fetcher } = context;
+  const members = new Map([...listings].map(([key, listing]) => [key, listing.ids]));
   const listed = new Set([...members.values()].flat());
   const absent = new Set<string>();
+  let worked: { version: number; closures: Map<string, SourceClosure> } | undefined;
   for (let round = 0; ; round++) {
-    const closures = new Map(sources.map((source) => [source.key, closureOf(source, members.get(source.key)!, context)]));
+    // Worked out again only when a round wrote or dropped a record.
+    if (worked?.version !== intake.version) worked = { version: intake.version, closures: new Map(sources.map((source) => [source.key, closureOf(source, members.get(source.key)!, context)])) };
+    const { closures } = worked;
     const unchecked = new Set<string>();
-    for (const closure of closures.values()) {
-      for (const id of closure.included) {
-        if (!intake.taken.has(id) && !intake.checked.has(id) && !listed.has(id) && records.info(id)?.contentType !== '_asset') unchecked.add(id);
-      }
-    }
+    const included = [...new Set([...closures.values()].flatMap((closure) => closure.included))].filter((id) => !intake.taken.has(id) && !intake.checked.has(id) && !listed.has(id));
+    records.infos(included);
+    for (const id of included) if (records.info(id)?.contentType !== '_asset') unchecked.add(id);
     const { incomplete, overcomplete } = misshapen(sources, members, closures, records);
     if ((unchecked.size > 0 || incomplete.length > 0 || overcomplete.size > 0) && round < maxRounds) {
       await recheck([...unchecked], context);
@@ -115,12 +118,14 @@ async function recheck(ids: string[], { records, intake, fetcher }: ClosureConte
 function misshapen(sources: readonly Source[], members: ReadonlyMap<string, readonly string[]>, closures: ReadonlyMap<string, SourceClosure>, records: Records): { incomplete: string[]; overcomplete: Map<Source, string[]> } {
   const masked = sources.filter((source) => source.options.fields !== undefined);
   const overcomplete = new Map<Source, string[]>();
-  const anyPartial = [...records.ids()].some((id) => records.info(id)!.partial);
+  const anyPartial = records.anyPartial();
   if (!anyPartial && masked.length === 0) return { incomplete: [], overcomplete };
   const closureIds = (source: Source) => [...members.get(source.key)!, ...closures.get(source.key)!.included];
   const wholeNeeded = new Set(sources.filter((source) => source.options.fields === undefined).flatMap(closureIds));
+  if (anyPartial) records.infos(wholeNeeded);
   const incomplete = anyPartial ? [...wholeNeeded].filter((id) => records.info(id)?.partial) : [];
   for (const source of masked) {
+    records.infos(closureIds(source));
     const ids = closureIds(source).filter((id) => {
       const info = records.info(id);
       return info && !info.partial && info.contentType !== '_asset' && !wholeNeeded.has(id);

@@ -1,9 +1,11 @@
-import type { CacheHead, CacheTransaction, Etags } from '../cache/transaction.ts';
+import type { Records } from '../cache/records.ts';
+import type { CacheHead, CacheTransaction, Etags, StoredMembers } from '../cache/transaction.ts';
 import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } from './changeset.ts';
 import type { SourceClosure } from './closures.ts';
 import type { Source } from './config.ts';
 import { affectedBy, dependencyDigests } from './digests.ts';
 import type { Intake } from './intake.ts';
+import type { Listed } from './list.ts';
 import { reach } from './reach.ts';
 
 /**
@@ -15,10 +17,10 @@ import { reach } from './reach.ts';
 export interface CommitInput {
   sources: readonly Source[];
   /** Members listed in this run, by source. */
-  members: ReadonlyMap<string, readonly string[]>;
+  members: ReadonlyMap<string, Listed>;
   closures: ReadonlyMap<string, SourceClosure>;
   syncedAt: string;
-  head: CacheHead;
+  head: Omit<CacheHead, 'records'>;
   etags: Etags;
 }
 
@@ -29,10 +31,10 @@ export function commitRun(tx: CacheTransaction, intake: Intake, input: CommitInp
   if (!everyClosureKept) {
     const needed = new Set<string>();
     for (const source of input.sources) {
-      for (const id of input.members.get(source.key)!) needed.add(id);
+      for (const id of input.members.get(source.key)!.ids) needed.add(id);
       for (const id of input.closures.get(source.key)!.included) needed.add(id);
     }
-    for (const id of [...records.ids()]) if (!needed.has(id)) intake.drop(id);
+    for (const id of records.ids()) if (!needed.has(id)) intake.drop(id);
   }
   for (const key of stored.keys()) if (!input.sources.some((source) => source.key === key)) tx.removeSource(key);
 
@@ -42,23 +44,62 @@ export function commitRun(tx: CacheTransaction, intake: Intake, input: CommitInp
   const changeset: Omit<Changeset, 'empty'> = { sources: {}, records: changedRecords };
   for (const source of input.sources) {
     const closure = input.closures.get(source.key)!;
-    // (A member listed twice, as pages shifted while they were read, counts once; one gone by now is no member.)
-    const members = [...new Set(input.members.get(source.key)!)].filter((id) => records.info(id) !== undefined);
     const storedMembers = tx.members(source.key);
+    const members = storedAs(input.members.get(source.key)!, storedMembers, records);
     // Stored digests count only when made with the same options.
     const before = stored.get(source.key)?.fingerprint === source.fingerprint ? storedMembers : undefined;
-    const { digests, worked } = memberDigests(source, members, closure, before, changed, tx);
-    const same = before !== undefined && before.ids.length === members.length && before.ids.every((id, i) => id === members[i]);
-    changeset.sources[source.key] = sourceChanges(members, digests, storedMembers, same ? worked : undefined);
+    const { digests, worked } = memberDigests(source, members.ids, closure, before, changed, tx);
+    const same = before !== undefined && before.ids === members.ids;
+    changeset.sources[source.key] = sourceChanges(members.ids, digests, storedMembers, same ? worked : undefined);
+    // With the same list, the rows to write are those whose digest or stamps moved.
+    const rows = same ? members.ids.map((_, i) => i).filter((i) => digests[i] !== before.digests[i] || members.updatedAt[i] !== before.updatedAt[i] || members.revisions[i] !== before.revisions[i]) : undefined;
     tx.writeSource(
       { key: source.key, kind: source.kind, name: source.name, fingerprint: source.fingerprint, syncedAt: input.syncedAt },
-      { ids: members, digests, ...(same ? { changed: worked } : {}) },
+      { ...members, digests, ...(rows ? { changed: rows } : {}) },
       closure.kept ? undefined : closure.included,
       uniqueReferences(closure.dangling),
     );
   }
   tx.commit(input.head, input.etags);
   return { ...changeset, empty: isEmptyChangeset(changeset) };
+}
+
+/**
+ * A source's members as they are stored: each once (pages that shifted while they were read may
+ * list one twice), only those that exist now, each with the stamps of its record as stored
+ * (those listed as they were stored, with the stamps stored with them).
+ */
+function storedAs(listed: Listed, stored: StoredMembers, records: Records): { ids: string[]; updatedAt: string[]; revisions: number[] } {
+  const isNew = (id: string) => listed.changed.has(id) || records.dropped.has(id);
+  // Most often the members are those stored, in the same order: only those that changed have other stamps.
+  if (listed.ids.length === stored.ids.length && listed.ids.every((id, i) => id === stored.ids[i])) {
+    const out = { ids: stored.ids, updatedAt: stored.updatedAt.slice(), revisions: stored.revisions.slice() };
+    records.infos(listed.changed);
+    if (records.dropped.size === 0 && [...listed.changed].every((id) => records.info(id))) {
+      listed.ids.forEach((id, i) => {
+        if (!listed.changed.has(id)) return;
+        const info = records.info(id)!;
+        out.updatedAt[i] = info.updatedAt;
+        out.revisions[i] = info.revision;
+      });
+      return out;
+    }
+  }
+  const at = new Map(stored.ids.map((id, i) => [id, i]));
+  const out = { ids: [] as string[], updatedAt: [] as string[], revisions: [] as number[] };
+  const seen = new Set<string>();
+  records.infos(listed.ids.filter((id) => isNew(id) || !at.has(id)));
+  for (const id of listed.ids) {
+    if (seen.has(id)) continue;
+    seen.add(id);
+    const position = isNew(id) ? undefined : at.get(id);
+    const info = position === undefined ? records.info(id) : undefined;
+    if (position === undefined && !info) continue;
+    out.ids.push(id);
+    out.updatedAt.push(info ? info.updatedAt : stored.updatedAt[position!]!);
+    out.revisions.push(info ? info.revision : stored.revisions[position!]!);
+  }
+  return out;
 }
 
 /**
@@ -70,21 +111,24 @@ function memberDigests(
   source: Source,
   members: readonly string[],
   closure: SourceClosure,
-  before: { ids: string[]; digests: string[] } | undefined,
+  before: { ids: readonly string[]; digests: readonly string[] } | undefined,
   changed: readonly string[],
   tx: CacheTransaction,
 ): { digests: string[]; worked: number[] } {
   const options = { includes: source.options.includes, embedAssets: source.options.embedAssets !== false };
-  const known = new Map(before?.ids.map((id, i) => [id, before.digests[i]!]));
   const affected = before ? affectedBy(changed, options, (ids, assetsOnly) => tx.records.referrers(ids, assetsOnly)) : undefined;
-  const toWork = members.filter((id) => !affected || affected.has(id) || !known.has(id));
+  // The stored digest of each member, by position when the list is the same (most often), else by id.
+  const same = before !== undefined && before.ids === members;
+  const known = before && !same ? new Map(before.ids.map((id, i) => [id, before.digests[i]!])) : undefined;
+  const storedDigest = (id: string, i: number) => (same ? before.digests[i] : known?.get(id));
+  const toWork = members.filter((id, i) => !affected || affected.has(id) || storedDigest(id, i) === undefined);
   // A closure worked out in this run holds the nodes of every member's reach; else read those of the members to work.
   const nodes = closure.nodes ?? reach(toWork, options, (ids) => tx.records.nodes(ids)).nodes;
   const fresh = dependencyDigests(toWork, options, nodes);
   const worked: number[] = [];
   const digests = members.map((id, i) => {
     const digest = fresh.get(id);
-    if (digest === undefined) return known.get(id)!;
+    if (digest === undefined) return storedDigest(id, i)!;
     worked.push(i);
     return digest;
   });
@@ -92,7 +136,7 @@ function memberDigests(
 }
 
 /** A source's added, updated and removed members against the stored ones (only the `worked` positions, when the list is the same). */
-function sourceChanges(members: readonly string[], digests: readonly string[], before: { ids: string[]; digests: string[] }, worked: readonly number[] | undefined): SourceChanges {
+function sourceChanges(members: readonly string[], digests: readonly string[], before: { ids: readonly string[]; digests: readonly string[] }, worked: readonly number[] | undefined): SourceChanges {
   const changes = emptyChanges();
   if (worked) {
     for (const i of worked) if (before.digests[i] !== digests[i]) changes.updated.push(members[i]!);

@@ -28,16 +28,18 @@ export function dependencyDigests(members: readonly string[], options: IncludeOp
     }
     return part;
   };
-  const byLevel = new Map<string, string>();
+  /** Each record's part at each level above 0, by level. */
+  const levels: Map<string, string>[] = [];
   const atLevel = (id: string, level: number): string => {
     const node = nodes.get(id);
     if (!node) return absent(id);
     if (level === 0) return ownPart(node);
-    const key = `${level}\u0000${id}`;
-    let part = byLevel.get(key);
+    const known = (levels[level] ??= new Map());
+    let part = known.get(id);
     if (part === undefined) {
-      const reached = node.references.filter(isFollowed).map((ref) => atLevel(ref.id, level - 1));
-      byLevel.set(key, (part = h(`${ownPart(node)}|${reached.sort().join(',')}`)));
+      const reached: string[] = [];
+      for (const ref of node.references) if (isFollowed(ref)) reached.push(atLevel(ref.id, level - 1));
+      known.set(id, (part = reached.length === 0 ? ownPart(node) : h(`${ownPart(node)}|${reached.sort().join(',')}`)));
     }
     return part;
   };

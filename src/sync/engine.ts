@@ -12,7 +12,7 @@ import { commitRun } from './commit.ts';
 import { hash, parseSyncConfig, sourcesOf, type SyncConfig, type SyncConfigInput } from './config.ts';
 import { Fetcher, settleAll } from './fetch.ts';
 import { Intake, type LocaleKeys } from './intake.ts';
-import { listSource } from './list.ts';
+import { type Listed, listSource } from './list.ts';
 import type { Locales } from './locales.ts';
 import { planSources } from './plan.ts';
 
@@ -42,8 +42,8 @@ export interface SyncResult {
   /** References whose target the server does not have. */
   dangling: DanglingReference[];
   warnings: string[];
-  /** Requests and bytes of the run, records written in it, and records in the cache after it. */
-  stats: { requests: number; notModified: number; bytes: number; ms: number; written: number; records: number };
+  /** Requests and bytes of the run, and the records it wrote. */
+  stats: { requests: number; notModified: number; bytes: number; ms: number; written: number };
 }
 
 /** The sync could not finish: the server failed and no cache may be used, or offline without a cache. */
@@ -159,7 +159,7 @@ async function offline(dir: string, config: SyncConfig, logger: SyncLogger, warn
 
 function cachedResult(dir: string, cache: CacheReader, stale: string[], warnings: string[]): SyncResult {
   const changeset: Changeset = { sources: Object.fromEntries(cache.sources().map((source) => [source.key, emptyChanges()])), records: emptyChanges(), empty: true };
-  return { changeset, cacheDir: dir, cache, stale, dangling: cache.dangling(), warnings, stats: { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0, records: cache.recordCount() } };
+  return { changeset, cacheDir: dir, cache, stale, dangling: cache.dangling(), warnings, stats: { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 } };
 }
 
 /** ETags of the repository and alias answers, with their bodies, kept in the cache (never list pages). */
@@ -199,7 +199,7 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
     warn(`Records damaged in the cache are fetched again: ${[...repair].join(', ')}`);
     tx.records.rewrite(repair);
   }
-  const stats = { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0, records: 0 };
+  const stats = { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 };
   // A fresh sync asks every answer again, whatever it answered before.
   const etags = new CachedEtags(head && config.mode !== 'fresh' ? tx.etags() : {});
   const client: ReadApiClient = createClient({
@@ -229,8 +229,8 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
   const syncedAt = new Date().toISOString();
   const sources = sourcesOf(config);
   const stored = tx.sources();
-  const members = new Map<string, string[]>();
-  const context = { fetcher, intake, records: tx.records, safetyMarginMs: config.safetyMarginMs, pageSize: config.pageSize, progress: (message: string) => logger.info(message) };
+  const members = new Map<string, Listed>();
+  const context = { fetcher, intake, records: tx.records, safetyMarginMs: config.safetyMarginMs, pageSize: config.pageSize, progress: (message: string) => logger.info(message), stored: (key: string) => tx.members(key) };
   await settleAll(planSources(sources, stored, config.mode === 'fresh').map(async (plan) => members.set(plan.source.key, await listSource(plan, context))));
 
   // A webhook may name records whose stamps did not move (a snapshot edited by hand), or an asset
@@ -253,7 +253,7 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
   for (const id of damaged) if (!repair.has(id)) warn(`Record ${id} in the cache was damaged (its stored bytes no longer matched its digest); it was fetched again`);
 
   locales ??= guessLocales(head, intake, warn);
-  const newHead: CacheHead = {
+  const newHead: Omit<CacheHead, 'records'> = {
     fingerprint,
     repository: config.repository,
     baseUrl: config.baseUrl.replace(/\/+$/, ''),
@@ -262,7 +262,6 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
     locales,
     model,
   };
-  stats.records = tx.records.size;
   const changeset = commitRun(tx, intake, { sources, members, closures, syncedAt, head: newHead, etags: etags.entries });
   const cache = openCache(dir)!;
   const dangling = cache.dangling();
@@ -271,7 +270,7 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
   stats.ms = Date.now() - started;
   const { added, updated, removed } = changeset.records;
   logger.info(
-    `Synced ${config.repository}: ${stats.records} records (${added.length} added, ${updated.length} updated, ${removed.length} removed) in ${(stats.ms / 1000).toFixed(1)} s, ${stats.requests} requests (${stats.notModified} not modified), ${(stats.bytes / 1024).toFixed(0)} KiB`,
+    `Synced ${config.repository}: ${cache.recordCount()} records (${added.length} added, ${updated.length} updated, ${removed.length} removed) in ${(stats.ms / 1000).toFixed(1)} s, ${stats.requests} requests (${stats.notModified} not modified), ${(stats.bytes / 1024).toFixed(0)} KiB`,
   );
   return { changeset, cacheDir: dir, cache, stale: [], dangling, warnings: [], stats };
 }

@@ -25,6 +25,8 @@ export class Intake {
   relinked = false;
   /** Records written to the cache in this run. */
   written = 0;
+  /** Bumped by every record written or dropped: what was worked out from the records at another version may be stale. */
+  version = 0;
   readonly #records: Records;
   readonly #model: Model;
   readonly #refetch: ReadonlySet<string>;
@@ -43,6 +45,11 @@ export class Intake {
 
   /** Takes in every record of a page; `masked` when the source has a fields mask. Returns the ids of its data. */
   acceptPage(page: AnsweredPage, masked: boolean): string[] {
+    // What the page names is looked up at once, not record by record.
+    if (!this.#records.startedEmpty) {
+      const named = [...page.data, ...Object.values(page.includes ?? {}).flat()];
+      this.#records.infos([...named.map((record) => record.meta.id), ...named.flatMap((record) => embeddedIn(record, this.#locales).map((child) => child.meta.id))]);
+    }
     for (const record of page.data) this.accept(record, masked);
     for (const group of Object.values(page.includes ?? {})) {
       for (const record of group) {
@@ -67,7 +74,10 @@ export class Intake {
     const json = JSON.stringify(record);
     this.taken.add(record.id);
     const put = this.#records.put(record, json, digestOf(record, json), partial, referenceList(record));
-    if (put.changed) this.written++;
+    if (put.changed) {
+      this.written++;
+      this.version++;
+    }
     if (put.relinked) this.relinked = true;
     for (const child of embedded) {
       // An asset embedded with the stamps of the version stored or taken before is that version
@@ -79,7 +89,9 @@ export class Intake {
 
   /** Removes a record (gone from the server, or needed by no source). */
   drop(id: string): void {
-    if (this.#records.drop(id)) this.relinked = true;
+    if (!this.#records.drop(id)) return;
+    this.relinked = true;
+    this.version++;
   }
 
   /** The repository's locale keys, once known: locales are no longer guessed from the data. */

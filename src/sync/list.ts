@@ -1,4 +1,5 @@
 import type { Records } from '../cache/records.ts';
+import type { StoredMembers } from '../cache/transaction.ts';
 import { requestOptions } from './config.ts';
 import type { Fetcher } from './fetch.ts';
 import type { Intake } from './intake.ts';
@@ -6,32 +7,57 @@ import type { SourcePlan } from './plan.ts';
 
 /**
  * The list phase: a source's members, in its order. An alias is fetched (with its includes), a
- * full source page by page with its includes. An incremental source is listed by stamps; from
- * the first stamp that differs from the stored one, the documents changed since the last sync
- * (less a safety margin, for clocks and slow publishes) are fetched while the listing goes on.
- * Listed documents that still differ after that (a clock off by more than the margin) are
- * fetched by id.
+ * full source page by page with its includes. An incremental source is listed by stamps, which
+ * are compared with those its members were stored with, in the same order; from the first that
+ * differs, the documents changed since the last sync (less a safety margin, for clocks and slow
+ * publishes) are fetched while the listing goes on. Listed documents that still differ after
+ * that (a clock off by more than the margin) are fetched by id.
  */
-export async function listSource(plan: SourcePlan, context: { fetcher: Fetcher; intake: Intake; records: Records; safetyMarginMs: number; progress(message: string): void; pageSize: number }): Promise<string[]> {
+
+/** A source's members as listed in this run, and those fetched in it or listed with other stamps than they were stored with. */
+export interface Listed {
+  ids: string[];
+  changed: Set<string>;
+}
+
+export interface ListContext {
+  fetcher: Fetcher;
+  intake: Intake;
+  records: Records;
+  safetyMarginMs: number;
+  pageSize: number;
+  progress(message: string): void;
+  /** The members of a source as the last sync stored them. */
+  stored(key: string): StoredMembers;
+}
+
+export async function listSource(plan: SourcePlan, context: ListContext): Promise<Listed> {
   const { source } = plan;
-  const { fetcher, intake, records } = context;
-  if (plan.how === 'alias') return fetcher.alias(source);
+  const { fetcher, intake } = context;
+  if (plan.how === 'alias') {
+    const ids = await fetcher.alias(source);
+    return { ids, changed: new Set(ids) };
+  }
   if (plan.how === 'full') {
-    return fetcher.full(source, (done, total) => {
+    const ids = await fetcher.full(source, (done, total) => {
       if (total > context.pageSize) context.progress(`${source.key}: ${done.toLocaleString('en')} of ${total.toLocaleString('en')} documents`);
     });
+    return { ids, changed: new Set(ids) };
   }
+  const stored = context.stored(source.key);
+  let storedAt: Map<string, number> | undefined; // where each stored member stands, when the order moved
   const since = new Date(Date.parse(plan.syncedAt!) - context.safetyMarginMs).toISOString();
   let changedSince: Promise<void> | undefined;
-  const members: string[] = [];
-  const changed: string[] = [];
+  const ids: string[] = [];
+  const changed = new Set<string>();
   try {
     for await (const stamps of fetcher.stamps(source)) {
-      for (const { id, updatedAt, revision } of stamps) {
-        members.push(id);
-        if (!records.sameStamps(id, updatedAt, revision)) changed.push(id);
+      for (const { id, updatedAt = '', revision = 0 } of stamps) {
+        let at: number | undefined = ids.push(id) - 1;
+        if (stored.ids[at] !== id) at = (storedAt ??= new Map(stored.ids.map((member, i) => [member, i]))).get(id);
+        if (at === undefined || stored.updatedAt[at] !== updatedAt || stored.revisions[at] !== revision || context.records.dropped.has(id)) changed.add(id);
       }
-      if (changed.length > 0 && !changedSince) {
+      if (changed.size > 0 && !changedSince) {
         changedSince = fetcher.changedSince(source, since);
         changedSince.catch(() => {}); // handled below; a failure meanwhile is not an unhandled rejection
       }
@@ -41,11 +67,11 @@ export async function listSource(plan: SourcePlan, context: { fetcher: Fetcher; 
   }
   if (changedSince) {
     await changedSince;
-    const leftovers = changed.filter((id) => !intake.taken.has(id));
+    const leftovers = [...changed].filter((id) => !intake.taken.has(id));
     const found = await fetcher.byIds(leftovers, requestOptions(source));
     // A member listed but gone by the time it was fetched: the closures of the last sync do not hold.
-    if (leftovers.some((id) => !found.has(id) && !records.info(id))) intake.relinked = true;
-    context.progress(`${source.key}: ${members.length} members, ${changed.length} changed`);
+    if (leftovers.some((id) => !found.has(id) && !context.records.info(id))) intake.relinked = true;
+    context.progress(`${source.key}: ${ids.length} members, ${changed.size} changed`);
   }
-  return members;
+  return { ids, changed };
 }

@@ -161,18 +161,26 @@ export function referencesOf(record: StoredRecord): Record<string, string[]> {
  */
 export function referenceList(record: StoredRecord): Reference[] {
   const out: Reference[] = [];
-  const collect = (field: string, value: unknown, seen: Set<string>) => {
-    if (Array.isArray(value)) for (const v of value) collect(field, v, seen);
-    else if (isObject(value) && typeof value.id === 'string' && typeof value.contentType === 'string' && Object.keys(value).length === 2) {
-      if (seen.has(value.id)) return;
-      seen.add(value.id);
-      out.push({ field, id: value.id, asset: value.contentType === '_asset' });
+  let field = '';
+  let first = 0; // where this field's references begin in `out`, to keep each id once per field
+  const collect = (value: unknown): void => {
+    if (Array.isArray(value)) {
+      for (const v of value) collect(v);
+      return;
     }
+    if (value === null || typeof value !== 'object') return;
+    const ref = value as { id?: unknown; contentType?: unknown };
+    if (typeof ref.id !== 'string' || typeof ref.contentType !== 'string' || Object.keys(value).length !== 2) return;
+    for (let i = first; i < out.length; i++) if (out[i]!.id === ref.id) return;
+    out.push({ field, id: ref.id, asset: ref.contentType === '_asset' });
   };
-  for (const [name, value] of Object.entries(record.fields)) {
-    const seen = new Set<string>();
-    if (record.localized.includes(name)) for (const v of Object.values(value as Record<string, unknown>)) collect(name, v, seen);
-    else collect(name, value, seen);
+  for (const name in record.fields) {
+    const value = record.fields[name];
+    if (value === null || typeof value !== 'object') continue;
+    field = name;
+    first = out.length;
+    if (record.localized.includes(name)) for (const v of Object.values(value as Record<string, unknown>)) collect(v);
+    else collect(value);
   }
   return out;
 }

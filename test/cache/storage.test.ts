@@ -41,6 +41,7 @@ const head: CacheHead = {
   lastSync: '2024-03-01T00:00:00.000Z',
   locales: { defaultLocale: 'en_US', locales: [{ key: 'en_US' }], source: 'repository' },
   model: {},
+  records: 3,
 };
 
 /** A committed cache of three records: an article referencing an author and an asset. */
@@ -55,7 +56,7 @@ async function small(dir: string): Promise<void> {
   ]);
   save(record('2', 'author', { name: 'Ada' }));
   save(record('3', '_asset', { file: { url: 'x.png' } }));
-  tx.writeSource({ key: 'collection:a', kind: 'collection', name: 'a', fingerprint: 'fp', syncedAt: head.lastSync }, { ids: ['1', '2'], digests: ['x1', 'x2'] }, ['3'], [{ from: '1', field: 'related', id: '9' }]);
+  tx.writeSource({ key: 'collection:a', kind: 'collection', name: 'a', fingerprint: 'fp', syncedAt: head.lastSync }, { ids: ['1', '2'], updatedAt: ['2024-02-01T00:00:00.000Z', '2024-02-01T00:00:00.000Z'], revisions: [1, 1], digests: ['x1', 'x2'] }, ['3'], [{ from: '1', field: 'related', id: '9' }]);
   tx.commit(head, {});
 }
 
@@ -167,7 +168,7 @@ describe('what is no cache of this format is rebuilt, with a warning that says w
     const result = await sync(configFor(server.url, dir), recorder());
     expect(result.warnings.some((w) => /older format \(format 4 or earlier\)/.test(w))).toBe(true);
     expect(readdirSync(dir).filter((name) => !name.startsWith('cache.sqlite'))).toEqual([]);
-    expect(result.stats.records).toBe(7);
+    expect(result.cache.recordCount()).toBe(7);
   });
 
   it('a database of other tables', async () => {
@@ -178,7 +179,7 @@ describe('what is no cache of this format is rebuilt, with a warning that says w
     db.close();
     const result = await sync(configFor(server.url, dir), recorder());
     expect(result.warnings.some((w) => /cannot be used: it is not a cache of this package/.test(w) && /rebuilding/.test(w))).toBe(true);
-    expect(result.stats.records).toBe(7);
+    expect(result.cache.recordCount()).toBe(7);
   });
 
   it('a cache of another format number', async () => {

@@ -102,8 +102,8 @@ export interface SyncProcess {
 }
 
 /** Runs `sync(config)` in a process of its own (test/helpers/sync-process.ts), as a sync in CI or a second terminal would. */
-export function syncProcess(config: object): SyncProcess {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./sync-process.ts', import.meta.url)), JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] });
+export function syncProcess(config: object, env: Record<string, string> = {}): SyncProcess {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./sync-process.ts', import.meta.url)), JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const lines: string[] = [];
   const waiters: { pattern: RegExp; resolve(line: string): void }[] = [];
   createInterface({ input: child.stdout }).on('line', (line) => {

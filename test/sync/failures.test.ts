@@ -110,7 +110,7 @@ describe('atomic commits', () => {
     const first = await sync(config, recorder());
     // Several sources wrote their records at once; every record still reads back whole.
     const records = recordsOf(first);
-    expect(records.size).toBe(first.stats.records);
+    expect(records.size).toBe(first.cache.recordCount());
     expect(recordsOf(await sync({ ...config, cacheDir: await tempDir(), mode: 'fresh' }, recorder()))).toEqual(records);
     const before = cacheContent(dir);
 

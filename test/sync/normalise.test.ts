@@ -29,7 +29,7 @@ describe('normalisation into records', () => {
 
   it('keeps one record per document or asset, however many sources and includes reach it', () => {
     expect(sorted(records.keys())).toEqual(allRecordIds);
-    expect(result.stats.records).toBe(allRecordIds.length);
+    expect(result.cache.recordCount()).toBe(allRecordIds.length);
     expect(result.stats.written).toBe(allRecordIds.length);
     expect(result.cache.recordCount()).toBe(allRecordIds.length);
   });
