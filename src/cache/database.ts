@@ -11,10 +11,13 @@ import { type Database, DatabaseSync } from './sqlite.ts';
 export const cacheFileName = 'cache.sqlite';
 
 /**
- * The page cache of a sync's connection, in KiB: 64 MB, or what `COMFORTABLE_CACHE_MEMORY_MB`
+ * The page cache of a sync's connection, in KiB: 32 MB, or what `COMFORTABLE_CACHE_MEMORY_MB`
  * says (a machine short of memory; a transaction larger than the cache goes to disk earlier).
  */
-const writerCacheKiB = Math.round((Number(process.env.COMFORTABLE_CACHE_MEMORY_MB) || 64) * 1024);
+const writerCacheKiB = Math.round((Number(process.env.COMFORTABLE_CACHE_MEMORY_MB) || 32) * 1024);
+
+/** The size the write-ahead log is cut back to after a checkpoint. */
+export const walLimitBytes = 8 * 1024 * 1024;
 
 /** The cache cannot be used as it is: damaged, not writable, or held too long by another sync. */
 export class CacheError extends Error {
@@ -102,8 +105,11 @@ export function openForWriting(dir: string, warn: (message: string) => void): Da
   const open = () => {
     const db = new DatabaseSync(join(dir, cacheFileName), { timeout: 5_000 });
     // A sync inserts with keys in no order into tables of hundreds of megabytes: with SQLite's
-    // default 2 MB of page cache, most inserts went to the operating system for their pages.
-    db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -${writerCacheKiB};`);
+    // default 2 MB of page cache, most inserts went to the operating system for their pages
+    // (inserting 100,000 references took 2.4 s; 1.4 s with 16 MB, 1.3 s with 64 MB).
+    // The write-ahead log is cut back once checkpointed: left at the size of a cold sync, the
+    // next process to open the cache would read all of it to rebuild its index.
+    db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -${writerCacheKiB}; PRAGMA journal_size_limit = ${walLimitBytes};`);
     return db;
   };
   try {

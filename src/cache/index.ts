@@ -6,7 +6,8 @@ export { CacheError } from './database.ts';
 export { CacheReader, DamagedRecordError } from './reader.ts';
 export type { Member } from './reader.ts';
 export type { Reference } from './records.ts';
-export type { CacheHead, DanglingReference, StoredSource } from './transaction.ts';
+export type { CacheHead } from './head.ts';
+export type { DanglingReference, StoredSource } from './transaction.ts';
 
 /** One reader per cache folder in a process, opened again when the database file was replaced. */
 const readers = new Map<string, { reader: CacheReader; inode: number }>();

@@ -3,7 +3,8 @@ import { CacheError, cacheErrorOf, openForReading } from './database.ts';
 import { digestOfJson, type Reference, unpackReferences } from './records.ts';
 import { schemaProblem } from './schema.ts';
 import type { Database, Statement } from './sqlite.ts';
-import { type CacheHead, type DanglingReference, readHead, type StoredSource } from './transaction.ts';
+import { type CacheHead, readHead } from './head.ts';
+import type { DanglingReference, StoredSource } from './transaction.ts';
 
 /** A member of a source, in the source's order. */
 export interface Member {

@@ -213,6 +213,7 @@ export class Records {
     this.#nodes.clear();
     this.#relinked.clear();
     this.#cleared = true;
+    this.#relinkedAll = true;
   }
 
   /** The packed references a record has now (read once). */
@@ -221,9 +222,17 @@ export class Records {
   }
 
   #touch(id: string, before: RecordInfo | undefined, refsBefore: string | undefined, relinked: boolean): void {
-    if (!this.#startedEmpty && !this.#before.has(id)) this.#before.set(id, before);
+    // A cache that started empty remembers nothing: every record is new, and `reference` is filled from all of them.
+    if (this.#startedEmpty && !this.#cleared) {
+      this.#relinkedAll = true;
+      return;
+    }
+    if (!this.#before.has(id)) this.#before.set(id, before);
     if (relinked && !this.#relinked.has(id)) this.#relinked.set(id, refsBefore);
   }
+
+  /** Some record was written in a cache that started empty: `reference` is to be filled from every record. */
+  #relinkedAll = false;
 
   /** The nodes of the records of `ids` that exist; read in one statement for those not at hand. */
   nodes(ids: Iterable<string>): Map<string, Node> {
@@ -262,10 +271,11 @@ export class Records {
    * fresh sync), in one statement over every record.
    */
   #index(): void {
-    if (this.#relinked.size === 0) return;
-    if ((this.#startedEmpty && this.#before.size === 0) || this.#cleared) {
+    if (this.#relinked.size === 0 && !this.#relinkedAll) return;
+    if (this.#relinkedAll) {
       this.#db.exec('DELETE FROM reference');
       this.#statement("INSERT OR IGNORE INTO reference (to_id, from_id, field, asset) SELECT j.value ->> 1, r.id, j.value ->> 0, j.value ->> 2 FROM record r, json_each(r.refs) j").run();
+      this.#relinkedAll = false;
     } else {
       const remove = this.#statement("DELETE FROM reference WHERE (to_id, from_id, field) IN (SELECT value ->> 1, ?, value ->> 0 FROM json_each(?))");
       for (const [id, refs] of this.#relinked) if (refs !== undefined) remove.run(id, refs);

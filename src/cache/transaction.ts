@@ -1,24 +1,12 @@
-import type { Locales } from '../sync/locales.ts';
-import type { Model } from '../sync/records.ts';
-import { beginWrite, CacheError, cacheErrorOf, inodeOf, openForWriting, removeDatabase } from './database.ts';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { beginWrite, CacheError, cacheErrorOf, cacheFileName, inodeOf, openForWriting, removeDatabase, walLimitBytes } from './database.ts';
+import { type CacheHead, headKeys, readHead } from './head.ts';
+import { openCache } from './index.ts';
+import type { CacheReader } from './reader.ts';
 import { Records } from './records.ts';
 import { recreate, schemaProblem } from './schema.ts';
 import type { Database } from './sqlite.ts';
-
-/** What a cache holds besides records and sources: whose it is, and the repository's shape. */
-export interface CacheHead {
-  /** A hash of base URL, repository, package version and format; never the key. */
-  fingerprint: string;
-  repository: string;
-  baseUrl: string;
-  package: string;
-  /** ISO time of the last sync. */
-  lastSync: string;
-  locales: Locales;
-  model: Model;
-  /** How many records the cache holds (kept by each commit from what it changed). */
-  records: number;
-}
 
 /** A source as the cache keeps it. */
 export interface StoredSource {
@@ -47,8 +35,6 @@ export interface StoredMembers {
   revisions: number[];
   digests: string[];
 }
-
-const headKeys = ['fingerprint', 'repository', 'baseUrl', 'package', 'lastSync', 'locales', 'model', 'records'] as const;
 
 /**
  * One sync's write transaction on the cache: everything it reads sees what it wrote before,
@@ -199,8 +185,12 @@ export class CacheTransaction {
     });
   }
 
-  /** Writes the head and the ETags, and commits: the cache is now what this transaction made it. */
-  commit(given: Omit<CacheHead, 'records'>, etags: Etags): void {
+  /**
+   * Writes the head and the ETags, and commits: the cache is now what this transaction made it.
+   * Returns the process's reader of the committed cache, opened before this connection closes:
+   * the last connection to close would checkpoint, sync and remove the log, for nothing.
+   */
+  commit(given: Omit<CacheHead, 'records'>, etags: Etags): CacheReader {
     this.#run(() => {
       this.records.settle();
       const { added, removed } = this.records.changes();
@@ -212,8 +202,21 @@ export class CacheTransaction {
       const insert = this.#db.prepare('INSERT INTO etag (key, etag, body) VALUES (?, ?, ?)');
       for (const [key, { etag, body }] of Object.entries(etags)) insert.run(key, etag, body);
       this.#db.exec('COMMIT');
+      // A large transaction leaves a log as large: checkpoint it now and cut it back (unless readers hold it).
+      if (this.#largeLog()) this.#db.exec('PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(TRUNCATE); PRAGMA busy_timeout = 5000');
     });
+    const reader = openCache(this.#dir)!;
     this.#db.close();
+    return reader;
+  }
+
+  /** Whether the write-ahead log holds more than the limit it is cut back to. */
+  #largeLog(): boolean {
+    try {
+      return statSync(join(this.#dir, `${cacheFileName}-wal`)).size > walLimitBytes;
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -230,21 +233,4 @@ export class CacheTransaction {
       this.#db.close();
     }
   }
-}
-
-/** The head of a cache of this format; a missing value is damage. */
-export function readHead(db: Database): CacheHead {
-  const rows = db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[];
-  const values = new Map(rows.map((row) => [row.key, row.value]));
-  const head: Record<string, unknown> = {};
-  for (const key of headKeys) {
-    const value = values.get(key);
-    if (value === undefined) throw new CacheError('cache_damaged', `its ${key} is missing`);
-    try {
-      head[key] = JSON.parse(value);
-    } catch {
-      throw new CacheError('cache_damaged', `its ${key} is not JSON`);
-    }
-  }
-  return head as unknown as CacheHead;
 }

@@ -1,5 +1,7 @@
+import type { CacheReader } from '../cache/reader.ts';
 import type { Records } from '../cache/records.ts';
-import type { CacheHead, CacheTransaction, Etags, StoredMembers } from '../cache/transaction.ts';
+import type { CacheHead } from '../cache/head.ts';
+import type { CacheTransaction, Etags, StoredMembers } from '../cache/transaction.ts';
 import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } from './changeset.ts';
 import type { SourceClosure } from './closures.ts';
 import type { Source } from './config.ts';
@@ -24,7 +26,7 @@ export interface CommitInput {
   etags: Etags;
 }
 
-export function commitRun(tx: CacheTransaction, intake: Intake, input: CommitInput): Changeset {
+export function commitRun(tx: CacheTransaction, intake: Intake, input: CommitInput): { changeset: Changeset; cache: CacheReader } {
   const { records } = tx;
   const stored = tx.sources();
   const everyClosureKept = [...input.closures.values()].every((closure) => closure.kept) && [...stored.keys()].every((key) => input.closures.has(key));
@@ -60,8 +62,8 @@ export function commitRun(tx: CacheTransaction, intake: Intake, input: CommitInp
       uniqueReferences(closure.dangling),
     );
   }
-  tx.commit(input.head, input.etags);
-  return { ...changeset, empty: isEmptyChangeset(changeset) };
+  const cache = tx.commit(input.head, input.etags);
+  return { changeset: { ...changeset, empty: isEmptyChangeset(changeset) }, cache };
 }
 
 /**

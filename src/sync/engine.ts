@@ -5,7 +5,8 @@ import { NetworkError, RateLimitedError, ServerError, TimeoutError } from '../ap
 import type { EtagStore } from '../api/transport.ts';
 import { CacheError, cacheErrorOf } from '../cache/database.ts';
 import { type CacheReader, clearCache, DamagedRecordError, openCache } from '../cache/index.ts';
-import { type CacheHead, CacheTransaction, type DanglingReference, type Etags } from '../cache/transaction.ts';
+import type { CacheHead } from '../cache/head.ts';
+import { CacheTransaction, type DanglingReference, type Etags } from '../cache/transaction.ts';
 import { type Changeset, emptyChanges } from './changeset.ts';
 import { completeClosures } from './closures.ts';
 import { commitRun } from './commit.ts';
@@ -262,8 +263,7 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
     locales,
     model,
   };
-  const changeset = commitRun(tx, intake, { sources, members, closures, syncedAt, head: newHead, etags: etags.entries });
-  const cache = openCache(dir)!;
+  const { changeset, cache } = commitRun(tx, intake, { sources, members, closures, syncedAt, head: newHead, etags: etags.entries });
   const dangling = cache.dangling();
   for (const ref of dangling) warn(`Dangling reference: document ${ref.from}, field ${ref.field} points to ${ref.id}, which the server does not have`);
   stats.written = intake.written;
