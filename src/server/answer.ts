@@ -1,7 +1,7 @@
 import { ApiError } from './errors.ts';
 import { compileFilters } from './filters.ts';
 import { collectIncludes } from './includes.ts';
-import { applyMask, type Mask, maskText } from './mask.ts';
+import { applyMask } from './mask.ts';
 import type { RequestOptions } from './options.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
 import type { CollectionDefinition } from './snapshot.ts';
@@ -18,25 +18,24 @@ function hasAnyTag(record: PreparedRecord, tags: ReadonlySet<string>): boolean {
   return false;
 }
 
-/** The documents of a collection in its own order, for a locale; memoised per snapshot. */
+/** The documents of a collection in its own order, for a locale; kept for the snapshot. */
 export function collectionMembers(repository: PreparedRepository, collection: CollectionDefinition, view: LocaleView): PreparedRecord[] {
-  return repository.memoize(`collection:${collection.apiId}:${view}`, () => {
-    const filters = collection.filters?.length ? compileFilters(repository, collection.filters, view) : undefined;
-    const includeTags = collection.includeTags?.length ? new Set(collection.includeTags) : undefined;
-    const excludeTags = collection.excludeTags?.length ? new Set(collection.excludeTags) : undefined;
-    const members = repository.defaultOrder.filter(
-      (record) =>
-        (!collection.contentType || record.contentType === collection.contentType) &&
-        (!includeTags || hasAnyTag(record, includeTags)) &&
-        (!excludeTags || !hasAnyTag(record, excludeTags)) &&
-        (!filters || filters(record, view)),
-    );
-    return collection.sorting ? sortRecords(repository, members, parseSorting(repository, collection.sorting), view) : members;
-  }, (next) => {
-    // The definition of the new snapshot: its stored filters or sorting may have changed.
-    const definition = next.snapshot.collections.find((c) => c.apiId === collection.apiId);
-    if (definition) collectionMembers(next, definition, view);
-  });
+  const key = `${collection.apiId}:${view}`;
+  const done = repository.indexes.collections.get(key);
+  if (done) return done.members;
+  const filters = collection.filters?.length ? compileFilters(repository, collection.filters, view) : undefined;
+  const includeTags = collection.includeTags?.length ? new Set(collection.includeTags) : undefined;
+  const excludeTags = collection.excludeTags?.length ? new Set(collection.excludeTags) : undefined;
+  const matching = repository.defaultOrder.filter(
+    (record) =>
+      (!collection.contentType || record.contentType === collection.contentType) &&
+      (!includeTags || hasAnyTag(record, includeTags)) &&
+      (!excludeTags || !hasAnyTag(record, excludeTags)) &&
+      (!filters || filters(record, view)),
+  );
+  const members = collection.sorting ? sortRecords(repository, matching, parseSorting(repository, collection.sorting), view) : matching;
+  repository.indexes.collections.set(key, { apiId: collection.apiId, view, members });
+  return members;
 }
 
 /** Checks a collection's stored filters and sorting; returns the 400 a request would get, and which of the two it is about. */
@@ -128,13 +127,6 @@ export function listBody(repository: PreparedRepository, base: PreparedRecord[],
   const { mask } = options;
   if (mask) {
     const keepsFields = mask.has('fields') || mask.has('*');
-    if (!keepsFields && !groups) {
-      // An id listing: each record's masked meta is serialised once per snapshot and mask, and spliced in.
-      const text = maskText(mask);
-      const json = maskedMetas(repository, mask, text) ?? [];
-      const data = page.map((record) => (json[record.index] ??= maskedMeta(record, mask))).join(',');
-      return { json: [Buffer.from(`{"status":200,"meta":${JSON.stringify(meta)},"data":[${data}]}`)], identity: identity(`list ${text}`, options, meta, page, undefined) };
-    }
     // A mask that keeps no fields needs no field values worked out.
     const object = keepsFields ? (record: PreparedRecord) => recordObject(repository, record, options) : (record: PreparedRecord) => ({ meta: record.meta });
     const data = page.map((record) => applyMask(object(record), mask));
@@ -150,28 +142,6 @@ export function listBody(repository: PreparedRepository, base: PreparedRecord[],
   }
   parts.push(Buffer.from('}'));
   return { json: parts, identity: identity('list', options, meta, page, groups) };
-}
-
-function maskedMeta(record: PreparedRecord, mask: Mask): string {
-  return JSON.stringify(applyMask({ meta: record.meta }, mask));
-}
-
-/** Masks whose id listings `maskedMetas` keeps, per snapshot. */
-const maxListingMasks = 4;
-
-/**
- * Each document's `{ meta }` under a mask that keeps no field (an id listing), as JSON, by
- * `record.index`: filled as pages are asked for, memoised per snapshot and mask for the first
- * few masks, and made whole for the next snapshot on a reload, so the listing a sync starts
- * right after a change costs no more than the one before. Undefined past those masks.
- */
-function maskedMetas(repository: PreparedRepository, mask: Mask, text: string): (string | undefined)[] | undefined {
-  const key = `listing:${text}`;
-  if (!repository.memo.has(key) && [...repository.memo.keys()].filter((k) => k.startsWith('listing:')).length >= maxListingMasks) return undefined;
-  return repository.memoize(key, () => new Array<string | undefined>(repository.documents.length), (next) => {
-    const json = maskedMetas(next, mask, text);
-    if (json) for (const record of next.documents) json[record.index] ??= maskedMeta(record, mask);
-  });
 }
 
 /** The JSON body of a single document or asset answer. */

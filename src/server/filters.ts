@@ -1,5 +1,6 @@
 import { badRequest, quote } from './errors.ts';
 import { compileLike, foldCase } from './like.ts';
+import { kept } from './derived.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
 import {
   column,
@@ -198,23 +199,18 @@ function compileTest(repository: PreparedRepository, source: FilterPath, operato
   return predicate;
 }
 
-/** The records of each id, as the `meta.id` column holds it; memoised per snapshot. */
-function idIndex(repository: PreparedRepository): Map<bigint, PreparedRecord[]> {
-  return repository.memoize(
-    'ids',
-    () => {
-      const ids = column(repository, { scope: 'meta', name: 'id' }, repository.defaultLocale);
-      const index = new Map<bigint, PreparedRecord[]>();
-      for (const record of repository.documents) {
-        const id = ids[record.index] as bigint;
-        const records = index.get(id);
-        if (records) records.push(record);
-        else index.set(id, [record]);
-      }
-      return index;
-    },
-    (next) => idIndex(next),
-  );
+/** The records of each id, as the `meta.id` column holds it; kept for the snapshot. */
+export function idIndex(repository: PreparedRepository): Map<bigint, PreparedRecord[]> {
+  if (repository.indexes.ids) return repository.indexes.ids;
+  const ids = column(repository, { scope: 'meta', name: 'id' }, repository.defaultLocale);
+  const index = new Map<bigint, PreparedRecord[]>();
+  for (const record of repository.documents) {
+    const id = ids[record.index] as bigint;
+    const records = index.get(id);
+    if (records) records.push(record);
+    else index.set(id, [record]);
+  }
+  return (repository.indexes.ids = index);
 }
 
 /** The values of an `in` or `notIn` filter (a list, or text separated by commas), read as `kind`. */
@@ -323,9 +319,9 @@ function rawValue(record: PreparedRecord, source: ValueSource, view: LocaleView)
  * are, numbers and ids in decimal, dates as stored; undefined when the value is missing. Made
  * on first use and kept for the snapshot, as the column it is made from.
  */
-function likeTexts(repository: PreparedRepository, source: ValueSource, locale: LocaleView): (string[] | undefined)[] {
+export function likeTexts(repository: PreparedRepository, source: ValueSource, locale: LocaleView): (string[] | undefined)[] {
   const view = source.scope === 'meta' ? '' : locale === 'all' ? repository.defaultLocale : locale;
-  return repository.memoize(`like:${source.scope}.${source.name}:${view}`, () => {
+  return kept(repository.indexes.likeTexts, source, view, () => {
     const values = column(repository, source, locale);
     return repository.documents.map((record) => {
       const value = values[record.index];
@@ -336,5 +332,5 @@ function likeTexts(repository: PreparedRepository, source: ValueSource, locale: 
       if (kind === 'location') return [(value as readonly number[]).join(',')];
       return (Array.isArray(value) ? value : [value]).map((v) => foldCase(String(v)));
     });
-  }, (next) => likeTexts(next, source, locale));
+  });
 }

@@ -2,6 +2,7 @@ import { basename, dirname } from 'node:path';
 import { collectionError } from './answer.ts';
 import { PreparedRepository } from './repository.ts';
 import { type Snapshot, SnapshotError } from './snapshot.ts';
+import { warmFrom } from './warm.ts';
 
 /** Where a repository's snapshot came from: a file (whose folder serves its asset files), or an object. */
 export interface Source {
@@ -73,7 +74,7 @@ export class Repositories {
     const repository = this.#prepare(snapshot, label);
     const previous = this.#live.get(apiId);
     // Before it goes live, so the first requests after a reload are as fast as those before it.
-    if (previous) repository.warmLike(previous);
+    if (previous) warmFrom(repository, previous);
     // The file served another repository before: that one is gone.
     const owner = [...this.#sources].find(([id, s]) => id !== apiId && s.file !== undefined && s.file === source.file);
     this.#live.set(apiId, repository);

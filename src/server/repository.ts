@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ApiError } from './errors.ts';
+import { SnapshotIndexes } from './derived.ts';
 import {
   assetContentType,
   type ContentTypeDefinition,
@@ -170,11 +170,8 @@ export class PreparedRepository {
   readonly defaultOrder: PreparedRecord[];
   /** A fingerprint of the snapshot's content, for ETags. */
   readonly version: string;
-  /**
-   * Memoised per-snapshot work (sort ranks, compiled collections), keyed by its purpose: the
-   * value, and how to do the same work on another snapshot of the repository (see `warmLike`).
-   */
-  readonly memo = new Map<string, { value: unknown; redo: (next: PreparedRepository) => unknown }>();
+  /** What requests worked out from this snapshot and may use again (collections, columns, sort ranks, …). */
+  readonly indexes = new SnapshotIndexes();
   readonly #filesOrigin: string;
   readonly #collators = new Map<string, Intl.Collator>();
 
@@ -232,33 +229,6 @@ export class PreparedRepository {
     return collator;
   }
 
-  /**
-   * The value memoised under `key`, computed the first time it is asked for. `redo` does the
-   * same work on another snapshot of the repository, for `warmLike`.
-   */
-  memoize<T>(key: string, compute: () => T, redo: (next: PreparedRepository) => unknown): T {
-    const memoised = this.memo.get(key);
-    if (memoised) return memoised.value as T;
-    const value = compute();
-    this.memo.set(key, { value, redo });
-    return value;
-  }
-
-  /**
-   * Does on this snapshot the memoised work that `previous`, the snapshot it replaces, had done,
-   * so the first requests after a reload are as fast as those before it. Work the new snapshot
-   * refuses (a sort on a field it no longer has) is left to a request that asks for it.
-   */
-  warmLike(previous: PreparedRepository): void {
-    for (const { redo } of previous.memo.values()) {
-      try {
-        redo(this);
-      } catch (error) {
-        if (!(error instanceof ApiError)) throw error;
-      }
-    }
-  }
-
   /** Rewrites a relative `file.url` of an asset to an absolute URL under `/files/<repo>/`. */
   absolutize(record: PreparedRecord, field: string, value: unknown): unknown {
     if (record.contentType !== '_asset' || field !== 'file' || !value || typeof value !== 'object') return value;
@@ -274,10 +244,11 @@ export class PreparedRepository {
    * beside a snapshot also holds the snapshot itself, API keys included.
    */
   localFiles(): Set<string> {
-    return this.memoize('localFiles', () => {
+    if (!this.indexes.localFiles) {
       const urls = this.snapshot.assets.map((asset) => (asset.fields.file as { url?: string } | null | undefined)?.url);
-      return new Set(urls.map((url) => (url === undefined ? undefined : localFilePath(url))).filter((path) => path !== undefined));
-    }, (next) => next.localFiles());
+      this.indexes.localFiles = new Set(urls.map((url) => (url === undefined ? undefined : localFilePath(url))).filter((path) => path !== undefined));
+    }
+    return this.indexes.localFiles;
   }
 
   /** The record with every asset reference in its fields replaced by the asset record. */

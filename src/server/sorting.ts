@@ -1,4 +1,5 @@
 import { badRequest, quote } from './errors.ts';
+import { kept } from './derived.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
 import { column, compare, type Comparable, type Kind, kindFor, kindOf, metaKind, type ValueSource } from './values.ts';
 
@@ -59,9 +60,10 @@ export function parseSorting(repository: PreparedRepository, sorting: unknown): 
 }
 
 /** Each document's rank for a sort key in a locale, by record index; -1 when the value is missing. */
-function ranks(repository: PreparedRepository, source: ValueSource, view: LocaleView): Int32Array {
+export function ranks(repository: PreparedRepository, { scope, name }: ValueSource, view: LocaleView): Int32Array {
   const locale = view === 'all' ? repository.defaultLocale : view;
-  return repository.memoize(`ranks:${source.scope}.${source.name}:${source.scope === 'meta' ? '' : locale}`, () => {
+  const source = { scope, name };
+  return kept(repository.indexes.sortRanks, source, locale, () => {
     const values = column(repository, source, locale);
     const collator = repository.collator(locale);
     const present: { record: PreparedRecord; kind: Kind; value: Comparable }[] = [];
@@ -82,7 +84,7 @@ function ranks(repository: PreparedRepository, source: ValueSource, view: Locale
       result[entry.record.index] = rank;
     });
     return result;
-  }, (next) => ranks(next, source, view));
+  });
 }
 
 /** Sorts documents by the keys; missing values last whatever the direction, ties on `meta.id` ascending. */

@@ -1,5 +1,6 @@
 import { badRequest, quote } from './errors.ts';
 import type { FieldType } from './snapshot.ts';
+import { kept } from './derived.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
 
 /**
@@ -94,7 +95,7 @@ export interface ValueSource {
  */
 export function column(repository: PreparedRepository, source: ValueSource, locale: LocaleView): Normalized[] {
   const view = source.scope === 'meta' ? '' : locale === 'all' ? repository.defaultLocale : locale;
-  return repository.memoize(`column:${source.scope}.${source.name}:${view}`, () =>
+  return kept(repository.indexes.columns, source, view, () =>
     repository.documents.map((record) => {
       if (source.scope === 'meta') {
         const value = record.meta[source.name as MetaName];
@@ -108,7 +109,6 @@ export function column(repository: PreparedRepository, source: ValueSource, loca
       const kind = field && kindOf(field.type);
       return kind ? normalizeStored(record.value(source.name, view), kind, field.type) : undefined;
     }),
-    (next) => column(next, source, locale),
   );
 }
 
