@@ -28,13 +28,17 @@ export interface DanglingReference {
 
 export type Etags = Record<string, { etag: string; body: string }>;
 
-/** A source's members in order, as parallel lists: ids, the stamps each was stored with, and dependency digests. */
+/** A source's members in order, as parallel lists: ids and the stamps each was stored with. */
 export interface StoredMembers {
   ids: string[];
   updatedAt: string[];
   revisions: number[];
-  digests: string[];
 }
+
+/** What a sync writes of a source's members: a new list, or some rows of the stored one (by position). */
+export type MemberUpdate =
+  | { list: StoredMembers; digests: readonly string[] }
+  | { rows: { position: number; updatedAt: string; revision: number; digest: string }[] };
 
 /**
  * One sync's write transaction on the cache: everything it reads sees what it wrote before,
@@ -46,6 +50,7 @@ export class CacheTransaction {
   readonly #db: Database;
   readonly #dir: string;
   readonly #members = new Map<string, StoredMembers>();
+  readonly #digests = new Map<string, string[]>();
   /** The cache as it was when the transaction began; undefined for a new or rebuilt one. */
   readonly head: CacheHead | undefined;
 
@@ -110,23 +115,36 @@ export class CacheTransaction {
     });
   }
 
-  /** A source's members in order: the stamps they were stored with, and their dependency digests (read once). */
+  /** A source's members in order, with the stamps they were stored with (read once). */
   members(key: string): StoredMembers {
     let members = this.#members.get(key);
-    if (members) return members;
-    members = this.#run(() => {
-      // Each column joined into one string (none holds a space): a hundred thousand members come in a few
-      // strings rather than as a hundred thousand rows.
-      const row = this.#db
-        .prepare("SELECT count(*) AS n, group_concat(id, ' ') AS ids, group_concat(updated_at, ' ') AS updated, group_concat(revision, ' ') AS revisions, group_concat(dependency_digest, ' ') AS digests FROM (SELECT * FROM member WHERE source = ? ORDER BY position)")
-        .get(key) as { n: number; ids: string | null; updated: string | null; revisions: string | null; digests: string | null };
-      if (row.n === 0) return { ids: [], updatedAt: [], revisions: [], digests: [] };
-      const columns = [row.ids!.split(' '), row.updated!.split(' '), row.digests!.split(' ')];
-      if (columns.some((column) => column.length !== row.n)) throw new CacheError('cache_damaged', `The cache in ${this.#dir} is damaged: the members of ${key} do not read back`);
-      return { ids: columns[0]!, updatedAt: columns[1]!, revisions: row.revisions!.split(' ').map(Number), digests: columns[2]! };
-    });
-    this.#members.set(key, members);
+    if (!members) {
+      const [ids, updatedAt, revisions] = this.#columns(key, ['id', 'updated_at', 'revision']);
+      this.#members.set(key, (members = { ids: ids!, updatedAt: updatedAt!, revisions: revisions!.map(Number) }));
+    }
     return members;
+  }
+
+  /** The dependency digests of a source's members, in their order (read once; a sync with nothing changed never needs them). */
+  memberDigests(key: string): string[] {
+    let digests = this.#digests.get(key);
+    if (!digests) this.#digests.set(key, (digests = this.#columns(key, ['dependency_digest'])[0]!));
+    return digests;
+  }
+
+  /**
+   * Columns of a source's members in order, each read as one string (none holds a space) and
+   * split: a hundred thousand members come in a few strings rather than as a hundred thousand rows.
+   */
+  #columns(key: string, columns: string[]): string[][] {
+    return this.#run(() => {
+      const select = columns.map((column, i) => `group_concat(${column}, ' ') AS c${i}`).join(', ');
+      const row = this.#db.prepare(`SELECT count(*) AS n, ${select} FROM (SELECT * FROM member WHERE source = ? ORDER BY position)`).get(key) as Record<string, string | number | null>;
+      const n = row.n as number;
+      const values = columns.map((_, i) => (n === 0 ? [] : (row[`c${i}`] as string).split(' ')));
+      if (values.some((list) => list.length !== n)) throw new CacheError('cache_damaged', `The cache in ${this.#dir} is damaged: the members of ${key} do not read back`);
+      return values;
+    });
   }
 
   /** The records a source's includes reach that are not its members. */
@@ -142,22 +160,20 @@ export class CacheTransaction {
     return this.#run(() => Object.fromEntries((this.#db.prepare('SELECT key, etag, body FROM etag').all() as { key: string; etag: string; body: string }[]).map((row) => [row.key, { etag: row.etag, body: row.body }])));
   }
 
-  /**
-   * Writes a source's state. `members` replaces its member list; with `changed` (positions),
-   * the list is the stored one and only those rows are written. `included` undefined keeps the
-   * stored list.
-   */
-  writeSource(source: StoredSource, members: StoredMembers & { changed?: readonly number[] }, included: readonly string[] | undefined, dangling: readonly DanglingReference[]): void {
+  /** Writes a source's state: its members (see `MemberUpdate`), and its included records unless `included` is undefined (kept). */
+  writeSource(source: StoredSource, members: MemberUpdate, included: readonly string[] | undefined, dangling: readonly DanglingReference[]): void {
     this.#members.delete(source.key);
+    this.#digests.delete(source.key);
     this.#run(() => {
       this.#db.prepare('INSERT OR REPLACE INTO source (key, kind, name, fingerprint, synced_at) VALUES (?, ?, ?, ?, ?)').run(source.key, source.kind, source.name, source.fingerprint, source.syncedAt);
-      if (members.changed) {
+      if ('rows' in members) {
         const update = this.#db.prepare('UPDATE member SET updated_at = ?, revision = ?, dependency_digest = ? WHERE source = ? AND position = ?');
-        for (const i of members.changed) update.run(members.updatedAt[i]!, members.revisions[i]!, members.digests[i]!, source.key, i);
+        for (const row of members.rows) update.run(row.updatedAt, row.revision, row.digest, source.key, row.position);
       } else {
+        const { list, digests } = members;
         this.#db.prepare('DELETE FROM member WHERE source = ?').run(source.key);
         const insert = this.#db.prepare('INSERT INTO member (source, position, id, updated_at, revision, dependency_digest) VALUES (?, ?, ?, ?, ?, ?)');
-        members.ids.forEach((id, i) => insert.run(source.key, i, id, members.updatedAt[i]!, members.revisions[i]!, members.digests[i]!));
+        list.ids.forEach((id, i) => insert.run(source.key, i, id, list.updatedAt[i]!, list.revisions[i]!, digests[i]!));
       }
       if (included) {
         this.#db.prepare('DELETE FROM included WHERE source = ?').run(source.key);
@@ -173,6 +189,7 @@ export class CacheTransaction {
   /** Empties the cache: records, sources and ETags (it was made for another repository, base URL or version). */
   clear(): void {
     this.#members.clear();
+    this.#digests.clear();
     this.records.clear();
     this.#run(() => this.#db.exec('DELETE FROM source; DELETE FROM member; DELETE FROM included; DELETE FROM dangling; DELETE FROM etag;'));
   }
@@ -180,6 +197,7 @@ export class CacheTransaction {
   /** Removes a source no longer configured. */
   removeSource(key: string): void {
     this.#members.delete(key);
+    this.#digests.delete(key);
     this.#run(() => {
       for (const table of ['source', 'member', 'included', 'dangling']) this.#db.prepare(`DELETE FROM ${table} WHERE ${table === 'source' ? 'key' : 'source'} = ?`).run(key);
     });

@@ -48,7 +48,7 @@ const maxRounds = 100;
 export async function completeClosures(sources: readonly Source[], listings: ReadonlyMap<string, Listed>, context: ClosureContext): Promise<Map<string, SourceClosure>> {
   const { records, intake, fetcher } = context;
   const members = new Map([...listings].map(([key, listing]) => [key, listing.ids]));
-  const listed = new Set([...members.values()].flat());
+  let listed: Set<string> | undefined; // made when some included document was neither taken nor checked
   const absent = new Set<string>();
   let worked: { version: number; closures: Map<string, SourceClosure> } | undefined;
   for (let round = 0; ; round++) {
@@ -56,9 +56,12 @@ export async function completeClosures(sources: readonly Source[], listings: Rea
     if (worked?.version !== intake.version) worked = { version: intake.version, closures: new Map(sources.map((source) => [source.key, closureOf(source, members.get(source.key)!, context)])) };
     const { closures } = worked;
     const unchecked = new Set<string>();
-    const included = [...new Set([...closures.values()].flatMap((closure) => closure.included))].filter((id) => !intake.taken.has(id) && !intake.checked.has(id) && !listed.has(id));
+    const included = [...new Set([...closures.values()].flatMap((closure) => closure.included))].filter((id) => !intake.taken.has(id) && !intake.checked.has(id));
     records.infos(included);
-    for (const id of included) if (records.info(id)?.contentType !== '_asset') unchecked.add(id);
+    // Assets have no listing: they come with the documents that embed them.
+    const documents = included.filter((id) => records.info(id)?.contentType !== '_asset');
+    if (documents.length > 0) listed ??= new Set([...members.values()].flat());
+    for (const id of documents) if (!listed!.has(id)) unchecked.add(id);
     const { incomplete, overcomplete } = misshapen(sources, members, closures, records);
     if ((unchecked.size > 0 || incomplete.length > 0 || overcomplete.size > 0) && round < maxRounds) {
       await recheck([...unchecked], context);
@@ -76,16 +79,17 @@ export async function completeClosures(sources: readonly Source[], listings: Rea
     const missing = [...closures.values()].flatMap((closure) => closure.dangling);
     const toFetch = [...new Set(missing.map((ref) => ref.id))].filter((id) => !absent.has(id));
     if (toFetch.length === 0 || round >= maxRounds) return closures;
-    const assetIds = new Set(missing.filter((ref) => isAssetReference(ref, records)).map((ref) => ref.id));
+    const assetIds = assetReferences(missing, records);
     const found = await fetcher.byIds(toFetch.filter((id) => !assetIds.has(id)));
     for (const id of await fetcher.assets(toFetch.filter((id) => assetIds.has(id)))) found.add(id);
     for (const id of toFetch) if (!found.has(id)) absent.add(id);
   }
 }
 
-/** Whether a reference points to an asset, as the record holding it says. */
-function isAssetReference(ref: DanglingReference, records: Records): boolean {
-  return records.nodes([ref.from]).get(ref.from)?.references.some((r) => r.id === ref.id && r.asset) ?? false;
+/** The targets of references that point to assets, as the records holding them say. */
+function assetReferences(references: readonly DanglingReference[], records: Records): Set<string> {
+  const nodes = records.nodes(new Set(references.map((ref) => ref.from)));
+  return new Set(references.filter((ref) => nodes.get(ref.from)?.references.some((r) => r.id === ref.id && r.asset)).map((ref) => ref.id));
 }
 
 /** A source's closure: the stored one while it holds, else worked out from the stored references. */

@@ -46,21 +46,36 @@ export function commitRun(tx: CacheTransaction, intake: Intake, input: CommitInp
   const changeset: Omit<Changeset, 'empty'> = { sources: {}, records: changedRecords };
   for (const source of input.sources) {
     const closure = input.closures.get(source.key)!;
+    const listed = input.members.get(source.key)!;
     const storedMembers = tx.members(source.key);
-    const members = storedAs(input.members.get(source.key)!, storedMembers, records);
+    const members = storedAs(listed, storedMembers, records);
+    const row = { key: source.key, kind: source.kind, name: source.name, fingerprint: source.fingerprint, syncedAt: input.syncedAt };
+    const included = closure.kept ? undefined : closure.included;
+    const dangling = uniqueReferences(closure.dangling);
     // Stored digests count only when made with the same options.
-    const before = stored.get(source.key)?.fingerprint === source.fingerprint ? storedMembers : undefined;
-    const { digests, worked } = memberDigests(source, members.ids, closure, before, changed, tx);
-    const same = before !== undefined && before.ids === members.ids;
-    changeset.sources[source.key] = sourceChanges(members.ids, digests, storedMembers, same ? worked : undefined);
-    // With the same list, the rows to write are those whose digest or stamps moved.
-    const rows = same ? members.ids.map((_, i) => i).filter((i) => digests[i] !== before.digests[i] || members.updatedAt[i] !== before.updatedAt[i] || members.revisions[i] !== before.revisions[i]) : undefined;
-    tx.writeSource(
-      { key: source.key, kind: source.kind, name: source.name, fingerprint: source.fingerprint, syncedAt: input.syncedAt },
-      { ...members, digests, ...(rows ? { changed: rows } : {}) },
-      closure.kept ? undefined : closure.included,
-      uniqueReferences(closure.dangling),
-    );
+    const sameOptions = stored.get(source.key)?.fingerprint === source.fingerprint;
+    const same = sameOptions && members.ids === storedMembers.ids;
+    if (same && changed.length === 0 && listed.changed.size === 0) {
+      // The list is the stored one, with the same stamps, and nothing its members reach changed: every row stands.
+      changeset.sources[source.key] = emptyChanges();
+      tx.writeSource(row, { rows: [] }, included, dangling);
+      continue;
+    }
+    const before = { ids: storedMembers.ids, digests: tx.memberDigests(source.key) };
+    const { digests, worked } = memberDigests(source, members.ids, closure, sameOptions ? before : undefined, changed, tx);
+    changeset.sources[source.key] = sourceChanges(members.ids, digests, before, same ? worked : undefined);
+    if (same) {
+      // The same list: the rows to write are those whose digest or stamps moved.
+      const rows = [];
+      for (let i = 0; i < digests.length; i++) {
+        if (digests[i] !== before.digests[i] || members.updatedAt[i] !== storedMembers.updatedAt[i] || members.revisions[i] !== storedMembers.revisions[i]) {
+          rows.push({ position: i, updatedAt: members.updatedAt[i]!, revision: members.revisions[i]!, digest: digests[i]! });
+        }
+      }
+      tx.writeSource(row, { rows }, included, dangling);
+    } else {
+      tx.writeSource(row, { list: members, digests }, included, dangling);
+    }
   }
   const cache = tx.commit(input.head, input.etags);
   return { changeset: { ...changeset, empty: isEmptyChangeset(changeset) }, cache };
@@ -75,6 +90,7 @@ function storedAs(listed: Listed, stored: StoredMembers, records: Records): { id
   const isNew = (id: string) => listed.changed.has(id) || records.dropped.has(id);
   // Most often the members are those stored, in the same order: only those that changed have other stamps.
   if (listed.ids.length === stored.ids.length && listed.ids.every((id, i) => id === stored.ids[i])) {
+    if (listed.changed.size === 0 && records.dropped.size === 0) return stored;
     const out = { ids: stored.ids, updatedAt: stored.updatedAt.slice(), revisions: stored.revisions.slice() };
     records.infos(listed.changed);
     if (records.dropped.size === 0 && [...listed.changed].every((id) => records.info(id))) {

@@ -220,19 +220,25 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
   const intake = new Intake(tx.records, model, { has: (key) => localeLike.test(key) }, { refetch, countLocales: true });
   const fetcher = new Fetcher(client, intake, config.pageSize);
 
+  const syncedAt = new Date().toISOString();
+  const sources = sourcesOf(config);
+  const stored = tx.sources();
+  const plans = planSources(sources, stored, config.mode === 'fresh');
+  const asked = client.repository();
+  asked.catch(() => {}); // awaited below
+  // While the repository answers, the stored members the listings compare with are read (once the request is out).
+  await new Promise((resolve) => setImmediate(resolve));
+  for (const plan of plans) if (plan.how === 'incremental') tx.members(plan.source.key);
   let locales: Locales | undefined;
-  const info = await client.repository();
+  const info = await asked;
   if (info.meta.defaultLocale && info.meta.locales?.length) {
     locales = { defaultLocale: info.meta.defaultLocale, locales: info.meta.locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })), source: 'repository' };
     intake.useLocales(new Set(locales.locales.map((l) => l.key)) as LocaleKeys);
   }
 
-  const syncedAt = new Date().toISOString();
-  const sources = sourcesOf(config);
-  const stored = tx.sources();
   const members = new Map<string, Listed>();
   const context = { fetcher, intake, records: tx.records, safetyMarginMs: config.safetyMarginMs, pageSize: config.pageSize, progress: (message: string) => logger.info(message), stored: (key: string) => tx.members(key) };
-  await settleAll(planSources(sources, stored, config.mode === 'fresh').map(async (plan) => members.set(plan.source.key, await listSource(plan, context))));
+  await settleAll(plans.map(async (plan) => members.set(plan.source.key, await listSource(plan, context))));
 
   // A webhook may name records whose stamps did not move (a snapshot edited by hand), or an asset
   // no document fetched in this run embeds: fetch them anyway (assets one by one, as the API has it).

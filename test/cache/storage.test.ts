@@ -57,7 +57,7 @@ async function small(dir: string): Promise<void> {
   ]);
   save(record('2', 'author', { name: 'Ada' }));
   save(record('3', '_asset', { file: { url: 'x.png' } }));
-  tx.writeSource({ key: 'collection:a', kind: 'collection', name: 'a', fingerprint: 'fp', syncedAt: head.lastSync }, { ids: ['1', '2'], updatedAt: ['2024-02-01T00:00:00.000Z', '2024-02-01T00:00:00.000Z'], revisions: [1, 1], digests: ['x1', 'x2'] }, ['3'], [{ from: '1', field: 'related', id: '9' }]);
+  tx.writeSource({ key: 'collection:a', kind: 'collection', name: 'a', fingerprint: 'fp', syncedAt: head.lastSync }, { list: { ids: ['1', '2'], updatedAt: ['2024-02-01T00:00:00.000Z', '2024-02-01T00:00:00.000Z'], revisions: [1, 1] }, digests: ['x1', 'x2'] }, ['3'], [{ from: '1', field: 'related', id: '9' }]);
   tx.commit(head, {});
 }
 
