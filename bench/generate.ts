@@ -6,10 +6,12 @@ import type { Snapshot, SnapshotRecord } from '../src/server/snapshot.ts';
  * tests: three locales with translation gaps, articles with every field type, authors and
  * categories, relations that form cycles, a few dangling references, a few hundred assets,
  * collections with stored filters and sorting, and aliases. The same options give the same
- * snapshot, byte for byte.
+ * snapshot, byte for byte. Articles come in two weights: full (the default) and light, with less
+ * text, fewer related articles and no gallery (see `GenerateOptions.weight`).
  *
  * @example
  * const snapshot = generateSnapshot({ documents: 10_000, seed: 7 });
+ * const lighter = generateSnapshot({ documents: 10_000, seed: 7, weight: 'light' });
  * await writeSnapshot('/tmp/bench.json', snapshot);
  */
 
@@ -22,7 +24,47 @@ export interface GenerateOptions {
   apiId?: string;
   /** The one API key of the repository; default `bench-key`. */
   key?: string;
+  /**
+   * How heavy an article is; default `full`.
+   *
+   * - `full`: a body of two or three richtext paragraphs, in English and in most German
+   *   translations, summaries of 12 to 20 words, up to 4 related articles, a gallery of 1 to 3
+   *   assets in 40% of the articles.
+   * - `light`: a body of one short paragraph, in English only, summaries of 5 to 8 words, up to 2
+   *   related articles, no gallery. Authors, categories, assets, tags, locales and the other
+   *   fields are as in `full`.
+   *
+   * A cold sync of `all` (includes 1, embedAssets, every locale) of a light repository downloads
+   * 40 to 45% of the bytes of a full one of the same size (44% at 2,000 documents, 40% at 10,000):
+   * the related articles come again as includes and the assets embedded, so less text alone
+   * would not halve it. `full` gives the snapshots generated before there were weights, byte for
+   * byte; a light snapshot is its own (it draws fewer random numbers), not a full one trimmed.
+   */
+  weight?: Weight;
 }
+
+export type Weight = 'full' | 'light';
+export const weights: readonly Weight[] = ['full', 'light'];
+
+/** What an article carries, by weight (see `GenerateOptions.weight`). */
+interface ArticleShape {
+  /** Paragraphs of the body, from min to max. */
+  paragraphs: [number, number];
+  /** Sentences in a paragraph: 2 for full (a long one and a shorter one), 1 for light. */
+  sentences: 1 | 2;
+  /** Words of a summary, from min to max. */
+  summaryWords: [number, number];
+  /** Whether German translations carry the body too. */
+  germanBody: boolean;
+  /** At most this many related articles. */
+  related: number;
+  /** Whether some articles have a gallery. */
+  gallery: boolean;
+}
+const articleShapes: Record<Weight, ArticleShape> = {
+  full: { paragraphs: [2, 3], sentences: 2, summaryWords: [12, 20], germanBody: true, related: 4, gallery: true },
+  light: { paragraphs: [1, 1], sentences: 1, summaryWords: [5, 8], germanBody: false, related: 2, gallery: false },
+};
 
 /** mulberry32: a tiny, fast 32-bit PRNG; returns floats in [0, 1). */
 export function mulberry32(seed: number): () => number {
@@ -106,9 +148,13 @@ const sentence = (random: Random, list: readonly string[], min: number, max: num
 /** Swiss German spelling: no ß. */
 const swiss = (text: string) => text.replaceAll('ß', 'ss');
 
-function richtext(random: Random, list: readonly string[], paragraphs: number): { html: string; plain: string } {
+/** Paragraphs of a long sentence and, unless `sentences` is 1, a shorter one; the second paragraph in bold. */
+function richtext(random: Random, list: readonly string[], paragraphs: number, sentences: 1 | 2 = 2): { html: string; plain: string } {
   const parts: string[] = [];
-  for (let i = 0; i < paragraphs; i++) parts.push(`${sentence(random, list, 5, 9)} ${sentence(random, list, 4, 8)}`);
+  for (let i = 0; i < paragraphs; i++) {
+    const first = sentence(random, list, 5, 9);
+    parts.push(sentences === 1 ? first : `${first} ${sentence(random, list, 4, 8)}`);
+  }
   return { html: parts.map((p, i) => (i === 1 ? `<p><strong>${p}</strong></p>` : `<p>${p}</p>`)).join(''), plain: parts.join('\n\n') };
 }
 
@@ -198,17 +244,17 @@ function countsFor(documents: number): Counts {
   return { articles: documents - authors - categories, authors, categories, assets: Math.max(20, Math.min(400, Math.round(documents / 25))) };
 }
 
-function article(random: Random, i: number, counts: Counts): SnapshotRecord {
+function article(random: Random, i: number, counts: Counts, shape: ArticleShape): SnapshotRecord {
   const id = documentId(i);
   const hasDe = random.chance(0.7);
   const hasCh = hasDe && random.chance(0.15);
   const titleEn = capitalise(words(random, english, 4, 8));
   const titleDe = hasDe ? capitalise(words(random, german, 4, 8)) : undefined;
-  const summaryEn = random.chance(0.95) ? sentence(random, english, 12, 20) : undefined; // sometimes only German
-  const summaryDe = hasDe && random.chance(0.85) ? sentence(random, german, 12, 20) : undefined;
-  const paragraphs = random.int(2, 3);
-  const bodyEn = richtext(random, english, paragraphs);
-  const bodyDe = hasDe && random.chance(0.8) ? richtext(random, german, paragraphs) : undefined;
+  const summaryEn = random.chance(0.95) ? sentence(random, english, ...shape.summaryWords) : undefined; // sometimes only German
+  const summaryDe = hasDe && random.chance(0.85) ? sentence(random, german, ...shape.summaryWords) : undefined;
+  const paragraphs = random.int(...shape.paragraphs);
+  const bodyEn = richtext(random, english, paragraphs, shape.sentences);
+  const bodyDe = shape.germanBody && hasDe && random.chance(0.8) ? richtext(random, german, paragraphs, shape.sentences) : undefined;
   const fields: Record<string, unknown> = {
     title: localized(titleEn, titleDe, hasCh && titleDe ? swiss(titleDe) : undefined),
     slug: `${titleEn.toLowerCase().replaceAll(' ', '-')}-${i}`,
@@ -229,14 +275,14 @@ function article(random: Random, i: number, counts: Counts): SnapshotRecord {
   if (random.chance(0.3)) fields.place = location(random);
   // Related articles point both ways often enough to form cycles (a → b → a, a → b → c → a).
   const related: ReturnType<typeof ref>[] = [];
-  for (let n = random.int(0, 4); n > 0; n--) {
+  for (let n = random.int(0, shape.related); n > 0; n--) {
     const near = i + random.int(-20, 20);
     const target = near >= 0 && near < counts.articles && near !== i ? near : random.int(0, counts.articles - 1);
     if (target !== i) related.push(ref(documentId(target), 'article'));
   }
   if (random.chance(0.005)) related.push(ref(missingId(i), 'article')); // dangling: its target was deleted
   if (related.length > 0) fields.related = related;
-  if (random.chance(0.4)) {
+  if (shape.gallery && random.chance(0.4)) {
     const gallery = Array.from({ length: random.int(1, 3) }, () => ref(assetId(random.int(0, counts.assets - 1)), '_asset'));
     fields.gallery = localized(gallery, random.chance(0.3) ? gallery.slice(0, 1) : undefined, undefined);
   }
@@ -296,13 +342,15 @@ function asset(random: Random, i: number): SnapshotRecord {
   return { fields, meta: meta(random, assetId(i), '_asset', []) };
 }
 
-/** Generates a valid snapshot with about `documents` documents; see the module comment. */
+/** Generates a valid snapshot with about `documents` documents of the given weight; see the module comment. */
 export function generateSnapshot(options: GenerateOptions): Snapshot {
-  const { documents: total, seed = 1, apiId = 'bench', key = 'bench-key' } = options;
+  const { documents: total, seed = 1, apiId = 'bench', key = 'bench-key', weight = 'full' } = options;
+  const shape = articleShapes[weight];
+  if (!shape) throw new Error(`generateSnapshot needs weight to be ${weights.join(' or ')}, got ${String(weight)}`);
   const counts = countsFor(total);
   const random = new Random(seed);
   const documents: SnapshotRecord[] = new Array(total);
-  for (let i = 0; i < counts.articles; i++) documents[i] = article(random, i, counts);
+  for (let i = 0; i < counts.articles; i++) documents[i] = article(random, i, counts, shape);
   for (let k = 0; k < counts.authors; k++) documents[counts.articles + k] = author(random, counts.articles + k, counts);
   for (let k = 0; k < counts.categories; k++) {
     const i = counts.articles + counts.authors + k;
@@ -310,7 +358,7 @@ export function generateSnapshot(options: GenerateOptions): Snapshot {
   }
   const assets = Array.from({ length: counts.assets }, (_, i) => asset(random, i));
   return {
-    repository: { id: '700000000000000001', apiId, name: `Benchmark (${total} documents)`, defaultLocale: 'en_US', locales, apiKeys: [key] },
+    repository: { id: '700000000000000001', apiId, name: `Benchmark (${total} documents${weight === 'full' ? '' : `, ${weight}`})`, defaultLocale: 'en_US', locales, apiKeys: [key] },
     contentTypes,
     documents,
     assets,

@@ -1,14 +1,16 @@
 import { startServer } from '../src/server/index.ts';
 import type { Snapshot, SnapshotRecord } from '../src/server/snapshot.ts';
-import { generateSnapshot } from './generate.ts';
+import { generateSnapshot, type Weight, weights } from './generate.ts';
 
 /**
- * The server process of bench/sync.ts (forked, talks over IPC): generates a seeded snapshot
- * with one more collection, `all` (every document), serves it, and on request changes a
- * fraction of the generated documents (title edited, updatedAt and revision bumped; other ones
- * each round) with `replaceSnapshot`. It tallies the requests it answers (count and latency by kind) between
- * marks, and reports its own peak RSS, so the sync process's figures leave the server out.
+ * The server process of bench/sync.ts (forked, talks over IPC): generates a seeded snapshot of
+ * one weight (bench/generate.ts) with one more collection, `all` (every document), serves it,
+ * and on request changes a fraction of the generated documents (title edited, updatedAt and
+ * revision bumped; other ones each round) with `replaceSnapshot`. It tallies the requests it
+ * answers (count and latency by kind) between marks, and reports its own peak RSS, so the sync
+ * process's figures leave the server out.
  *
+ * Arguments: documents, seed (default 7), weight (`full`, the default, or `light`).
  * Messages in: `{ type: 'mark' }`, `{ type: 'change', fraction, round }`, `{ type: 'stop' }`.
  * Messages out: `{ type: 'ready', url, generateMs, startMs, rssMb }`, `{ type: 'tally', … }`,
  * `{ type: 'changed', count, reloadMs }`, `{ type: 'stopped', maxRssMb }`.
@@ -16,6 +18,8 @@ import { generateSnapshot } from './generate.ts';
 
 const documents = Number(process.argv[2]);
 const seed = Number(process.argv[3] ?? 7);
+const weight = (process.argv[4] ?? 'full') as Weight;
+if (!weights.includes(weight)) throw new Error(`sync-server: the weight is ${weights.join(' or ')}, not ${weight}`);
 const send = (message: object) => process.send!(message);
 
 interface Kind {
@@ -51,7 +55,7 @@ const log = (line: string) => {
 let started = performance.now();
 // Through JSON, as `serve` reads a snapshot file: the generator's strings are built piece by piece
 // (ropes), which the server would write out several times slower than the flat strings of a file.
-const snapshot: Snapshot = JSON.parse(JSON.stringify(generateSnapshot({ documents, seed })));
+const snapshot: Snapshot = JSON.parse(JSON.stringify(generateSnapshot({ documents, seed, weight })));
 snapshot.collections.push({ apiId: 'all' }); // every document, in the default order
 const generateMs = performance.now() - started;
 started = performance.now();
