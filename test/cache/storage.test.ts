@@ -1,10 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openCache } from '../../src/cache/index.ts';
 import { DamagedRecordError } from '../../src/cache/reader.ts';
 import { type Reference } from '../../src/cache/records.ts';
-import { DatabaseSync } from '../../src/cache/sqlite.ts';
+import { DatabaseSync, withoutSqliteWarning } from '../../src/cache/sqlite.ts';
 import type { CacheHead } from '../../src/cache/head.ts';
 import { CacheTransaction } from '../../src/cache/transaction.ts';
 import { sync } from '../../src/sync/engine.ts';
@@ -237,5 +238,39 @@ describe('the read interface', () => {
   it('finds no cache in an empty folder, nor in a folder that does not exist', async () => {
     expect(openCache(await tempDir())).toBeUndefined();
     expect(openCache(join(await tempDir(), 'missing'))).toBeUndefined();
+  });
+});
+
+describe('loading node:sqlite', () => {
+  it("leaves out SQLite's ExperimentalWarning (Node 22 prints it) and no other warning", async () => {
+    const heard: string[] = [];
+    const listen = (warning: Error) => heard.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', listen);
+    try {
+      const value = withoutSqliteWarning(() => {
+        process.emitWarning('SQLite is an experimental feature and might change at any time', 'ExperimentalWarning');
+        process.emitWarning('SQLite is an experimental feature', { type: 'ExperimentalWarning' });
+        process.emitWarning('Some other feature is experimental', 'ExperimentalWarning');
+        process.emitWarning('SQLite deprecated something', 'DeprecationWarning');
+        return 42;
+      });
+      expect(value).toBe(42);
+      // After the load, the SQLite warning is told again: only the load is quiet.
+      process.emitWarning('SQLite is an experimental feature and might change at any time', 'ExperimentalWarning');
+      await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+      expect(heard).toEqual([
+        'ExperimentalWarning: Some other feature is experimental',
+        'DeprecationWarning: SQLite deprecated something',
+        'ExperimentalWarning: SQLite is an experimental feature and might change at any time',
+      ]);
+    } finally {
+      process.off('warning', listen);
+    }
+  });
+
+  it('prints nothing on stderr when a process loads the cache module', () => {
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(new URL('../../src/cache/index.ts', import.meta.url).href)});`], { encoding: 'utf8' });
+    expect(child.status).toBe(0);
+    expect(child.stderr).toBe('');
   });
 });
