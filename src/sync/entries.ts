@@ -77,10 +77,16 @@ export function entrySchemaFor(model: Model, contentType: string) {
 const isRef = (value: unknown): value is EntryReference =>
   typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 2 && typeof (value as EntryReference).id === 'string' && typeof (value as EntryReference).contentType === 'string';
 
-/** Turns a record's fields in one locale into entry fields: asset references become images. */
-export function entryOf(record: StoredRecord, locale: string, locales: Locales, assets: (id: string) => StoredRecord | undefined): Entry {
+/**
+ * Turns a record's fields in one locale into entry fields: asset references become images.
+ * Given the model (the cache head's), every localized field of the content type that no locale
+ * of the record has is marked `null` in `fallbacks`, as `loadEntries` does.
+ *
+ * @example entryOf(cache.record('1001')!, 'de_CH', cache.head.locales, (id) => cache.record(id), cache.head.model)
+ */
+export function entryOf(record: StoredRecord, locale: string, locales: Locales, assets: (id: string) => StoredRecord | undefined, model?: Model): Entry {
   const chain = fallbackChains(locales).get(locale) ?? [locale, locales.defaultLocale];
-  const { fields, fallbacks } = localizeRecord(record, chain);
+  const { fields, fallbacks } = localizeRecord(record, chain, model?.[record.contentType]);
   const image = (ref: EntryReference): Image | EntryReference => {
     const asset = assets(ref.id);
     if (!asset) return ref; // dangling: kept as a reference
@@ -119,7 +125,7 @@ export function loadEntries(cache: CacheReader, ids: Iterable<string>, locales: 
   for (const id of wanted) {
     const record = records.get(id);
     if (!record || record.contentType === '_asset') continue;
-    for (const locale of localeKeys) out.push(entryOf(record, locale, locales, (assetId) => assets.get(assetId)));
+    for (const locale of localeKeys) out.push(entryOf(record, locale, locales, (assetId) => assets.get(assetId), cache.head.model));
   }
   return out;
 }

@@ -1,4 +1,4 @@
-import type { StoredRecord } from './records.ts';
+import type { Model, StoredRecord } from './records.ts';
 
 /**
  * Locales and fallback chains. They come from the repository endpoint; when a server does not
@@ -50,23 +50,40 @@ export function localesFromData(records: Iterable<StoredRecord>): Locales | unde
 export interface LocalizedFields {
   /** Field values in the locale, fallback applied (`null` where no locale of the chain has one). */
   fields: Record<string, unknown>;
-  /** Localized fields whose value is not the record's own in this locale → the locale it came from, or null when none has one. */
+  /**
+   * Localized fields whose value is not the record's own in this locale → the locale it came
+   * from, or null when none has one (a localized field of the model the record lacks included).
+   */
   fallbacks: Record<string, string | null>;
 }
 
-/** A record's fields as seen in one locale. */
-export function localizeRecord(record: StoredRecord, chain: readonly string[]): LocalizedFields {
-  const fields: Record<string, unknown> = {};
+/**
+ * A record's fields as seen in one locale. `fields` is what the model knows of the record's
+ * content type: with it, a localized field that no locale of the record has (absent, `null` or
+ * `{}` on the wire) is marked `null` in `fallbacks` too; without it, only the fields the record holds are.
+ */
+export function localizeRecord(record: StoredRecord, chain: readonly string[], fields?: Model[string]): LocalizedFields {
+  const values: Record<string, unknown> = {};
   const fallbacks: Record<string, string | null> = {};
   for (const [name, value] of Object.entries(record.fields)) {
-    if (!record.localized.includes(name)) {
-      fields[name] = value;
-      continue;
+    if (record.localized.includes(name)) {
+      const own = value as Record<string, unknown>;
+      const from = chain.find((key) => own[key] !== undefined && own[key] !== null);
+      values[name] = from === undefined ? null : own[from];
+      if (from !== chain[0]) fallbacks[name] = from ?? null;
+    } else if (fields?.[name]?.localized && isEmpty(value)) {
+      // A localized field answered `null`, or `{}` before the model knew it was localized.
+      values[name] = null;
+      fallbacks[name] = null;
+    } else {
+      values[name] = value;
     }
-    const own = value as Record<string, unknown>;
-    const from = chain.find((key) => own[key] !== undefined && own[key] !== null);
-    fields[name] = from === undefined ? null : own[from];
-    if (from !== chain[0]) fallbacks[name] = from ?? null;
   }
-  return { fields, fallbacks };
+  for (const [name, field] of Object.entries(fields ?? {})) {
+    if (field.localized && !(name in record.fields)) fallbacks[name] = null;
+  }
+  return { fields: values, fallbacks };
 }
+
+const isEmpty = (value: unknown): boolean =>
+  value === null || value === undefined || (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0);
