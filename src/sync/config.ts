@@ -117,8 +117,26 @@ export interface Source {
   kind: 'collection' | 'alias' | 'query';
   name: string;
   options: SourceOptions;
-  /** A hash of the options: when it changes, the source is fetched in full again. */
+  /** A hash of the options, whatever the order of their keys: when it changes, the source is fetched in full again. */
   fingerprint: string;
+}
+
+/**
+ * The options as JSON with the keys of every object sorted, so that the same options written
+ * in another order are the same source. Arrays keep their order, and so does `sorting`, whose
+ * key order is the order of the sort.
+ */
+export function canonicalOptions(options: SourceOptions): string {
+  const { sorting, ...rest } = options;
+  return canonicalJson({ ...rest, ...(sorting ? { sorting: Object.entries(sorting) } : {}) });
+}
+
+function canonicalJson(value: unknown): string {
+  if (typeof (value as { toJSON?: unknown } | null)?.toJSON === 'function') value = (value as { toJSON(): unknown }).toJSON(); // a Date, as JSON.stringify sees it
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`;
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  const entries = Object.entries(value).filter(([, item]) => item !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`;
 }
 
 export function hash(value: unknown): string {
@@ -135,7 +153,7 @@ export function sourcesOf(config: SyncConfig): Source[] {
       const only = { '*.meta.contentType': { equal: contentType } };
       effective.filters = [only, ...(rest.filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: only }] : [entry]))];
     }
-    return { key: `${kind}:${name}`, kind, name, options: effective, fingerprint: hash(effective) };
+    return { key: `${kind}:${name}`, kind, name, options: effective, fingerprint: hash(canonicalOptions(effective)) };
   };
   const aliases = Array.isArray(config.aliases) ? Object.fromEntries(config.aliases.map((a) => [a, {}])) : config.aliases;
   return [

@@ -48,6 +48,34 @@ describe('a changed source option', () => {
     expect(closure).toEqual(expect.arrayContaining(['1001', '1003']));
   });
 
+  it('is no change when the same options are written with their keys in another order', async () => {
+    const served = await serve();
+    const dir = await tempDir();
+    const filters = [{ 'article.fields.rating': { greaterThan: 1, lessThan: 9 }, '*.meta.tags': { notEqual: 'x' } }];
+    const options = { includes: { 'article.fields.author': 1, 'article.fields.related': 1 }, filters, sorting: { 'fields.rating': 'DESC', 'meta.id': 'ASC' }, embedAssets: true } as const;
+    const reordered = {
+      embedAssets: true,
+      sorting: { 'fields.rating': 'DESC', 'meta.id': 'ASC' }, // a sort's keys keep their order: it is the sort's
+      filters: [{ '*.meta.tags': { notEqual: 'x' }, 'article.fields.rating': { lessThan: 9, greaterThan: 1 } }],
+      includes: { 'article.fields.related': 1, 'article.fields.author': 1 },
+    } as const;
+    const only = (articles: object) => configFor(served.server.url, dir, { collections: { articles }, aliases: [], queries: {} });
+    await sync(only(options), recorder());
+    served.requests.length = 0;
+    const second = await sync(only(reordered), recorder());
+    // Member listings, and the look for the target of the dangling reference that every sync makes.
+    const documents = served.requests.filter((r) => /\/(collections|documents)/.test(r));
+    expect(documents.length).toBeGreaterThan(0);
+    for (const line of documents) expect(line).toMatch(/fields=meta\(id,updatedAt,revision\)|\[\*\.meta\.id\]\[in\]=1999&/);
+    expect(second.stats.written).toBe(0);
+    expect(second.changeset.empty).toBe(true);
+
+    // The order of a sort is an option: another order fetches the source in full.
+    served.requests.length = 0;
+    await sync(only({ ...reordered, sorting: { 'meta.id': 'ASC', 'fields.rating': 'DESC' } }), recorder());
+    expect(served.requests.some((r) => r.includes('/collections/articles?') && !r.includes('fields=meta(id,updatedAt,revision)'))).toBe(true);
+  });
+
   it('writes only the records the new option brings in', async () => {
     const served = await serve();
     const dir = await tempDir();
