@@ -252,6 +252,21 @@ describe('replaceSnapshot swaps a repository in, as a reload would', () => {
     }
   });
 
+  it('keeps the ETag of a single record across snapshots while the record is unchanged', async () => {
+    await server.replaceSnapshot(tiny());
+    const before = await getJson(server, '/tiny/assets/300');
+    const other = tiny();
+    other.documents[0].fields.title.en_US = 'Something else entirely';
+    await server.replaceSnapshot(other);
+    const unchanged = await getJson(server, '/tiny/assets/300', { headers: { 'if-none-match': before.headers.get('etag')! } });
+    expect(unchanged.status).toBe(304);
+    other.assets.find((a: any) => a.meta.id === '300').fields.title.en_US = 'Apples, renamed';
+    await server.replaceSnapshot(other);
+    const changed = await getJson(server, '/tiny/assets/300', { headers: { 'if-none-match': before.headers.get('etag')! } });
+    expect(changed.status).toBe(200);
+    expect(changed.body.fields.title).toBe('Apples, renamed');
+  });
+
   it('refuses a broken snapshot and keeps the current one', async () => {
     const broken = tiny();
     broken.documents[0].meta.contentType = 'blog';

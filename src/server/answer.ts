@@ -114,9 +114,10 @@ function includesObject(repository: PreparedRepository, groups: Map<string, Prep
  * An answer's JSON: text, or UTF-8 parts to be sent one after another (spliced from cached record
  * JSON, never joined: a 1,000-document page is megabytes). For parts, `identity` names what they
  * are made of (locale, meta, record ids); within one snapshot it determines the bytes, so an ETag
- * hashes it instead of the bytes.
+ * hashes it instead of the bytes. Without `identity`, the ETag hashes the bytes: a single record
+ * keeps its ETag across snapshots while it is unchanged.
  */
-export type Body = { json: string; identity?: undefined } | { json: Buffer[]; identity: string };
+export type Body = { json: string | Buffer[]; identity?: undefined } | { json: Buffer[]; identity: string };
 
 /** The JSON body of a list answer. */
 export function listBody(repository: PreparedRepository, base: PreparedRecord[], options: RequestOptions): Body {
@@ -152,8 +153,8 @@ export function recordBody(repository: PreparedRepository, record: PreparedRecor
     return { json: JSON.stringify(applyMask(object, options.mask)) };
   }
   const json = record.toJson(options.locale, options.embedAssets);
+  if (!groups) return { json: [json] };
   const id = identity('record', options, undefined, [record], groups);
-  if (!groups) return { json: [json], identity: id };
   const parts = [json.subarray(0, json.length - 1), comma]; // `{"fields":…,"meta":…` + `,"includes":{…}}`
   pushIncludes(parts, groups, options);
   parts.push(Buffer.from('}'));

@@ -75,8 +75,10 @@ export function errorResponse(error: ApiError): ApiResponse {
   return json(error.status, JSON.stringify(error.body()), error.headers);
 }
 
-function etagOf(body: string): string {
-  return `"${createHash('sha1').update(body).digest('base64url')}"`;
+function etagOf(body: string | Buffer[]): string {
+  const sha1 = createHash('sha1');
+  for (const part of typeof body === 'string' ? [body] : body) sha1.update(part);
+  return `"${sha1.digest('base64url')}"`;
 }
 
 function matchesEtag(header: string | undefined, etag: string): boolean {

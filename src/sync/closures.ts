@@ -10,7 +10,7 @@ import { reach } from './reach.ts';
 /**
  * The closures phase: the records each source needs (its members and what their includes
  * reach), brought up to date until nothing changes. Included records that no listing checked
- * in this run are re-checked by their stamps; records stored otherwise than a fresh sync would
+ * in this run are re-checked by their stamps (assets, which no list holds, one by one); records stored otherwise than a fresh sync would
  * store them (partial where a source needs them whole, whole where only masked sources need
  * them) are fetched again; records the closures reach but the cache lacks are fetched, and
  * those the server does not have either are dangling.
@@ -58,13 +58,14 @@ export async function completeClosures(sources: readonly Source[], listings: Rea
     const unchecked = new Set<string>();
     const included = [...new Set([...closures.values()].flatMap((closure) => closure.included))].filter((id) => !intake.taken.has(id) && !intake.checked.has(id));
     records.infos(included);
-    // Assets have no listing: they come with the documents that embed them.
+    const assets = included.filter((id) => records.info(id)?.contentType === '_asset');
     const documents = included.filter((id) => records.info(id)?.contentType !== '_asset');
     if (documents.length > 0) listed ??= new Set([...members.values()].flat());
     for (const id of documents) if (!listed!.has(id)) unchecked.add(id);
     const { incomplete, overcomplete } = misshapen(sources, members, closures, records);
-    if ((unchecked.size > 0 || incomplete.length > 0 || overcomplete.size > 0) && round < maxRounds) {
+    if ((unchecked.size > 0 || assets.length > 0 || incomplete.length > 0 || overcomplete.size > 0) && round < maxRounds) {
       await recheck([...unchecked], context);
+      await recheckAssets(assets, context);
       // Stored as the masked answers make them, as a fresh sync stores them (one the server no longer has stays dropped).
       for (const ids of overcomplete.values()) for (const id of ids) intake.drop(id);
       for (const [source, ids] of overcomplete) {
@@ -101,6 +102,21 @@ function closureOf(source: Source, members: readonly string[], context: ClosureC
   const { nodes, missing } = reach(members, { includes: source.options.includes, embedAssets: source.options.embedAssets !== false }, (ids) => context.records.nodes(ids));
   const isMember = new Set(members);
   return { included: [...nodes.keys()].filter((id) => !isMember.has(id)), dangling: missing, kept: false, nodes };
+}
+
+/**
+ * Cached assets that no document fetched in this run embeds: their stamps asked one by one (the
+ * API lists no assets, and an asset can be edited alone), the changed ones fetched, the ones the
+ * server no longer has dropped. Unchanged, each costs a small answer, or a 304 with its ETag.
+ */
+async function recheckAssets(ids: string[], { records, intake, fetcher }: ClosureContext): Promise<void> {
+  if (ids.length === 0) return;
+  for (const id of ids) intake.checked.add(id);
+  const stamps = await fetcher.assetStamps(ids);
+  const seen = new Set(stamps.map((stamp) => stamp.id));
+  for (const id of ids) if (!seen.has(id)) intake.drop(id);
+  const changed = stamps.filter((stamp) => !records.sameStamps(stamp.id, stamp.updatedAt, stamp.revision)).map((stamp) => stamp.id);
+  await fetcher.assets(changed);
 }
 
 /** Cached records that were neither taken nor listed in this run: list their stamps, fetch the changed ones, drop the deleted. */

@@ -163,7 +163,7 @@ function cachedResult(dir: string, cache: CacheReader, stale: string[], warnings
   return { changeset, cacheDir: dir, cache, stale, dangling: cache.dangling(), warnings, stats: { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 } };
 }
 
-/** ETags of the repository and alias answers, with their bodies, kept in the cache (never list pages). */
+/** ETags of the repository, alias and asset answers, with their bodies, kept in the cache (never list pages). */
 class CachedEtags implements EtagStore {
   readonly entries: Etags;
   constructor(initial: Etags) {
@@ -173,7 +173,7 @@ class CachedEtags implements EtagStore {
     return this.entries[key];
   }
   set(key: string, entry: { etag: string; body: string }) {
-    if (/\/alias\/|^GET [^?]*\/v1\/[^/?]+(\?|$)/.test(key)) this.entries[key] = entry;
+    if (/\/alias\/|\/assets\/|^GET [^?]*\/v1\/[^/?]+(\?|$)/.test(key)) this.entries[key] = entry;
   }
 }
 

@@ -116,6 +116,22 @@ export class Fetcher {
     return found;
   }
 
+  /** The stamps of assets by id, one request each (the API lists no assets); assets the server does not have are absent. */
+  async assetStamps(ids: string[]): Promise<Stamp[]> {
+    const stamps: Stamp[] = [];
+    await settleAll(
+      ids.map(async (id) => {
+        try {
+          const answer = (await this.#client.asset(id, { fields: listing })) as { meta?: Stamp };
+          if (answer.meta?.id === id) stamps.push(answer.meta);
+        } catch (error) {
+          if ((error as { code?: string }).code !== 'not_found') throw error;
+        }
+      }),
+    );
+    return stamps;
+  }
+
   /** The stamps of documents by id (an id listing); documents the server does not have are absent. */
   async stampsOf(ids: string[]): Promise<Stamp[]> {
     const stamps: Stamp[] = [];

@@ -57,7 +57,10 @@ export class Intake {
         // checked, and only what it embeds with other stamps than the stored ones is taken in.
         if (this.#sameStamps(record)) {
           this.checked.add(record.meta.id);
-          for (const child of embeddedIn(record, this.#locales)) if (!this.#sameStamps(child)) this.accept(child, false);
+          for (const child of embeddedIn(record, this.#locales)) {
+            if (this.#sameStamps(child)) this.checked.add(child.meta.id);
+            else this.accept(child, false);
+          }
         } else this.accept(record, masked);
       }
     }
@@ -82,7 +85,10 @@ export class Intake {
     for (const child of embedded) {
       // An asset embedded with the stamps of the version stored or taken before is that version
       // (as an included record is), unless a hint names it and this run has not taken it yet.
-      if (this.#sameStamps(child) && (this.taken.has(child.meta.id) || !this.#refetch.has(child.meta.id))) continue;
+      if (this.#sameStamps(child) && (this.taken.has(child.meta.id) || !this.#refetch.has(child.meta.id))) {
+        this.checked.add(child.meta.id);
+        continue;
+      }
       this.accept(child, false);
     }
   }

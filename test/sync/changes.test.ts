@@ -193,6 +193,20 @@ describe('a warm sync with no change', () => {
     expect(warm.stats.bytes).toBeLessThan(cold.stats.bytes / 3);
     expect(recordsOf(warm)).toEqual(coldRecords);
   });
+
+  it('asks each cached asset for its stamps alone (the API lists no assets), with a 304 once it has an ETag', async () => {
+    // Without the alias: its answer embeds both assets, so its 304 vouches for them too.
+    const served = await serve();
+    const dir = await tempDir();
+    const config = configFor(served.server.url, dir, { aliases: [] });
+    await sync(config, recorder());
+    await sync(config, recorder());
+    served.requests.length = 0;
+    const again = await sync(config, recorder());
+    expect(again.changeset.empty).toBe(true);
+    const assets = served.requests.filter((r) => r.includes('/assets/'));
+    expect(assets.sort()).toEqual(['GET /v1/mag/assets/3001?fields=meta(id,updatedAt,revision) 304', 'GET /v1/mag/assets/3002?fields=meta(id,updatedAt,revision) 304']);
+  });
 });
 
 describe('changes show up exactly in the changeset', () => {
@@ -287,6 +301,18 @@ describe('changes show up exactly in the changeset', () => {
     expect(result.changeset.records).toEqual({ added: [], updated: ['2002'], removed: [] });
     expect(result.changeset.sources['collection:articles']).toEqual({ added: [], updated: ['1002'], removed: [] });
     expect(result.changeset.sources['query:authors']).toEqual({ added: [], updated: ['2002'], removed: [] });
+  });
+
+  it('an asset edited alone (no document that embeds it changed) is found, and what embeds it is updated', async () => {
+    const result = await change((s) => {
+      const asset = s.assets.find((a) => a.meta.id === '3001')!;
+      (asset.fields.description as Record<string, string>).en_US = 'Apples in a wicker basket';
+      touch(asset);
+    });
+    expect(result.changeset.records).toEqual({ added: [], updated: ['3001'], removed: [] });
+    // 1001 embeds it; 1002 includes 1001 with what 1001 embeds.
+    expect(tidy(result.changeset.sources['collection:articles']!)).toEqual({ added: [], updated: ['1001', '1002'], removed: [] });
+    expect(result.cache.record('3001')!.fields.description).toMatchObject({ en_US: 'Apples in a wicker basket' });
   });
 
   it('a record reached again only through a newly fetched one is checked for changes too', async () => {
