@@ -10,6 +10,8 @@ const { CMFT_BASE_URL, CMFT_API_KEY, CMFT_REFRESH_SECRET, CMFT_CACHE_DIR, CMFT_C
 export default defineConfig({
   // The content cache lives in the `comfortable/` folder inside Astro's cache folder.
   ...(CMFT_CACHE_DIR ? { cacheDir: CMFT_CACHE_DIR } : {}),
+  // A build renders again only the pages whose cacheKey changed (every getStaticPaths returns one).
+  experimental: { incrementalBuild: true },
   integrations: [
     comfortable({
       baseUrl: CMFT_BASE_URL ?? 'http://127.0.0.1:4010/v1',

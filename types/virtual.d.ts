@@ -1,7 +1,7 @@
 // Declarations of the virtual:comfortable/... modules for plain Vite projects.
 // Reference it from your tsconfig: "types": ["comfortable-loader/virtual"].
 declare module 'virtual:comfortable/collections/*' {
-  import type { Entry } from 'comfortable-loader';
+  import type { VirtualEntry as Entry } from 'comfortable-loader';
   export const entries: Entry[];
   export const locales: string[];
   export const defaultLocale: string;
@@ -9,7 +9,7 @@ declare module 'virtual:comfortable/collections/*' {
   export default entries;
 }
 declare module 'virtual:comfortable/queries/*' {
-  import type { Entry } from 'comfortable-loader';
+  import type { VirtualEntry as Entry } from 'comfortable-loader';
   export const entries: Entry[];
   export const locales: string[];
   export const defaultLocale: string;
@@ -17,7 +17,7 @@ declare module 'virtual:comfortable/queries/*' {
   export default entries;
 }
 declare module 'virtual:comfortable/aliases/*' {
-  import type { Entry } from 'comfortable-loader';
+  import type { VirtualEntry as Entry } from 'comfortable-loader';
   /** The entry in the default locale, or in the locale of a `.../<locale>` import. */
   export const entry: Entry;
   export const entries: Record<string, Entry>;

@@ -6,7 +6,8 @@ import { comfortableLoader } from 'comfortable-loader/astro';
 // in `fields` are references to the collection holding their content type.
 export const collections = {
   // The repository's `posts` collection, newest first, with authors, categories, related posts
-  // and cover images included (so a post's `dependencyDigest` changes when any of them does).
+  // and cover images included. Pages key themselves with `data.cacheKey`, which covers more
+  // than the includes do: two relations away, and the documents that point back.
   posts: defineCollection({ loader: comfortableLoader({ collection: 'posts', options: { includes: 1 } }) }),
   // Every document of a content type.
   authors: defineCollection({ loader: comfortableLoader({ contentType: 'author' }) }),

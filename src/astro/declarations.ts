@@ -43,7 +43,7 @@ export async function virtualModuleTypes(shared: SharedSync): Promise<string> {
     for (const { key, kind, name } of cache?.sources() ?? []) {
       const folder = { collection: 'collections', alias: 'aliases', query: 'queries' }[kind];
       const types = cache!.contentTypes([key]);
-      const variants = types.map((type) => toTypeScript(entrySchema(fieldsSchema(cache!.head.model, type), type).omit({ digest: true, dependencyDigest: true }), '  '));
+      const variants = types.map((type) => toTypeScript(entrySchema(fieldsSchema(cache!.head.model, type), type).omit({ digest: true, dependencyDigest: true, aliases: true }), '  '));
       const entryType = variants.length ? variants.map((v) => `(${v})`).join(' | ') : 'import("comfortable-loader").Entry';
       const module = `virtual:comfortable/${folder}/${name}`;
       const common = `  type Entry = ${entryType};\n  export const locales: string[];\n  export const defaultLocale: string;\n`;

@@ -5,6 +5,7 @@ import { packageVersion } from '../sync/engine.ts';
 import { type Entry, entryOf } from '../sync/entries.ts';
 import { referenceList, type StoredRecord } from '../sync/records.ts';
 import { sharedSync } from '../sync/shared.ts';
+import { cacheKeys } from '../sync/page-keys.ts';
 import { loaderRegistry } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
 
@@ -50,8 +51,16 @@ export interface ComfortableEntryData {
   meta: Entry['meta'];
   /** Changes when the document changes. */
   digest: string;
-  /** Changes when the document or any record it includes changes: use it as `cacheKey` for incremental builds. */
+  /** Changes when the document or any record its source's includes reach from it changes. */
   dependencyDigest: string;
+  /**
+   * The `cacheKey` of a page that shows this document: changes when the document changes, or
+   * anything it references, or anything those reference, or any document that references it
+   * (see the README's "Incremental builds"). For a page of several entries, `pageKey(entries)`.
+   */
+  cacheKey: string;
+  /** The API ids of the synced aliases that point to this document, such as `['home']`. */
+  aliases: string[];
 }
 
 export const defaultEntryId = ({ id, locale }: EntryIdInput) => `${locale}/${id}`;
@@ -123,6 +132,7 @@ async function loadEntries(
   const members = new Map<string, Member>();
   for (const key of keys) for (const member of cache.members(key)) if (!members.has(member.id)) members.set(member.id, member);
 
+  const aliasesOf = aliasesByDocument(cache);
   const custom = options.entryId !== undefined;
   const live = new Set<string>();
   const reported = new Set<string>();
@@ -130,8 +140,10 @@ async function loadEntries(
   const list = [...members.values()];
   for (let start = 0; start < list.length; start += readBatch) {
     const batch = list.slice(start, start + readBatch);
+    const keys = cacheKeys(cache, batch.map((member) => member.id));
     // The digest is checked before anything is read or parsed: unchanged entries cost nothing.
-    const digestOf = (member: Member, locale: string) => generateDigest(`${member.digest}|${member.dependencyDigest}|${locale}|${fingerprint}`);
+    const digestOf = (member: Member, locale: string) =>
+      generateDigest(`${member.digest}|${member.dependencyDigest}|${keys.get(member.id)}|${aliasesOf.get(member.id)?.join(',') ?? ''}|${locale}|${fingerprint}`);
     const records = custom ? cache.records(batch.map((m) => m.id)) : new Map<string, StoredRecord>();
     const pending: { member: Member; locale: string; storeId: string; digest: string | number }[] = [];
     for (const member of batch) {
@@ -157,6 +169,8 @@ async function loadEntries(
         meta: entry.meta,
         digest: member.digest,
         dependencyDigest: member.dependencyDigest,
+        cacheKey: keys.get(member.id)!,
+        aliases: aliasesOf.get(member.id) ?? [],
       };
       const parsed = await parseData({ id: storeId, data: data as unknown as Record<string, unknown> });
       store.set({ id: storeId, data: parsed, digest });
@@ -171,6 +185,16 @@ async function loadEntries(
     }
   }
   logger.info(`${members.size} documents × ${locales.length} locales: ${changed} updated, ${removed} removed, ${live.size - changed} unchanged`);
+}
+
+/** Document id → the API ids of the synced aliases pointing to it, sorted. */
+function aliasesByDocument(cache: CacheReader): Map<string, string[]> {
+  const aliases = new Map<string, string[]>();
+  for (const source of cache.sources()) {
+    if (source.kind !== 'alias') continue;
+    for (const { id } of cache.members(source.key)) aliases.set(id, [...(aliases.get(id) ?? []), source.name].sort());
+  }
+  return aliases;
 }
 
 /**

@@ -78,6 +78,8 @@ export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string
     meta: entryMetaSchema,
     digest: z.string(),
     dependencyDigest: z.string(),
+    cacheKey: z.string(),
+    aliases: z.array(z.string()),
   });
 }
 

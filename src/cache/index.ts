@@ -4,7 +4,7 @@ import { CacheReader } from './reader.ts';
 
 export { CacheError } from './database.ts';
 export { CacheReader, DamagedRecordError } from './reader.ts';
-export type { Member } from './reader.ts';
+export type { Link, Member } from './reader.ts';
 export type { Reference } from './records.ts';
 export type { CacheHead } from './head.ts';
 export type { DanglingReference, StoredSource } from './transaction.ts';

@@ -6,6 +6,12 @@ import type { Database, Statement } from './sqlite.ts';
 import { type CacheHead, readHead } from './head.ts';
 import type { DanglingReference, StoredSource } from './transaction.ts';
 
+/** A record as the reference graph holds it: its digest, and the ids of its references in order. */
+export interface Link {
+  digest: string;
+  targets: string[];
+}
+
 /** A member of a source, in the source's order. */
 export interface Member {
   id: string;
@@ -154,6 +160,15 @@ export class CacheReader {
   references(id: string): Reference[] {
     const refs = this.#all<{ refs: string }>('SELECT refs FROM record WHERE id = ?', id)[0]?.refs;
     return refs === undefined ? [] : unpackReferences(refs);
+  }
+
+  /**
+   * Every record's digest and the ids its references point to, in order: the whole reference
+   * graph, read in one statement (for what depends on what beyond one source's includes).
+   */
+  links(): Map<string, Link> {
+    const rows = this.#all<{ id: string; digest: string; targets: string | null }>("SELECT id, digest, (SELECT group_concat(j.value ->> 1, ' ') FROM json_each(refs) j) AS targets FROM record");
+    return new Map(rows.map((row) => [row.id, { digest: row.digest, targets: row.targets ? row.targets.split(' ') : [] }]));
   }
 
   /** Content types of the members of some sources, sorted. */

@@ -1,4 +1,4 @@
-import { createRequire } from 'node:module';
+import packageJson from '../../package.json' with { type: 'json' };
 import { resolve } from 'node:path';
 import { createClient, type ReadApiClient } from '../api/client.ts';
 import { NetworkError, RateLimitedError, ServerError, TimeoutError } from '../api/errors.ts';
@@ -26,7 +26,7 @@ import { planSources } from './plan.ts';
  * and commit.
  */
 
-export const packageVersion: string = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+export const packageVersion: string = packageJson.version;
 
 export interface SyncLogger {
   info(message: string): void;

@@ -60,6 +60,8 @@ export const entrySchema = z.object({
   fallbacks: z.record(z.string(), z.string().nullable()),
 });
 export type Entry = z.infer<typeof entrySchema>;
+/** An entry of a `virtual:comfortable/...` module: with the `cacheKey` of a page that shows it (see `pageKey`). */
+export type VirtualEntry = Entry & { cacheKey: string };
 
 /** An entry schema for one content type, from what the data shows of its fields. */
 export function entrySchemaFor(model: Model, contentType: string) {

@@ -21,4 +21,6 @@ export {
   locationSchema,
   fieldValueSchemas,
 } from './entries.ts';
-export type { Entry, EntryReference, Image } from './entries.ts';
+export type { Entry, EntryReference, Image, VirtualEntry } from './entries.ts';
+export { cacheKeys, pageKey } from './page-keys.ts';
+export type { KeyPart } from './page-keys.ts';

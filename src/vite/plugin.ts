@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { Plugin } from 'vite';
 import type { SyncResult } from '../sync/engine.ts';
 import { loadEntries } from '../sync/entries.ts';
+import { cacheKeys } from '../sync/page-keys.ts';
 import { changedIds, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import { refreshMiddleware } from './refresh.ts';
 
@@ -43,7 +44,9 @@ export async function virtualModule(result: SyncResult, id: string): Promise<str
   const { locales } = cache.head;
   const all = locales.locales.map((l) => l.key);
   if (parsed.locale && !all.includes(parsed.locale)) throw new Error(`${id}: unknown locale "${parsed.locale}"; the repository has ${all.join(', ')}`);
-  const entries = loadEntries(cache, cache.members(sourceKey).map((member) => member.id), locales, parsed.locale ? [parsed.locale] : all);
+  const ids = cache.members(sourceKey).map((member) => member.id);
+  const keys = cacheKeys(cache, ids);
+  const entries = loadEntries(cache, ids, locales, parsed.locale ? [parsed.locale] : all).map((entry) => ({ ...entry, cacheKey: keys.get(entry.id)! }));
   const data = JSON.stringify({ entries, locales: all, defaultLocale: locales.defaultLocale });
   const head = `const data = JSON.parse(${JSON.stringify(data)});\nexport const locales = data.locales;\nexport const defaultLocale = data.defaultLocale;\n`;
   // A locale variant looks entries up in its own locale; the whole module in the default one.

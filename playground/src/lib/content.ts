@@ -1,4 +1,6 @@
 import { type CollectionEntry, type CollectionKey, getCollection, getEntry } from 'astro:content';
+import { type KeyPart, pageKey } from 'comfortable-loader/astro';
+import { locales } from './i18n';
 
 /** A relation field's value: a reference, or `{ id, contentType }` when its target is not synced (dangling). */
 export type Relation = { collection: string; id: string } | { id: string; contentType: string };
@@ -41,3 +43,10 @@ export function fit(image: { src: string; width?: number; height?: number; alt: 
   const h = image.width && image.height ? Math.round((w * image.height) / image.width) : w;
   return { src: image.src, width: w, height: h, alt: image.alt };
 }
+
+/**
+ * One path per locale for `getStaticPaths`, each with the `cacheKey` of what the page shows in
+ * that locale, so an incremental build renders it again exactly when that changes.
+ */
+export const localePathsShowing = async (shows: (locale: string) => KeyPart | Promise<KeyPart>) =>
+  Promise.all(locales.map(async (locale) => ({ params: { locale }, cacheKey: pageKey(await shows(locale)) })));

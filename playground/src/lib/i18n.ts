@@ -71,7 +71,6 @@ export const defaultLocale = 'en_US';
 export const t = (locale: string): Strings => ui[locale] ?? en;
 
 /** `getStaticPaths` for pages that exist once per locale. */
-export const localePaths = () => locales.map((locale) => ({ params: { locale } }));
 
 export function formatDate(value: string | null | undefined, locale: string): string {
   if (!value) return '';
