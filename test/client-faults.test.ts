@@ -437,7 +437,7 @@ describe('the API key never shows', () => {
             repository: 'tiny',
             apiKey: key,
             keyInUrl,
-            // The silent server is left by the time budget (undici's own timeouts tick in about a second).
+            // The silent server is left by the time budget.
             retry: { ...fastRetry, attempts: 2, budgetMs: 300 },
             onResponse: (event) => events.push(event),
           });

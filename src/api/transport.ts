@@ -13,6 +13,7 @@ import {
   TimeoutError,
   UnexpectedAnswerError,
 } from './errors.ts';
+import { type Answer, exchange } from './exchange.ts';
 import { backoffDelay, defaultRetryPolicy, isRetryableError, isTimeoutError, parseRetryAfter, retryableStatuses, type RetryPolicy } from './retry.ts';
 
 /**
@@ -21,10 +22,11 @@ import { backoffDelay, defaultRetryPolicy, isRetryableError, isTimeoutError, par
  * timeouts, retries, and conditional GETs.
  */
 
+/** Each holds to within a few milliseconds of a free event loop; a timed-out attempt is retried like a network failure. */
 export interface Timeouts {
-  /** Milliseconds to establish a connection. Default 10 000. */
+  /** Milliseconds to establish a connection (TLS included). Default 10 000. */
   connectMs: number;
-  /** Milliseconds until the answer's headers arrive. Default 30 000. */
+  /** Milliseconds from sending the request until the answer's headers arrive. Default 30 000. */
   headersMs: number;
   /** Milliseconds of silence allowed while the body arrives. Default 30 000. */
   bodyMs: number;
@@ -176,9 +178,9 @@ export class Transport {
       if (remaining <= 0) throw new TimeoutError(`${request.method} ${shown} ran out of its time budget of ${this.#retry.budgetMs} ms after ${attempt - 1} attempts`, details(attempt - 1));
       const cached = request.method === 'GET' ? this.#etags?.get(cacheKey) : undefined;
       const attemptStarted = performance.now();
-      let outcome: { status: number; headers: Record<string, string | string[] | undefined>; text: string };
+      let outcome: Answer;
       try {
-        outcome = await this.#shared.limit(() => this.#send(request, target, cached?.etag, Math.min(remaining, this.#retry.budgetMs)));
+        outcome = await this.#shared.limit(() => this.#send(request, target, cached?.etag, started + this.#retry.budgetMs));
       } catch (error) {
         const timedOut = isTimeoutError(error) || (error as Error).name === 'TimeoutError';
         this.#report(request.method, shown, undefined, 0, attemptStarted, attempt, false, (error as Error).message);
@@ -227,22 +229,17 @@ export class Transport {
     }
   }
 
-  async #send(request: HttpRequest<unknown>, target: string, etag: string | undefined, timeoutMs: number) {
+  /** One attempt; `deadline` (a `Date.now()` time) is when the time budget runs out, a wait for a free slot included. */
+  #send(request: HttpRequest<unknown>, target: string, etag: string | undefined, deadline: number): Promise<Answer> {
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'comfortable-loader' };
     if (!(this.#keyInUrl && request.method === 'GET')) headers.authorization = this.#apiKey;
     if (etag) headers['if-none-match'] = etag;
     if (request.body !== undefined) headers['content-type'] = 'application/json';
-    const response = await this.#shared.pool.request({
-      path: target,
-      method: request.method,
-      headers,
-      body: request.body,
-      headersTimeout: this.#timeouts.headersMs,
-      bodyTimeout: this.#timeouts.bodyMs,
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    const text = await response.body.text();
-    return { status: response.statusCode, headers: response.headers, text };
+    return exchange(
+      this.#shared.pool,
+      { path: target, method: request.method, headers, body: request.body },
+      { ...this.#timeouts, totalMs: Math.max(0, deadline - Date.now()), totalMessage: `the time budget of ${this.#retry.budgetMs} ms ran out` },
+    );
   }
 
   #parse<T>(request: HttpRequest<T>, text: string, shown: string, attempts: number): T {
