@@ -156,6 +156,20 @@ describe('a build', () => {
     expect(code).toBe(0);
   }, 60_000);
 
+  it('names the synced aliases that point to each document, so a page can route by them', () => {
+    for (const entry of data.home) expect(entry.data.aliases).toEqual(['home']);
+    // The alias home points to news 100, which the news collection holds too.
+    for (const entry of data.news) expect(entry.data.aliases).toEqual(entry.data.id === '100' ? ['home'] : []);
+    for (const entry of data.authors) expect(entry.data.aliases).toEqual([]);
+  });
+
+  it('gives every entry the cacheKey of a page that shows it, the same in every locale of a document', () => {
+    const keys = new Map<string, Set<string>>();
+    for (const entry of [...data.news, ...data.authors]) keys.set(entry.data.id, (keys.get(entry.data.id) ?? new Set()).add(entry.data.cacheKey));
+    for (const [, set] of keys) expect([...set]).toEqual([expect.stringMatching(/^[\w-]{22}$/)]);
+    expect(new Set([...keys.values()].map((set) => [...set][0])).size).toBe(keys.size);
+  });
+
   it('lets a user schema replace the created one', async () => {
     const home = byId(data.home);
     expect(ids(data.home)).toEqual(['de_CH/100', 'de_DE/100', 'en_US/100']);
