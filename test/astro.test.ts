@@ -121,9 +121,9 @@ describe('a build', () => {
     expect(data.authorNames).toMatchObject({ 'en_US/100': 'Ada', 'de_CH/101': 'Bob', 'de_DE/102': 'Ada' });
   });
 
-  it('reports a reference to nothing once per loader and keeps building', () => {
+  it('reports a reference to nothing once in a build (news 100 is in two collections) and keeps building', () => {
     expect(news['en_US/100'].data.fields.relatedNews[1]).toEqual({ id: '999', contentType: 'news' });
-    const warning = '[comfortable:collection:news] Reference from document 100, field relatedNews: 999 is not in the synced content';
+    const warning = '] Reference from document 100, field relatedNews: 999 is not in the synced content';
     expect(output.split(warning)).toHaveLength(2);
   });
 
@@ -237,5 +237,25 @@ describe('the next builds', () => {
     const { output } = await build({ FIXTURE_LOCALES: 'en_US,de_DE' });
     expect(report(output, 'comfortable:query:type:author')).toEqual({ documents: 2, locales: 3, updated: 6, removed: 0, unchanged: 0 });
     expect(report(output, 'comfortable:collection:news')).toMatchObject({ updated: 0, unchanged: 6 });
+  }, 120_000);
+});
+
+describe('contentTypes mapping a type to a collection that holds only some of its documents', () => {
+  it('warns once with what to do, and keeps references to the others out of Astro (no invalid reference)', async () => {
+    const { output, data } = await build({ FIXTURE_OPTIONS: JSON.stringify({ contentTypes: { news: 'home', author: 'authors' } }) });
+    // The alias home holds news 100 alone.
+    expect(output).toMatch(/contentTypes maps "news" to the collection "home", which holds 1 of the \d+ synced "news" documents: references to the other \d+ stay \{ id, contentType \}/);
+    expect(output).toContain("map it to a collection loaded with comfortableLoader({ contentType: 'news' })");
+    expect(output).not.toContain('Invalid content reference');
+    const related = data.news.flatMap((entry: Json) => entry.data.fields.relatedNews ?? []);
+    const into = related.filter((ref: Json) => 'collection' in ref);
+    const kept = related.filter((ref: Json) => !('collection' in ref));
+    expect(into.length).toBeGreaterThan(0);
+    expect(kept.length).toBeGreaterThan(0);
+    for (const ref of into) expect(ref).toEqual({ collection: 'home', id: expect.stringMatching(/\/100$/) });
+    for (const ref of kept) expect(ref).toEqual({ id: expect.not.stringMatching(/^100$/), contentType: 'news' });
+    const warned = output.match(/field relatedNews: the collection "home", to which contentTypes maps "news", does not hold \d+/g) ?? [];
+    expect(warned.length).toBeGreaterThan(0);
+    expect(new Set(warned).size).toBe(warned.length); // each once
   }, 120_000);
 });

@@ -6,6 +6,7 @@ import { type Entry, entryOf } from '../sync/entries.ts';
 import { referenceList, type StoredRecord } from '../sync/records.ts';
 import { sharedSync } from '../sync/shared.ts';
 import { cacheKeys } from '../sync/page-keys.ts';
+import { ReferenceConverter, warnPartialMappings } from './references.ts';
 import { loaderRegistry } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
 
@@ -103,6 +104,8 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
       return createEntrySchema(result.cache, keys, (contentType) => loaderRegistry().collectionFor(contentType)?.collection);
     },
     async load(context: LoaderContext) {
+      // Which Astro collection this is: references to its content types are checked against its members.
+      loaderRegistry().bind(name, context.collection);
       // In a refresh from the dev endpoint, its sync has just run: read that, start no other.
       const refreshed = (context.refreshContextData as { comfortable?: unknown } | undefined)?.comfortable !== undefined;
       const result = await (refreshed ? shared.current() : shared.acquire(`load:${name}`));
@@ -115,7 +118,7 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
 const readBatch = 500;
 
 async function loadEntries(
-  { store, meta, logger, parseData, generateDigest }: LoaderContext,
+  { store, meta, logger, parseData, generateDigest, collection }: LoaderContext,
   cache: CacheReader,
   keys: string[],
   options: ComfortableLoaderOptions,
@@ -132,10 +135,11 @@ async function loadEntries(
   const members = new Map<string, Member>();
   for (const key of keys) for (const member of cache.members(key)) if (!members.has(member.id)) members.set(member.id, member);
 
+  warnPartialMappings(cache, collection, members.values(), logger);
+  const references = new ReferenceConverter(cache, logger);
   const aliasesOf = aliasesByDocument(cache);
   const custom = options.entryId !== undefined;
   const live = new Set<string>();
-  const reported = new Set<string>();
   let changed = 0;
   const list = [...members.values()];
   for (let start = 0; start < list.length; start += readBatch) {
@@ -164,7 +168,7 @@ async function loadEntries(
         id: member.id,
         locale,
         contentType: entry.contentType,
-        fields: await referencesToCollections(entry, view, reported, logger),
+        fields: references.fields(entry, view),
         fallbacks: entry.fallbacks,
         meta: entry.meta,
         digest: member.digest,
@@ -228,35 +232,4 @@ class EntryView {
     if (!this.#targetRecords.has(id)) this.#targetRecords.set(id, this.#records.get(id) ?? this.#cache.record(id));
     return this.#targetRecords.get(id);
   }
-}
-
-/** Relation fields become Astro references `{ collection, id }`; a target no collection holds stays `{ id, contentType }` and is reported once. */
-async function referencesToCollections(entry: Entry, view: EntryView, reported: Set<string>, logger: LoaderContext['logger']): Promise<Record<string, unknown>> {
-  const model = view.head.model[entry.contentType] ?? {};
-  const registry = loaderRegistry();
-  const fields: Record<string, unknown> = { ...entry.fields };
-  // The target's id as its own collection makes it: a custom entryId may use the target's fields (a slug).
-  const targetId = (ref: { id: string; contentType: string }, entryId: ((input: EntryIdInput) => string) | undefined) => {
-    const input = { id: ref.id, locale: entry.locale, contentType: ref.contentType, fields: {} };
-    if (!entryId) return defaultEntryId(input);
-    const record = view.target(ref.id);
-    return entryId({ ...input, fields: record ? entryOf(record, entry.locale, view.head.locales, () => undefined).fields : {} });
-  };
-  for (const [name, value] of Object.entries(fields)) {
-    if (model[name]?.kind !== 'relation' || value === null || value === undefined) continue;
-    const convert = (ref: { id: string; contentType: string }) => {
-      const target = registry.collectionFor(ref.contentType);
-      const exists = view.targets.has(ref.id);
-      if (target && exists) return { collection: target.collection, id: targetId(ref, target.entryId) };
-      const why = !exists ? `${ref.id} is not in the synced content (dangling, or beyond the includes depth)` : `no collection holds content type "${ref.contentType}" (map it with the integration's contentTypes option)`;
-      const key = `${entry.id}.${name}.${ref.id}`;
-      if (!reported.has(key)) {
-        reported.add(key);
-        logger.warn(`Reference from document ${entry.id}, field ${name}: ${why}`);
-      }
-      return ref;
-    };
-    fields[name] = Array.isArray(value) ? value.map(convert) : convert(value as { id: string; contentType: string });
-  }
-  return fields;
 }

@@ -12,6 +12,8 @@ export interface RegisteredLoader {
   contentType?: string | undefined;
   /** The loader's own `entryId` option; undefined for the default `<locale>/<id>`. */
   entryId?: ((entry: EntryIdInput) => string) | undefined;
+  /** The Astro collection it fills, once it has loaded. */
+  collection?: string | undefined;
 }
 
 export class LoaderRegistry {
@@ -27,11 +29,30 @@ export class LoaderRegistry {
     this.#contentTypes = { ...map };
   }
 
+  /** The collection a content type maps to, with the entry ids of its loader (the one filling it, or else one for that content type). */
   collectionFor(contentType: string): { collection: string; entryId: RegisteredLoader['entryId'] } | undefined {
     const collection = this.#contentTypes[contentType];
     if (!collection) return undefined;
-    const loader = [...this.loaders.values()].find((l) => l.contentType === contentType);
+    const loaders = [...this.loaders.values()];
+    const loader = loaders.find((l) => l.collection === collection) ?? loaders.find((l) => l.contentType === contentType);
     return { collection, entryId: loader?.entryId };
+  }
+
+  /** The Astro collection a loader fills, as its load context says (known once it has loaded). */
+  bind(loader: string, collection: string): void {
+    const registered = this.loaders.get(loader);
+    if (registered) registered.collection = collection;
+  }
+
+  /** The sources of the loaders that fill an Astro collection; undefined while none has loaded. */
+  sourcesOfCollection(collection: string): string[] | undefined {
+    const loaders = [...this.loaders.values()].filter((l) => l.collection === collection);
+    return loaders.length === 0 ? undefined : loaders.flatMap((l) => l.sources);
+  }
+
+  /** Content types the integration's `contentTypes` maps to an Astro collection. */
+  contentTypesIn(collection: string): string[] {
+    return Object.entries(this.#contentTypes).filter(([, c]) => c === collection).map(([type]) => type);
   }
 
   /** Names of the loaders that read any of these sources. */

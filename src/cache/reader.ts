@@ -156,6 +156,11 @@ export class CacheReader {
     return new Map(rows.map((row) => [row.id, row.content_type]));
   }
 
+  /** How many records of a content type the cache holds. */
+  countOfType(contentType: string): number {
+    return this.#all<{ n: number }>('SELECT count(*) AS n FROM record WHERE content_type = ?', contentType)[0]!.n;
+  }
+
   /** A record's references, in order. */
   references(id: string): Reference[] {
     const refs = this.#all<{ refs: string }>('SELECT refs FROM record WHERE id = ?', id)[0]?.refs;
