@@ -1,0 +1,63 @@
+import { execFile, spawn } from 'node:child_process';
+import { cp, mkdir, mkdtemp, readdir, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+/**
+ * The package as a user gets it: packed by `npm pack` into a tarball, and a site of their own
+ * that installs that tarball. The package is packed from a copy of this checkout (what `npm
+ * pack` reads: package.json, the tsconfigs, src, types, README and CHANGELOG), so that the
+ * build `npm pack` runs (`prepack`, `prepare`) never rewrites the `dist/` other tests read.
+ */
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const run = promisify(execFile);
+
+/** Packs the package in a staging copy under test/.tmp; resolves to the tarball's path and the files it holds. */
+export async function packTarball(): Promise<{ tarball: string; files: string[]; dir: string }> {
+  await mkdir(join(root, 'test/.tmp'), { recursive: true });
+  // Inside the repository, so that the build finds TypeScript and @types/node in its node_modules.
+  const dir = await mkdtemp(join(root, 'test/.tmp/tarball-'));
+  for (const name of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'CHANGELOG.md', 'src', 'types']) {
+    await cp(join(root, name), join(dir, name), { recursive: true });
+  }
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir, '--no-audit', '--no-fund'], { cwd: dir, maxBuffer: 16 * 1024 * 1024 });
+  const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
+  return { tarball: join(dir, packed!.filename), files: packed!.files.map((file) => file.path), dir };
+}
+
+/**
+ * Makes `dir` a site whose package.json depends on astro and on the tarball, installed the way
+ * npm installs a tarball (unpacked into node_modules/comfortable-loader). Every other package
+ * is a link to this repository's node_modules, so no registry is needed and astro is the one
+ * the repository tests with.
+ */
+export async function installSite(dir: string, tarball: string, astroVersion: string): Promise<void> {
+  const modules = join(dir, 'node_modules');
+  const target = join(modules, 'comfortable-loader');
+  await mkdir(target, { recursive: true });
+  await run('tar', ['-xzf', tarball, '-C', target, '--strip-components=1']);
+  for (const name of await readdir(join(root, 'node_modules'))) {
+    // Dot folders hold caches (.astro, .vite) that the site must keep to itself.
+    if (name.startsWith('.') || name === 'comfortable-loader') continue;
+    await symlink(join(root, 'node_modules', name), join(modules, name));
+  }
+  const manifest = { name: 'tarball-site', private: true, type: 'module', dependencies: { astro: astroVersion, 'comfortable-loader': `file:${tarball}` } };
+  await writeFile(join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
+}
+
+/** Runs `astro build` in a site; resolves with its exit code and everything it printed. */
+export function astroBuild(dir: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const clean: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) if (!/^(VITEST|NODE_ENV$|TEST$|CMFT_)/.test(name)) clean[name] = value;
+  Object.assign(clean, { ASTRO_TELEMETRY_DISABLED: '1', ASTRO_DISABLE_UPDATE_CHECK: 'true', ...env });
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(dir, 'node_modules/astro/bin/astro.mjs'), 'build'], { cwd: dir, env: clean, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, output }));
+  });
+}
