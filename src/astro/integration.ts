@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import type { AstroIntegration } from 'astro';
+import { defaultBaseUrl } from '../api/client.ts';
 import { z } from 'zod';
 import { ConfigError, configProblem, syncConfigSchema } from '../sync/config.ts';
 import type { SyncLogger } from '../sync/engine.ts';
@@ -7,6 +8,7 @@ import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sy
 import { comfortableVite } from '../vite/plugin.ts';
 import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';
 import { virtualModuleTypes } from './declarations.ts';
+import { ImageHosts } from './image-hosts.ts';
 import { loaderRegistry } from './registry.ts';
 
 export interface ComfortableIntegrationOptions extends SharedConfig {
@@ -33,20 +35,10 @@ export function parseIntegrationOptions(options: unknown): ComfortableIntegratio
   return options as ComfortableIntegrationOptions;
 }
 
-/** Remote image patterns for the API's asset host and Comfortable's image CDN. */
-export function remotePatterns(baseUrl: string | undefined): { protocol: string; hostname: string; port?: string }[] {
-  const patterns: { protocol: string; hostname: string; port?: string }[] = [{ protocol: 'https', hostname: 'images.cmft.io' }];
-  if (baseUrl) {
-    const url = new URL(baseUrl);
-    patterns.push({ protocol: url.protocol.replace(':', ''), hostname: url.hostname, ...(url.port ? { port: url.port } : {}) });
-  }
-  return patterns;
-}
-
 /**
  * The Astro integration: connection, cache and failure policy for every `comfortableLoader()`,
- * the Vite plugin for `virtual:comfortable/...` imports, remote image patterns, and the signed
- * dev refresh endpoint.
+ * the Vite plugin for `virtual:comfortable/...` imports, remote image patterns for the hosts of
+ * the synced assets (see image-hosts.ts), and the signed dev refresh endpoint.
  *
  * @example
  * integrations: [comfortable({
@@ -57,20 +49,29 @@ export function remotePatterns(baseUrl: string | undefined): { protocol: string;
 export function comfortable(options: ComfortableIntegrationOptions): AstroIntegration {
   const { contentTypes = {}, refreshSecret, refreshPath = defaultRefreshPath, ...config } = parseIntegrationOptions(options);
   const shared = sharedSync();
+  let hosts: ImageHosts | undefined;
   return {
     name: 'comfortable-loader',
     hooks: {
-      'astro:config:setup': ({ config: astroConfig, updateConfig, logger }) => {
+      'astro:config:setup': ({ config: astroConfig, updateConfig, logger, command }) => {
         const syncLogger: SyncLogger = { info: (m) => logger.info(m), warn: (m) => logger.warn(m) };
         const cacheDir = config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir));
         shared.configure({ ...config, cacheDir }, syncLogger);
         loaderRegistry().setContentTypes(contentTypes);
-        updateConfig({ image: { remotePatterns: remotePatterns(config.baseUrl) }, vite: { plugins: [comfortableVite()] } });
+        hosts = new ImageHosts(cacheDir, logger);
+        updateConfig({ image: { remotePatterns: hosts.atSetup(config.baseUrl ?? defaultBaseUrl, command) }, vite: { plugins: [comfortableVite()] } });
       },
-      'astro:config:done': async ({ injectTypes }) => {
+      'astro:config:done': async ({ config: astroConfig, injectTypes }) => {
+        hosts?.resolved(astroConfig.image);
         injectTypes({ filename: 'comfortable.d.ts', content: await virtualModuleTypes(shared) });
       },
+      'astro:build:start': () => {
+        hosts?.beforePages();
+      },
       'astro:server:setup': ({ server, refreshContent, logger }) => {
+        // One subscription per dev server, ended with it: it sees the first sync and every refresh.
+        const unsubscribe = shared.onResult(() => hosts?.afterSync());
+        server.httpServer?.once('close', unsubscribe);
         if (!refreshSecret) {
           logger.info('Dev refresh is off: set the refreshSecret option to enable the signed endpoint');
           return;
@@ -96,3 +97,4 @@ export function comfortable(options: ComfortableIntegrationOptions): AstroIntegr
 }
 
 export { ConfigError };
+export { remotePatterns } from './image-hosts.ts';

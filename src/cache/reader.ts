@@ -176,6 +176,28 @@ export class CacheReader {
     return new Map(rows.map((row) => [row.id, { digest: row.digest, targets: row.targets ? row.targets.split(' ') : [] }]));
   }
 
+  /**
+   * The origins (`https://images.example.com`) of the files of the assets the cache holds,
+   * sorted: the hosts their images come from. Cut from each `file.url` (of every locale) in
+   * SQL, so that a cache of many assets gives a few rows; relative URLs have none.
+   */
+  assetOrigins(): string[] {
+    const rows = this.#all<{ origin: string }>(
+      `WITH url AS (
+         SELECT b.json ->> '$.fields.file.url' AS url FROM record r JOIN body b ON b.id = r.id WHERE r.content_type = '_asset'
+         UNION ALL
+         SELECT f.value ->> '$.url' FROM record r JOIN body b ON b.id = r.id, json_each(b.json, '$.fields.file') f WHERE r.content_type = '_asset' AND f.type = 'object'
+       ), scheme AS (SELECT url, instr(url, '://') AS at FROM url WHERE url IS NOT NULL)
+       SELECT DISTINCT substr(url, 1, at + 1 + instr(substr(url, at + 3) || '/', '/')) AS origin FROM scheme WHERE at > 0`,
+    );
+    const origins = new Set<string>();
+    for (const { origin } of rows) {
+      const url = URL.parse(origin);
+      if (url && (url.protocol === 'https:' || url.protocol === 'http:')) origins.add(url.origin);
+    }
+    return [...origins].sort();
+  }
+
   /** Content types of the members of some sources, sorted. */
   contentTypes(sources: readonly string[]): string[] {
     return this.#all<{ content_type: string }>(

@@ -235,6 +235,21 @@ describe('the read interface', () => {
     expect(reader.head.model).toEqual({});
   });
 
+  it('gives the origins of the asset files, of every locale, each once; relative URLs have none', async () => {
+    const dir = await tempDir();
+    await small(dir); // its asset's file is `x.png`
+    expect(openCache(dir)!.assetOrigins()).toEqual([]);
+    const tx = await CacheTransaction.begin(dir, events());
+    const file = (url: string) => ({ url, fileName: 'a.png' });
+    put(tx, record('4', '_asset', { file: file('https://cdn.example.com/a/b.png?w=1') }));
+    put(tx, record('5', '_asset', { file: file('https://CDN.example.com:443/c.png') }));
+    put(tx, { ...record('6', '_asset', { file: { en_US: file('http://127.0.0.1:4010/files/d.png'), de_DE: file('https://images.example.org') } }), localized: ['file'] });
+    put(tx, record('7', 'article', { file: file('https://not-an-asset.example.com/e.png') }));
+    put(tx, record('8', '_asset', { file: file('ftp://files.example.com/f.png') }));
+    tx.commit(head, {});
+    expect(openCache(dir)!.assetOrigins()).toEqual(['http://127.0.0.1:4010', 'https://cdn.example.com', 'https://images.example.org']);
+  });
+
   it('finds no cache in an empty folder, nor in a folder that does not exist', async () => {
     expect(openCache(await tempDir())).toBeUndefined();
     expect(openCache(join(await tempDir(), 'missing'))).toBeUndefined();
