@@ -6,6 +6,7 @@ import { type Entry, entryOf } from '../sync/entries.ts';
 import { referenceList, type StoredRecord } from '../sync/records.ts';
 import { sharedSync } from '../sync/shared.ts';
 import { cacheKeys } from '../sync/page-keys.ts';
+import { loaderError } from './errors.ts';
 import { ReferenceConverter, warnPartialMappings } from './references.ts';
 import { loaderRegistry } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
@@ -100,16 +101,24 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
   return {
     name,
     createSchema: async () => {
-      const result = await shared.current();
-      return createEntrySchema(result.cache, keys, (contentType) => loaderRegistry().collectionFor(contentType)?.collection);
+      try {
+        const result = await shared.current();
+        return createEntrySchema(result.cache, keys, (contentType) => loaderRegistry().collectionFor(contentType)?.collection);
+      } catch (error) {
+        throw loaderError(error, shared); // with a hint naming the option to check
+      }
     },
     async load(context: LoaderContext) {
       // Which Astro collection this is: references to its content types are checked against its members.
       loaderRegistry().bind(name, context.collection);
-      // In a refresh from the dev endpoint, its sync has just run: read that, start no other.
-      const refreshed = (context.refreshContextData as { comfortable?: unknown } | undefined)?.comfortable !== undefined;
-      const result = await (refreshed ? shared.current() : shared.acquire(`load:${name}`));
-      await shared.read(result, ({ cache }) => loadEntries(context, cache, keys, options, entryId));
+      try {
+        // In a refresh from the dev endpoint, its sync has just run: read that, start no other.
+        const refreshed = (context.refreshContextData as { comfortable?: unknown } | undefined)?.comfortable !== undefined;
+        const result = await (refreshed ? shared.current() : shared.acquire(`load:${name}`));
+        await shared.read(result, ({ cache }) => loadEntries(context, cache, keys, options, entryId));
+      } catch (error) {
+        throw loaderError(error, shared); // with a hint naming the option to check
+      }
     },
   } satisfies Loader;
 }
