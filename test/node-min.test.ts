@@ -40,7 +40,7 @@ async function buildCli(): Promise<string> {
   const out = await mkdtemp(join(root, 'test/.tmp/node-min-'));
   cleanups.push(out);
   const tsc = join(root, 'node_modules/typescript/bin/tsc');
-  await promisify(execFile)(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', join(out, 'dist'), '--declaration', 'false', '--sourceMap', 'false']);
+  await promisify(execFile)(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', join(out, 'dist'), '--declaration', 'false', '--sourceMap', 'false', '--inlineSources', 'false']);
   await copyFile(join(root, 'package.json'), join(out, 'package.json')); // the version the CLI reads, and "type": "module"
   return join(out, 'dist/cli.js');
 }
