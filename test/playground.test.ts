@@ -73,6 +73,14 @@ describe('the first build', () => {
     expect(fallbacks(element(await page('de_CH'), 'h1'))).toEqual(['title:de_DE']); // but not its own title
   });
 
+  test("a post's body is rendered with render(): headings with ids, its image optimised by Astro", async () => {
+    const html = await page('en_US/posts/the-slow-boat-to-the-fjords');
+    expect(html).toContain('<h2 id="twenty-three-landings">Twenty-three landings</h2>');
+    const image = /<img [^>]*alt="A ferry crosses a still fjord at dawn"[^>]*>/.exec(html)?.[0] ?? '';
+    expect(image).toMatch(/src="\/_astro\/fjord-dawn_[\w-]+\.svg"/);
+    expect(image).toMatch(/width="\d+"/);
+  });
+
   test('the header links to the same page in every locale', async () => {
     const html = element(await page('de_DE/posts/night-trains-are-back'), 'nav.locale-switcher');
     for (const locale of locales) expect(html).toContain(`href="/${locale}/posts/night-trains-are-back/"`);

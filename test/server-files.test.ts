@@ -90,6 +90,25 @@ describe('§10 a relative asset URL is answered as an absolute URL under /files/
   });
 });
 
+describe('§10 an image in richtext whose relative src an asset points to is answered absolute too', () => {
+  it('in one locale and with locale=all; other images are left as they are', async () => {
+    const snapshot = tiny();
+    const news = snapshot.documents.find((d: any) => d.meta.id === '100');
+    news.fields.text.en_US.html = '<p><img src="images/apples.svg" alt="a"><img src="./images/apples.svg" alt="b"><img src="images/other.svg" alt="c"><img src="https://x.example/y.png" alt="d"></p>';
+    const server = await startServer({ paths: [snapshotFolder(snapshot)], watch: false });
+    try {
+      const url = `${server.origin}/files/tiny/images/apples.svg`;
+      const expected = `<p><img src="${url}" alt="a"><img src="${url}" alt="b"><img src="images/other.svg" alt="c"><img src="https://x.example/y.png" alt="d"></p>`;
+      expect((await getJson(server, '/tiny/documents/100?locale=en_US')).body.fields.text.html).toBe(expected);
+      expect((await getJson(server, '/tiny/documents/100?locale=all')).body.fields.text.en_US.html).toBe(expected);
+      // plain stays as it was
+      expect((await getJson(server, '/tiny/documents/100?locale=en_US')).body.fields.text.plain).toBe(news.fields.text.en_US.plain);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('§10 only asset files are served: anything else under /files is 404', () => {
   let server: ReadApiServer;
   beforeAll(async () => {

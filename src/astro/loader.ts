@@ -8,6 +8,7 @@ import { sharedSync } from '../sync/shared.ts';
 import { cacheKeys } from '../sync/page-keys.ts';
 import { loaderError } from './errors.ts';
 import { ReferenceConverter, warnPartialMappings } from './references.ts';
+import { RichtextRenderer } from './rendered.ts';
 import { loaderRegistry } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
 
@@ -30,6 +31,12 @@ export interface ComfortableLoaderOptions {
   contentType?: string;
   /** Request options for the source (includes, filters, sorting, …); fetched with every locale. */
   options?: SourceOptions;
+  /**
+   * The richtext field rendered as the entry's content, for `render(entry)` and `<Content />`
+   * (with headings, and images of the repository's assets optimised by Astro). Default: the
+   * content type's first richtext field; `false` renders none.
+   */
+  render?: string | false;
   /** Locales that get entries. Default: every locale of the repository. */
   locales?: string[];
   /**
@@ -136,7 +143,7 @@ async function loadEntries(
   const head = cache.head;
   const locales = options.locales ?? head.locales.locales.map((l) => l.key);
   // Options or a new package version change what entries look like: start clean.
-  const fingerprint = hash({ packageVersion, keys, locales, source: head.fingerprint, entryId: options.entryId ? String(options.entryId) : 'default', references: loaderRegistry().referenceFingerprint() });
+  const fingerprint = hash({ packageVersion, keys, locales, source: head.fingerprint, entryId: options.entryId ? String(options.entryId) : 'default', render: options.render ?? 'first', references: loaderRegistry().referenceFingerprint() });
   if (meta.get('fingerprint') !== fingerprint) {
     store.clear();
     meta.set('fingerprint', fingerprint);
@@ -146,6 +153,7 @@ async function loadEntries(
 
   warnPartialMappings(cache, collection, members.values(), logger);
   const references = new ReferenceConverter(cache, logger);
+  const renderer = new RichtextRenderer(head.model, options.render, () => cache.assetFiles(), logger);
   const aliasesOf = aliasesByDocument(cache);
   const custom = options.entryId !== undefined;
   const live = new Set<string>();
@@ -171,8 +179,9 @@ async function loadEntries(
     }
     if (pending.length === 0) continue;
     const view = new EntryView(cache, head, custom ? records : cache.records(new Set(pending.map((p) => p.member.id))));
-    for (const { member, locale, storeId, digest } of pending) {
-      const entry = view.entry(member.id, locale);
+    const made = pending.map((p) => ({ ...p, entry: view.entry(p.member.id, p.locale) }));
+    await renderer.prepare(made.map((m) => m.entry));
+    for (const { member, locale, storeId, digest, entry } of made) {
       const data: ComfortableEntryData = {
         id: member.id,
         locale,
@@ -186,7 +195,9 @@ async function loadEntries(
         aliases: aliasesOf.get(member.id) ?? [],
       };
       const parsed = await parseData({ id: storeId, data: data as unknown as Record<string, unknown> });
-      store.set({ id: storeId, data: parsed, digest });
+      const rendered = renderer.render(entry);
+      // Astro optimises the images of rendered HTML only for entries with a file path: this one names the entry.
+      store.set({ id: storeId, data: parsed, digest, ...(rendered ? { rendered, filePath: `comfortable/${collection}/${storeId}` } : {}) });
       changed++;
     }
   }

@@ -198,6 +198,22 @@ export class CacheReader {
     return [...origins].sort();
   }
 
+  /** The file of every asset the cache holds (of every locale), by URL, with its size when known. */
+  assetFiles(): Map<string, { width?: number; height?: number }> {
+    type File = { url?: unknown; width?: unknown; height?: unknown };
+    const files = new Map<string, { width?: number; height?: number }>();
+    const add = (file: File | null | undefined) => {
+      if (typeof file?.url !== 'string') return;
+      files.set(file.url, { ...(typeof file.width === 'number' ? { width: file.width } : {}), ...(typeof file.height === 'number' ? { height: file.height } : {}) });
+    };
+    for (const { file } of this.#all<{ file: string | null }>("SELECT b.json ->> '$.fields.file' AS file FROM record r JOIN body b ON b.id = r.id WHERE r.content_type = '_asset'")) {
+      const value = file === null ? null : (JSON.parse(file) as File | Record<string, File>);
+      if (value && 'url' in value) add(value as File);
+      else if (value) for (const byLocale of Object.values(value as Record<string, File>)) add(byLocale);
+    }
+    return files;
+  }
+
   /** Content types of the members of some sources, sorted. */
   contentTypes(sources: readonly string[]): string[] {
     return this.#all<{ content_type: string }>(

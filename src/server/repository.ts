@@ -229,14 +229,38 @@ export class PreparedRepository {
     return collator;
   }
 
-  /** Rewrites a relative `file.url` of an asset to an absolute URL under `/files/<repo>/`. */
+  /**
+   * Rewrites a relative `file.url` of an asset to an absolute URL under `/files/<repo>/`, and so
+   * the `src` of an image in richtext that points to an asset's file.
+   */
   absolutize(record: PreparedRecord, field: string, value: unknown): unknown {
-    if (record.contentType !== '_asset' || field !== 'file' || !value || typeof value !== 'object') return value;
+    if (!value || typeof value !== 'object') return value;
+    if (record.type.fields.get(field)?.type === 'richtext') return this.#absolutizeRichtext(value);
+    if (record.contentType !== '_asset' || field !== 'file') return value;
     const file = value as { url: string };
-    const local = localFilePath(file.url);
-    if (local === undefined) return value;
-    const path = local.split('/').map(encodeURIComponent).join('/');
-    return { ...file, url: `${this.#filesOrigin}/files/${encodeURIComponent(this.apiId)}/${path}` };
+    const url = this.#fileUrl(file.url);
+    return url === undefined ? value : { ...file, url };
+  }
+
+  /** The absolute URL of a relative file path, or undefined when it is none. */
+  #fileUrl(relative: string): string | undefined {
+    const local = localFilePath(relative);
+    if (local === undefined) return undefined;
+    return `${this.#filesOrigin}/files/${encodeURIComponent(this.apiId)}/${local.split('/').map(encodeURIComponent).join('/')}`;
+  }
+
+  /** A richtext value (or, for `locale=all`, its values by locale) with the images that show an asset's file made absolute. */
+  #absolutizeRichtext(value: object): unknown {
+    const rewrite = (text: { html: string; plain: string }) => {
+      const html = text.html.replace(/(<img\b[^>]*?\ssrc=")([^"]*)(")/gi, (tag, start: string, src: string, end: string) => {
+        const local = localFilePath(src);
+        const url = local !== undefined && this.localFiles().has(local) ? this.#fileUrl(src) : undefined;
+        return url === undefined ? tag : `${start}${url}${end}`;
+      });
+      return html === text.html ? text : { ...text, html };
+    };
+    if ('html' in value) return rewrite(value as { html: string; plain: string });
+    return Object.fromEntries(Object.entries(value).map(([locale, text]) => [locale, text && typeof text === 'object' && 'html' in text ? rewrite(text as { html: string; plain: string }) : text]));
   }
 
   /**

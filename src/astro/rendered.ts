@@ -1,0 +1,192 @@
+import { request } from 'undici';
+import type { Model } from '../sync/records.ts';
+
+/**
+ * A richtext field as Astro's `rendered` content, so `render(entry)` and `<Content />` work:
+ * its HTML, its headings (each given an id, as Markdown headings get one) and the images that
+ * show the repository's assets, which Astro's image pipeline then optimises as it does the
+ * images of Markdown (the `__ASTRO_IMAGE_` attribute it replaces when the entry is rendered).
+ */
+
+export interface Heading {
+  depth: number;
+  slug: string;
+  text: string;
+}
+
+export interface Rendered {
+  html: string;
+  metadata: { headings: Heading[]; imagePaths: string[] };
+}
+
+/** What the cache knows of the file of each asset, by its URL. */
+export type AssetFiles = Map<string, { width?: number | undefined; height?: number | undefined }>;
+
+/** The richtext field a loader renders by default: the content type's first. */
+export function firstRichtextField(model: Model, contentType: string): string | undefined {
+  return Object.entries(model[contentType] ?? {}).find(([, field]) => field.kind === 'richtext')?.[0];
+}
+
+const decode = (text: string) => text.replace(/&(?:quot|#34|#x22);/gi, '"').replace(/&(?:apos|#39|#x27);/gi, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+const escapeAttribute = (text: string) => text.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
+
+/** Attributes of a tag's source text, in order. */
+function attributesOf(tag: string): Map<string, string> {
+  const attributes = new Map<string, string>();
+  for (const [, name, quoted, single, bare] of tag.matchAll(/\s([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?/g)) {
+    attributes.set(name!.toLowerCase(), decode(quoted ?? single ?? bare ?? ''));
+  }
+  return attributes;
+}
+
+/** GitHub's way of making a heading's id (as Astro's Markdown does): lower case, letters, digits, `-` and `_`. */
+function slugger(): (text: string) => string {
+  const seen = new Map<string, number>();
+  return (text) => {
+    const base = text.toLowerCase().replace(/[^\p{L}\p{N}\p{M}\s_-]/gu, '').trim().replace(/\s/g, '-');
+    const count = seen.get(base) ?? 0;
+    seen.set(base, count + 1);
+    return count === 0 ? base : `${base}-${count}`;
+  };
+}
+
+/**
+ * Renders a richtext value. Images whose `src` is the file of an asset (in `files`) and that
+ * `usable` accepts become Astro image references with the asset's size; every other image is
+ * left as it is.
+ */
+export function renderRichtext(html: string, files: AssetFiles, usable: (url: string) => boolean): Rendered {
+  const headings: Heading[] = [];
+  const imagePaths: string[] = [];
+  const slug = slugger();
+  let out = html.replace(/<h([1-6])(\s[^>]*)?>([\s\S]*?)<\/h\1>/gi, (whole, level: string, attributes: string | undefined, inner: string) => {
+    const text = decode(inner.replace(/<[^>]*>/g, '')).trim();
+    const given = attributesOf(attributes ?? '').get('id');
+    const id = given || slug(text);
+    headings.push({ depth: Number(level), slug: id, text });
+    return given ? whole : `<h${level} id="${escapeAttribute(id)}"${attributes ?? ''}>${inner}</h${level}>`;
+  });
+  out = out.replace(/<img\b[^>]*>/gi, (tag) => {
+    const attributes = attributesOf(tag);
+    const src = attributes.get('src');
+    const file = src === undefined ? undefined : files.get(src);
+    if (!src || !file || !usable(src)) return tag;
+    const width = Number(attributes.get('width')) || file.width;
+    const height = Number(attributes.get('height')) || file.height;
+    if (!width || !height) return tag;
+    attributes.delete('src');
+    const image = { ...Object.fromEntries(attributes), src, alt: attributes.get('alt') ?? '', width, height };
+    imagePaths.push(src);
+    return `<img __ASTRO_IMAGE_="${escapeAttribute(JSON.stringify(image))}">`;
+  });
+  return { html: out, metadata: { headings, imagePaths: [...new Set(imagePaths)] } };
+}
+
+/** Why each image URL checked cannot be fetched (absent when it can), per process: a URL is asked once. */
+const checked = new Map<string, Promise<string | undefined>>();
+
+/** Asks each URL once (HEAD, or GET when HEAD is refused) whether it can be fetched; returns why not, by URL. */
+export async function unfetchable(urls: Iterable<string>): Promise<Map<string, string>> {
+  const failures = new Map<string, string>();
+  await Promise.all(
+    [...new Set(urls)].map(async (url) => {
+      let reason = checked.get(url);
+      if (!reason) checked.set(url, (reason = reasonUnfetchable(url)));
+      const why = await reason;
+      if (why !== undefined) failures.set(url, why);
+    }),
+  );
+  return failures;
+}
+
+async function reasonUnfetchable(url: string): Promise<string | undefined> {
+  try {
+    for (const method of ['HEAD', 'GET'] as const) {
+      const response = await request(url, { method, headersTimeout: 10_000, bodyTimeout: 10_000 });
+      await response.body.dump();
+      if (response.statusCode < 400) return undefined;
+      if (method === 'GET' || ![405, 501].includes(response.statusCode)) return `HTTP ${response.statusCode}`;
+    }
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/** What the loader logs through. */
+interface Logger {
+  warn(message: string): void;
+}
+
+/** The entries' data as the renderer reads it. */
+interface RenderableEntry {
+  id: string;
+  contentType: string;
+  fields: Record<string, unknown>;
+}
+
+const richtextOf = (value: unknown): string | undefined =>
+  value && typeof value === 'object' && typeof (value as { html?: unknown }).html === 'string' ? (value as { html: string }).html : undefined;
+
+/**
+ * Renders one richtext field of each entry a loader makes: `field` names it, `false` renders
+ * none, and by default it is the content type's first richtext field. Images of the repository's
+ * assets that cannot be fetched are left as they are, with a warning naming the document and
+ * field (Astro's image pipeline would fail the build on them).
+ */
+export class RichtextRenderer {
+  readonly #model: Model;
+  readonly #field: string | false | undefined;
+  readonly #files: () => AssetFiles;
+  readonly #logger: Logger;
+  #filesRead: AssetFiles | undefined;
+  #failures = new Map<string, string>();
+  readonly #warned = new Set<string>();
+
+  constructor(model: Model, field: string | false | undefined, files: () => AssetFiles, logger: Logger) {
+    this.#model = model;
+    this.#field = field;
+    this.#files = files;
+    this.#logger = logger;
+  }
+
+  /** The field rendered for a content type, if any. */
+  fieldOf(contentType: string): string | undefined {
+    if (this.#field === false) return undefined;
+    const field = this.#field ?? firstRichtextField(this.#model, contentType);
+    return field !== undefined && this.#model[contentType]?.[field]?.kind === 'richtext' ? field : undefined;
+  }
+
+  /** Checks, once each, the images of assets in the rendered fields of these entries. */
+  async prepare(entries: Iterable<RenderableEntry>): Promise<void> {
+    const files = this.#assetFiles();
+    const urls: string[] = [];
+    for (const entry of entries) {
+      const html = richtextOf(entry.fields[this.fieldOf(entry.contentType) ?? '']);
+      if (html === undefined) continue;
+      for (const [, src] of html.matchAll(/<img\b[^>]*?\ssrc="([^"]*)"/gi)) if (files.has(decode(src!))) urls.push(decode(src!));
+    }
+    if (urls.length > 0) for (const [url, why] of await unfetchable(urls)) this.#failures.set(url, why);
+  }
+
+  /** The entry's rendered field, or undefined when it has none. */
+  render(entry: RenderableEntry): Rendered | undefined {
+    const field = this.fieldOf(entry.contentType);
+    const html = field === undefined ? undefined : richtextOf(entry.fields[field]);
+    if (html === undefined) return undefined;
+    return renderRichtext(html, this.#assetFiles(), (url) => {
+      const why = this.#failures.get(url);
+      if (why === undefined) return true;
+      const key = `${entry.id}|${field}|${url}`;
+      if (!this.#warned.has(key)) {
+        this.#warned.add(key);
+        this.#logger.warn(`Image ${url} in field ${field} of document ${entry.id} cannot be fetched (${why}): it is left as it is, not optimised`);
+      }
+      return false;
+    });
+  }
+
+  #assetFiles(): AssetFiles {
+    return (this.#filesRead ??= this.#files());
+  }
+}

@@ -1,0 +1,89 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderRichtext } from '../src/astro/rendered.ts';
+import { closeAllPools } from '../src/api/transport.ts';
+import type { ReadApiServer } from '../src/server/index.ts';
+import { copyFixture, runAstro } from './helpers/astro.ts';
+import { startTiny, tinyKey, tinySnapshot } from './helpers/server.ts';
+
+type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+describe('renderRichtext', () => {
+  const files = new Map([['https://cdn.example/a.png', { width: 800, height: 600 }], ['https://cdn.example/nosize.png', {}]]);
+  const all = () => true;
+
+  it('gives every heading an id (kept when it has one, numbered when repeated) and lists them', () => {
+    const { html, metadata } = renderRichtext('<h2>Tides &amp; <em>times</em></h2><p>x</p><h3 id="own">Own</h3><h2>Tides &amp; times</h2>', files, all);
+    expect(metadata.headings).toEqual([
+      { depth: 2, slug: 'tides--times', text: 'Tides & times' },
+      { depth: 3, slug: 'own', text: 'Own' },
+      { depth: 2, slug: 'tides--times-1', text: 'Tides & times' },
+    ]);
+    expect(html).toBe('<h2 id="tides--times">Tides &amp; <em>times</em></h2><p>x</p><h3 id="own">Own</h3><h2 id="tides--times-1">Tides &amp; times</h2>');
+  });
+
+  it("turns images of the repository's assets into Astro image references with the asset's size, and leaves the others", () => {
+    const source = '<p><img class="wide" src="https://cdn.example/a.png" alt="A &quot;photo&quot;"><img src="https://other.example/b.png" alt="B"><img src="https://cdn.example/nosize.png"></p>';
+    const { html, metadata } = renderRichtext(source, files, all);
+    const [reference] = [...html.matchAll(/__ASTRO_IMAGE_="([^"]+)"/g)].map((m) => JSON.parse(m[1]!.replaceAll('&quot;', '"').replaceAll('&amp;', '&')));
+    expect(reference).toEqual({ class: 'wide', alt: 'A "photo"', src: 'https://cdn.example/a.png', width: 800, height: 600 });
+    expect(html).toContain('<img src="https://other.example/b.png" alt="B">');
+    expect(html).toContain('<img src="https://cdn.example/nosize.png">'); // no size to give Astro
+    expect(metadata.imagePaths).toEqual(['https://cdn.example/a.png']);
+    expect(renderRichtext(source, files, () => false).html).toBe(source);
+  });
+});
+
+describe('render(entry) in a built site', () => {
+  let server: ReadApiServer;
+  let site: { dir: string; remove(): Promise<void> };
+  let output: string;
+  const page = (id: string) => readFile(join(site.dir, `dist/news/${id}/index.html`), 'utf8');
+
+  beforeAll(async () => {
+    server = await startTiny();
+    const snapshot = tinySnapshot();
+    const news = snapshot.documents.find((d: Json) => d.meta.id === '100');
+    // A relative src that an asset's file points to is answered absolute by the server.
+    news.fields.text.en_US.html =
+      '<h2>Crisp apples</h2><p><img src="images/apples.svg" alt="A basket of apples"></p><h2>Crisp apples</h2><p><img src="images/gone.svg" alt="Gone"><img src="https://elsewhere.example/x.png" alt="Elsewhere"></p>';
+    const apples = snapshot.assets.find((a: Json) => a.meta.id === '300');
+    // An asset whose file is missing (its URL answers 404), synced because news 101 shows it.
+    snapshot.assets.push({ ...structuredClone(apples), meta: { ...apples.meta, id: '302' }, fields: { ...apples.fields, file: { ...apples.fields.file, url: 'images/gone.svg', fileName: 'gone.svg' } } });
+    snapshot.documents.find((d: Json) => d.meta.id === '101').fields.images = [{ meta: { id: '302', contentType: '_asset' } }];
+    await server.replaceSnapshot(snapshot);
+    site = await copyFixture('astro-rendered', 'rendered-test');
+    const built = await runAstro(site.dir, ['build'], { CMFT_BASE_URL: server.url, CMFT_API_KEY: tinyKey });
+    expect(built.code, built.output).toBe(0);
+    output = built.output;
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.close();
+    await closeAllPools();
+    await site?.remove();
+  });
+
+  it('renders the first richtext field, with its headings for a table of contents', async () => {
+    const html = await page('en_US/100');
+    expect(html).toContain('<h2 id="crisp-apples">Crisp apples</h2>');
+    expect(html).toContain('<h2 id="crisp-apples-1">Crisp apples</h2>');
+    expect(html).toMatch(/<a data-depth="2" href="#crisp-apples">Crisp apples<\/a><a data-depth="2" href="#crisp-apples-1">/);
+    expect(await page('de_DE/101')).toContain('<article>'); // every locale has its entry
+  });
+
+  it("optimises the images of the repository's assets through Astro's pipeline, with their size", async () => {
+    const html = await page('en_US/100');
+    const image = /<img [^>]*alt="A basket of apples"[^>]*>/.exec(html)?.[0] ?? '';
+    expect(image).toMatch(/src="\/_astro\/apples_[\w-]+\.svg"/);
+    expect(image).toContain('width="100"');
+    expect(image).toContain('height="80"');
+    expect(html).toContain('<img src="https://elsewhere.example/x.png" alt="Elsewhere">');
+  });
+
+  it('leaves an image that cannot be fetched as it is, with a warning naming the document and field', async () => {
+    expect(await page('en_US/100')).toContain(`<img src="${server.origin}/files/tiny/images/gone.svg" alt="Gone">`);
+    expect(output, output).toContain(`Image ${server.origin}/files/tiny/images/gone.svg in field text of document 100 cannot be fetched (HTTP 404): it is left as it is, not optimised`);
+  });
+});
