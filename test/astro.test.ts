@@ -110,6 +110,8 @@ describe('a build', () => {
     expect(news['de_CH/100'].data.fallbacks).toMatchObject({ title: 'de_DE', text: 'en_US' });
     expect(news['de_CH/101'].data.fields.title).toBe('Bananenschiffe');
     expect(news['de_CH/101'].data.fallbacks.title).toBeUndefined();
+    // News 102 has no text in any locale: it is marked null.
+    expect(news['en_US/102'].data.fallbacks).toEqual({ text: null });
   });
 
   it('turns relations into references to the collection of the target content type, which getEntry resolves', () => {

@@ -4,7 +4,7 @@ import { entrySchema, fieldsSchema, toTypeScript } from './schema.ts';
 
 /** Generic declarations of the virtual modules; shipped as `comfortable-loader/virtual` for plain Vite. */
 export const genericDeclarations = `declare module 'virtual:comfortable/collections/*' {
-  import type { Entry } from 'comfortable-loader';
+  import type { VirtualEntry as Entry } from 'comfortable-loader';
   export const entries: Entry[];
   export const locales: string[];
   export const defaultLocale: string;
@@ -12,7 +12,7 @@ export const genericDeclarations = `declare module 'virtual:comfortable/collecti
   export default entries;
 }
 declare module 'virtual:comfortable/queries/*' {
-  import type { Entry } from 'comfortable-loader';
+  import type { VirtualEntry as Entry } from 'comfortable-loader';
   export const entries: Entry[];
   export const locales: string[];
   export const defaultLocale: string;
@@ -20,7 +20,7 @@ declare module 'virtual:comfortable/queries/*' {
   export default entries;
 }
 declare module 'virtual:comfortable/aliases/*' {
-  import type { Entry } from 'comfortable-loader';
+  import type { VirtualEntry as Entry } from 'comfortable-loader';
   /** The entry in the default locale, or in the locale of a \`.../<locale>\` import. */
   export const entry: Entry;
   export const entries: Record<string, Entry>;

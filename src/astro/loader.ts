@@ -142,8 +142,8 @@ async function loadEntries(
 ): Promise<void> {
   const head = cache.head;
   const locales = options.locales ?? head.locales.locales.map((l) => l.key);
-  // Options or a new package version change what entries look like: start clean.
-  const fingerprint = hash({ packageVersion, keys, locales, source: head.fingerprint, entryId: options.entryId ? String(options.entryId) : 'default', render: options.render ?? 'first', references: loaderRegistry().referenceFingerprint() });
+  // Options, a new package version or a changed model (a field seen localized) change what entries look like: start clean.
+  const fingerprint = hash({ packageVersion, keys, locales, source: head.fingerprint, entryId: options.entryId ? String(options.entryId) : 'default', render: options.render ?? 'first', references: loaderRegistry().referenceFingerprint(), model: head.model });
   if (meta.get('fingerprint') !== fingerprint) {
     store.clear();
     meta.set('fingerprint', fingerprint);
@@ -244,7 +244,7 @@ class EntryView {
   }
 
   entry(id: string, locale: string): Entry {
-    return entryOf(this.#records.get(id)!, locale, this.head.locales, (assetId) => this.#assets.get(assetId));
+    return entryOf(this.#records.get(id)!, locale, this.head.locales, (assetId) => this.#assets.get(assetId), this.head.model);
   }
 
   /** A relation target's record, for a custom entry id made from its fields. */

@@ -61,7 +61,8 @@ export class LoaderRegistry {
   }
 
   referenceFingerprint(): string {
-    return hash(this.#contentTypes);
+    // In key order: the same mapping written in another order is the same.
+    return hash(Object.entries(this.#contentTypes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   }
 }
 
