@@ -1,0 +1,251 @@
+import { z } from 'zod';
+import type { Filter, FilterEntry, Includes, IncludeMap, Sorting, SortingMap } from '../api/query.ts';
+import type { RetryPolicy } from '../api/retry.ts';
+import type { Timeouts } from '../api/transport.ts';
+import { ConfigError, configProblem, sourceOptionsSchema } from '../sync/config.ts';
+
+/**
+ * The options of `comfortableLiveLoader()` and the filters of `getLiveCollection()` and
+ * `getLiveEntry()`, checked with zod: a wrong option throws at once with one sentence naming it,
+ * a wrong filter is answered as an error naming the filter's member.
+ */
+
+export interface ComfortableLiveLoaderOptions {
+  /** The Read API base URL. Default `https://api.cmft.io/v1`. */
+  baseUrl?: string | undefined;
+  /** The repository's API id, such as `demo`. */
+  repository: string;
+  /**
+   * A Read API key of the repository. Read it from `process.env` at run time (not
+   * `import.meta.env`, which Astro writes into the built server code). It may be unset while a
+   * site is built: a request without it is answered with an error that names this option.
+   */
+  apiKey: string | undefined;
+  /** The source: a collection of the repository, by API id. */
+  collection?: string;
+  /** The source: every document of a content type. */
+  contentType?: string;
+  /** The source: the documents of these aliases, by API id. */
+  aliases?: string[];
+  /** Filters every request of this loader is restricted by (ANDed with a request's own). A `Filter` or its JSON form. */
+  filters?: Filter | FilterEntry[];
+  /** The order of lists, unless a request gives its own. A `Sorting` or `{ 'fields.date': 'DESC' }`. */
+  sorting?: Sorting | SortingMap;
+  /** Relations fetched with each document: a level from 0 to 5, or a field map (`Includes`). Default 1. */
+  includes?: number | IncludeMap | Includes;
+  /** Asset fields arrive as images with their documents. Default true. */
+  embedAssets?: boolean;
+  /** Only documents with one of these tags. */
+  includeTags?: string[];
+  /** No documents with any of these tags. */
+  excludeTags?: string[];
+  /** Every word must occur in the document's text. */
+  search?: string;
+  /** Locales that get entries. Default: every locale of the repository. */
+  locales?: string[];
+  /**
+   * Content type → the live collection in `src/live.config.ts` that holds it: a relation to a
+   * document of a mapped type becomes `{ collection, id: '<locale>/<document id>' }`, for
+   * `getLiveEntry(reference.collection, reference.id)`; others stay `{ id, contentType }`.
+   * @example { post: 'posts', author: 'authors' }
+   */
+  contentTypes?: Record<string, string>;
+  /** The richtext field rendered for `render(entry)`. Default: the content type's first; `false` renders none. */
+  render?: string | false;
+  /** Timeouts of each request. Default: connect 5 s, headers 10 s, body 10 s (a page waits for them). */
+  timeouts?: Partial<Timeouts>;
+  /** Retries of 429, 5xx and network failures. Default: 3 attempts within 10 s (a page waits for them). */
+  retry?: Partial<RetryPolicy>;
+  /** Requests in flight at once to the server, shared with every other client of it. Default 8. */
+  concurrency?: number;
+}
+
+/** What `getLiveCollection(name, filter)` accepts. */
+export interface LiveCollectionFilter {
+  /** Only this locale's entries; filters, sorting and search then read this locale's values. */
+  locale?: string;
+  /** ANDed with the loader's filters. A `Filter` or its JSON form. */
+  filters?: Filter | FilterEntry[];
+  /** Replaces the loader's sorting. */
+  sorting?: Sorting | SortingMap;
+  /** Replaces the loader's includes. */
+  includes?: number | IncludeMap | Includes;
+  /** Every word must occur in the document's text (with the loader's search, if any). */
+  search?: string;
+  includeTags?: string[];
+  excludeTags?: string[];
+  /** Documents at most, 1 to 1000. Default: every document. */
+  limit?: number;
+  /** Documents to skip. */
+  offset?: number;
+  /** The page of `limit` documents, from 1 (instead of `offset`). */
+  page?: number;
+}
+
+/** What `getLiveEntry(name, filter)` accepts: an entry id, a field value or an alias, in a locale. */
+export type LiveEntryFilter =
+  /** `'<locale>/<document id>'`, or a document id with `locale`. */
+  | { id: string; locale?: string }
+  /** The document whose field (such as `slug`) has this value in the locale. */
+  | { field: string; value: string | number | boolean; locale?: string }
+  /** The document an alias points to. */
+  | { alias: string; locale?: string };
+
+/** Builders (`Filter`, `Sorting`, `Includes`) as their JSON; anything else as it is. */
+const json = (value: unknown): unknown =>
+  value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function' ? (value as { toJSON(): unknown }).toJSON() : value;
+
+const requestShape = sourceOptionsSchema.omit({ fields: true }).shape;
+const requestOptions = {
+  filters: z.preprocess(json, requestShape.filters),
+  sorting: z.preprocess(json, requestShape.sorting),
+  includes: z.preprocess(json, requestShape.includes),
+  includeTags: requestShape.includeTags,
+  excludeTags: requestShape.excludeTags,
+  search: requestShape.search,
+};
+
+const optionsSchema = z.strictObject({
+  baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as https://api.cmft.io/v1' }).optional(),
+  repository: z.string({ error: 'expected the repository API id, such as "demo"' }).min(1),
+  apiKey: z.string({ error: 'expected the API key (read it from an environment variable)' }).optional(),
+  collection: z.string().min(1).optional(),
+  contentType: z.string().min(1).optional(),
+  aliases: z.array(z.string().min(1)).min(1, 'expected at least one alias API id').optional(),
+  ...requestOptions,
+  embedAssets: z.boolean().optional(),
+  locales: z.array(z.string().min(1)).min(1, 'expected at least one locale key').optional(),
+  contentTypes: z.record(z.string().min(1), z.string().min(1)).optional(),
+  render: z.union([z.string().min(1), z.literal(false)]).optional(),
+  timeouts: z.strictObject({ connectMs: z.number().positive(), headersMs: z.number().positive(), bodyMs: z.number().positive() }).partial().optional(),
+  retry: z.strictObject({ attempts: z.number().int().min(1), baseDelayMs: z.number().min(0), maxDelayMs: z.number().min(0), budgetMs: z.number().positive() }).partial().optional(),
+  concurrency: z.number().int().min(1).max(64).optional(),
+});
+
+/** The request options as JSON, builders resolved. */
+export interface RequestOptions {
+  filters?: FilterEntry[] | undefined;
+  sorting?: SortingMap | undefined;
+  includes?: number | IncludeMap | undefined;
+  includeTags?: string[] | undefined;
+  excludeTags?: string[] | undefined;
+  search?: string | undefined;
+}
+
+export type Source = { kind: 'collection'; apiId: string } | { kind: 'contentType'; contentType: string } | { kind: 'aliases'; aliases: string[] };
+
+export interface LiveOptions extends RequestOptions {
+  baseUrl: string | undefined;
+  repository: string;
+  apiKey: string | undefined;
+  source: Source;
+  embedAssets: boolean;
+  locales: string[] | undefined;
+  contentTypes: Record<string, string>;
+  render: string | false | undefined;
+  timeouts: Partial<Timeouts>;
+  retry: Partial<RetryPolicy>;
+  concurrency: number | undefined;
+}
+
+/** Request-time defaults: a page waits for every timeout and retry. */
+const liveTimeouts: Partial<Timeouts> = { connectMs: 5_000, headersMs: 10_000, bodyMs: 10_000 };
+const liveRetry: Partial<RetryPolicy> = { attempts: 3, budgetMs: 10_000 };
+
+/** Checks the options; throws a ConfigError whose message names the option. */
+export function parseLiveOptions(input: ComfortableLiveLoaderOptions): LiveOptions {
+  const result = optionsSchema.safeParse(input ?? {}, { reportInput: true });
+  if (!result.success) {
+    const problem = configProblem(result.error);
+    throw new ConfigError(problem.option, `comfortableLiveLoader(): ${problem.message}`);
+  }
+  const options = result.data;
+  const given = [options.collection, options.contentType, options.aliases].filter((value) => value !== undefined);
+  if (given.length !== 1) {
+    throw new ConfigError('collection', 'comfortableLiveLoader() needs exactly one of collection, contentType or aliases, for example comfortableLiveLoader({ repository, apiKey, collection: "posts" })');
+  }
+  const source: Source = options.collection
+    ? { kind: 'collection', apiId: options.collection }
+    : options.contentType
+      ? { kind: 'contentType', contentType: options.contentType }
+      : { kind: 'aliases', aliases: options.aliases! };
+  return {
+    baseUrl: options.baseUrl,
+    repository: options.repository,
+    apiKey: options.apiKey,
+    source,
+    filters: options.filters as FilterEntry[] | undefined,
+    sorting: options.sorting as SortingMap | undefined,
+    includes: options.includes,
+    includeTags: options.includeTags,
+    excludeTags: options.excludeTags,
+    search: options.search,
+    embedAssets: options.embedAssets ?? true,
+    locales: options.locales,
+    contentTypes: options.contentTypes ?? {},
+    render: options.render,
+    timeouts: { ...liveTimeouts, ...options.timeouts },
+    retry: { ...liveRetry, ...options.retry },
+    concurrency: options.concurrency,
+  };
+}
+
+const collectionFilterSchema = z.strictObject({
+  locale: z.string().min(1).optional(),
+  ...requestOptions,
+  limit: z.number().int().min(1).max(1000).optional(),
+  offset: z.number().int().min(0).optional(),
+  page: z.number().int().min(1).optional(),
+});
+
+/** A collection filter with builders resolved and `page` turned into `offset`. */
+export interface CollectionRequest extends RequestOptions {
+  locale?: string | undefined;
+  limit?: number | undefined;
+  offset?: number | undefined;
+}
+
+/** Checks a `getLiveCollection()` filter; throws a ConfigError naming the member. */
+export function parseCollectionFilter(input: unknown): CollectionRequest {
+  const result = collectionFilterSchema.safeParse(input ?? {}, { reportInput: true });
+  if (!result.success) throw filterProblem(result.error, 'getLiveCollection()');
+  const { page, ...filter } = result.data;
+  if (page !== undefined) {
+    if (filter.limit === undefined) throw new ConfigError('page', 'Invalid filter of getLiveCollection(): page needs a limit (the number of documents per page)');
+    if (filter.offset !== undefined) throw new ConfigError('page', 'Invalid filter of getLiveCollection(): give page or offset, not both');
+    filter.offset = (page - 1) * filter.limit;
+  }
+  return filter as CollectionRequest;
+}
+
+/** An entry lookup: by document id, by a field's value, or by alias; `locale` undefined when the filter names none. */
+export type EntryRequest = { by: 'id'; id: string; locale?: string | undefined } | { by: 'field'; field: string; value: string | number | boolean; locale?: string | undefined } | { by: 'alias'; alias: string; locale?: string | undefined };
+
+const entryFilterSchema = z.union([
+  z.strictObject({ id: z.string().min(1), locale: z.string().min(1).optional() }),
+  z.strictObject({ field: z.string().regex(/^(fields\.)?[^.]+$/, 'expected a field name such as "slug"'), value: z.union([z.string(), z.number(), z.boolean()]), locale: z.string().min(1).optional() }),
+  z.strictObject({ alias: z.string().min(1), locale: z.string().min(1).optional() }),
+]);
+
+/** Checks a `getLiveEntry()` filter (or id); throws a ConfigError naming what is wrong. */
+export function parseEntryFilter(input: unknown): EntryRequest {
+  const result = entryFilterSchema.safeParse(input, { reportInput: true });
+  if (!result.success) {
+    throw new ConfigError('filter', `Invalid filter of getLiveEntry(): expected an entry id such as "en_US/123", { id, locale }, { field: 'slug', value, locale } or { alias, locale } (got ${JSON.stringify(input)?.slice(0, 80)})`);
+  }
+  const filter = result.data;
+  if ('alias' in filter) return { by: 'alias', alias: filter.alias, locale: filter.locale };
+  if ('field' in filter) return { by: 'field', field: filter.field.replace(/^fields\./, ''), value: filter.value, locale: filter.locale };
+  const slash = filter.id.indexOf('/');
+  if (slash < 0) return { by: 'id', id: filter.id, locale: filter.locale };
+  const [locale, id] = [filter.id.slice(0, slash), filter.id.slice(slash + 1)];
+  if (filter.locale !== undefined && filter.locale !== locale) {
+    throw new ConfigError('locale', `Invalid filter of getLiveEntry(): the id "${filter.id}" is in ${locale}, the locale option says ${filter.locale}; give one of them`);
+  }
+  return { by: 'id', id, locale };
+}
+
+function filterProblem(error: z.ZodError, call: string): ConfigError {
+  const problem = configProblem(error);
+  return new ConfigError(problem.option, problem.message.replace(/^Invalid option/, `Invalid filter of ${call}:`));
+}
