@@ -2,6 +2,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { buildPlayground, copyDemo, filesUnder } from './helpers/playground.ts';
@@ -23,11 +24,11 @@ let incremental: { outDir: string; cacheDir: string };
 let before: Map<string, Buffer>;
 let clean = 0;
 
-/** Pages the build log reports, each as rendered or taken from the last build. */
+/** Pages the build log reports, each as rendered or taken from the last build (colours or not: CI forces them). */
 function report(log: string): { rendered: string[]; reused: string[] } {
   const rendered: string[] = [];
   const reused: string[] = [];
-  for (const match of log.matchAll(/[├└]─ (\/\S+\.html)( \((?:cached|restored)\))?/g)) (match[2] ? reused : rendered).push(match[1]!);
+  for (const match of stripVTControlCharacters(log).matchAll(/[├└]─ (\/\S+\.html)( \((?:cached|restored)\))?/g)) (match[2] ? reused : rendered).push(match[1]!);
   return { rendered: rendered.sort(), reused: reused.sort() };
 }
 
