@@ -1,4 +1,4 @@
-import type { LiveCollectionError } from 'astro/content/runtime';
+import { LiveCollectionError, LiveEntryNotFoundError } from 'astro/content/runtime';
 import { ReadApiError, type ReadApiErrorCode, scrub } from '../api/errors.ts';
 import { ConfigError } from '../sync/config.ts';
 import type { Source } from './live-options.ts';
@@ -78,51 +78,31 @@ function hintFor(error: ReadApiError, { baseUrl, repository, source }: ErrorCont
   }
 }
 
-interface ErrorClasses {
-  failure(collection: string, failure: ReturnType<typeof describeFailure>, cause: unknown): ComfortableLiveError;
-  notFound(collection: string, lookup: string): LiveCollectionError;
-}
-
-let classes: Promise<ErrorClasses> | undefined;
-
-/**
- * Astro's error classes, imported when the first error is made: `astro/content/runtime` loads
- * Astro's page runtime, which the integration's entry point (read with astro.config) has no
- * use for.
- */
-function errorClasses(): Promise<ErrorClasses> {
-  return (classes ??= import('astro/content/runtime').then(({ LiveCollectionError: Base, LiveEntryNotFoundError }) => {
-    class Failure extends Base {
-      override readonly name = 'ComfortableLiveError' as const;
-      readonly code: LiveErrorCode;
-      readonly status: number | undefined;
-      constructor(collection: string, failure: ReturnType<typeof describeFailure>, cause: unknown) {
-        super(collection, failure.message, cause instanceof Error ? cause : undefined);
-        this.code = failure.code;
-        this.status = failure.status;
-        // Astro takes the cause's stack as the error's own: keep this message at its head.
-        this.stack = `ComfortableLiveError: ${failure.message}${cause instanceof Error && cause.stack ? `\n${cause.stack.split('\n').slice(1).join('\n')}` : ''}`;
-      }
-      static override is(error: unknown): error is Failure {
-        return (error as Error | undefined)?.name === 'ComfortableLiveError';
-      }
-    }
-    return {
-      failure: (collection, failure, cause) => new Failure(collection, failure, cause),
-      notFound: (collection, lookup) => new LiveEntryNotFoundError(collection, lookup),
-    };
-  }));
+/** A failure other than a missing entry, as Astro's live-collection error with a code. */
+class Failure extends LiveCollectionError implements ComfortableLiveError {
+  override readonly name = 'ComfortableLiveError' as const;
+  readonly code: LiveErrorCode;
+  readonly status: number | undefined;
+  constructor(collection: string, failure: ReturnType<typeof describeFailure>, cause: unknown) {
+    super(collection, failure.message, cause instanceof Error ? cause : undefined);
+    this.code = failure.code;
+    this.status = failure.status;
+    // Astro takes the cause's stack as the error's own: keep this message at its head.
+    this.stack = `ComfortableLiveError: ${failure.message}${cause instanceof Error && cause.stack ? `\n${cause.stack.split('\n').slice(1).join('\n')}` : ''}`;
+  }
+  static override is(error: unknown): error is Failure {
+    return (error as Error | undefined)?.name === 'ComfortableLiveError';
+  }
 }
 
 /** The error to return for a failure. */
-export async function liveError(error: unknown, context: ErrorContext): Promise<LiveCollectionError> {
-  const { failure } = await errorClasses();
-  return failure(context.collection, describeFailure(error, context), error);
+export function liveError(error: unknown, context: ErrorContext): LiveCollectionError {
+  return new Failure(context.collection, describeFailure(error, context), error);
 }
 
 /** The error to return for an entry that does not exist; `lookup` says what was looked for, where. */
-export async function entryNotFound(collection: string, lookup: string): Promise<LiveCollectionError> {
-  return (await errorClasses()).notFound(collection, lookup);
+export function entryNotFound(collection: string, lookup: string): LiveCollectionError {
+  return new LiveEntryNotFoundError(collection, lookup);
 }
 
 /** Whether an error is one a live loader of this package returned for a failure (not a missing entry). */

@@ -68,7 +68,7 @@ export function comfortableLiveLoader(input: ComfortableLiveLoaderOptions): Comf
         const entries = shaper.shape(await requests.list(request), locales, entryLocales);
         return { entries, cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] } };
       } catch (error) {
-        return { error: (await liveError(error, context(collection))) as ComfortableLiveError };
+        return { error: liveError(error, context(collection)) as ComfortableLiveError };
       }
     },
 
@@ -80,9 +80,9 @@ export function comfortableLiveLoader(input: ComfortableLiveLoaderOptions): Comf
         const locale = request.locale === undefined ? defaultLocale(held, locales) : checkedLocale(request.locale, options, locales, 'getLiveEntry()', false);
         const entry = held.includes(locale) ? await findEntry(request, locale, locales) : undefined;
         // Astro's own error for a missing entry, saying what was looked for and where.
-        return entry ?? { error: (await entryNotFound(collection, `${lookupText(request, locale)} (${sourceText(options)})`)) as ComfortableLiveError };
+        return entry ?? { error: entryNotFound(collection, `${lookupText(request, locale)} (${sourceText(options)})`) as ComfortableLiveError };
       } catch (error) {
-        return { error: (await liveError(error, context(collection))) as ComfortableLiveError };
+        return { error: liveError(error, context(collection)) as ComfortableLiveError };
       }
     },
   };

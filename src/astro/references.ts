@@ -20,6 +20,8 @@ export interface TargetLookup {
   target(id: string): StoredRecord | undefined;
 }
 
+const referenceKey = (from: string, field: string, to: string) => `${from}.${field}.${to}`;
+
 /** References reported since the last sync, by every loader: each is told once per build. */
 const reportedSince = { lastSync: '', keys: new Set<string>() };
 
@@ -33,7 +35,11 @@ export class ReferenceConverter {
   constructor(cache: CacheReader, logger: LoaderContext['logger']) {
     this.#cache = cache;
     this.#logger = logger;
-    if (reportedSince.lastSync !== cache.head.lastSync) Object.assign(reportedSince, { lastSync: cache.head.lastSync, keys: new Set() });
+    if (reportedSince.lastSync !== cache.head.lastSync) {
+      // The sync has warned of the references the server cannot resolve already.
+      const dangling = cache.dangling().map((ref) => referenceKey(ref.from, ref.field, ref.id));
+      Object.assign(reportedSince, { lastSync: cache.head.lastSync, keys: new Set(dangling) });
+    }
     this.#reported = reportedSince.keys;
   }
 
@@ -56,7 +62,7 @@ export class ReferenceConverter {
     else if (!target) why = `no collection holds content type "${ref.contentType}" (map it with the integration's contentTypes option)`;
     else if (this.#holds(target.collection, ref.id) === false) why = `the collection "${target.collection}", to which contentTypes maps "${ref.contentType}", does not hold ${ref.id}`;
     if (why === undefined) return { collection: target!.collection, id: this.#targetId(entry, ref, target!.entryId, lookup) };
-    const key = `${entry.id}.${field}.${ref.id}`;
+    const key = referenceKey(entry.id, field, ref.id);
     if (!this.#reported.has(key)) {
       this.#reported.add(key);
       this.#logger.warn(`Reference from document ${entry.id}, field ${field}: ${why}`);
