@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { closeAllPools } from '../src/api/index.ts';
 import { comfortableLoader } from '../src/astro/loader.ts';
 import { loaderRegistry } from '../src/astro/registry.ts';
 import { sharedSync } from '../src/sync/shared.ts';
+import { astroBuild, type Build, buildDist, contentLines, env, median, root, seconds } from './astro-site.ts';
 import { generateSnapshot, writeSnapshot } from './generate.ts';
 
 /**
@@ -33,31 +33,8 @@ const documents = Number(process.argv[2] ?? 10_000);
 const warmRuns = Number(process.argv[3] ?? 3);
 const seed = 7;
 const target = 1.2;
-const root = fileURLToPath(new URL('..', import.meta.url));
 const out = join(root, 'bench/.out/astro');
-const astroBin = join(root, 'node_modules/astro/bin/astro.mjs');
-const env = { ...process.env, ASTRO_TELEMETRY_DISABLED: '1', ASTRO_DISABLE_UPDATE_CHECK: 'true' };
 const contentTypes = { article: 'all', author: 'all', category: 'all' };
-
-interface Build {
-  ms: number;
-  /** User + system CPU time of the build. */
-  cpuMs: number;
-  maxRssMb: number;
-  log: string;
-}
-
-function run(command: string, args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 /** Starts `node src/cli.ts serve` and waits for the line with its base URL. */
 function startServer(snapshot: string): Promise<{ child: ChildProcess; url: string }> {
@@ -115,41 +92,15 @@ async function loaderEntries(baseUrl: string, cacheDir: string): Promise<Record<
   return Object.fromEntries([...entries].map(([id, entry]) => [id, entry.data]));
 }
 
-async function build(site: string, cold: boolean, label: string): Promise<Build> {
-  if (cold) for (const sub of ['dist', '.astro', '.cache']) await rm(join(site, sub), { recursive: true, force: true });
-  const timeFile = join(out, 'time.txt');
-  const started = performance.now();
-  const { code, stdout, stderr } = await run('/usr/bin/time', ['-v', '-o', timeFile, process.execPath, astroBin, 'build'], site);
-  const ms = performance.now() - started;
-  const log = stdout + stderr;
-  if (code !== 0) throw new Error(`astro build in ${site} exited with ${code}:\n${log.slice(-4000)}`);
-  await writeFile(join(out, `${label}.log`), log);
-  const time = await readFile(timeFile, 'utf8');
-  const field = (name: string) => Number(new RegExp(`${name}: ([\\d.]+)`).exec(time)?.[1]);
-  const cpuMs = (field('User time \\(seconds\\)') + field('System time \\(seconds\\)')) * 1000;
-  return { ms, cpuMs, maxRssMb: field('Maximum resident set size \\(kbytes\\)') / 1024, log };
-}
-
-const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-/** The content layer's own lines of a build log: the loader's summary and the sync. */
-const contentLines = (log: string) =>
-  log
-    .split('\n')
-    .map((line) => line.replace(/\x1b\[[0-9;]*m/g, '').trim())
-    .filter((line) => /\] Synced |documents × |\[content\]/.test(line))
-    .slice(0, 6);
+const build = (site: string, cold: boolean, label: string): Promise<Build> => astroBuild(site, cold, out, label);
 
 async function main(): Promise<void> {
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
 
-  let started = performance.now();
-  const tsc = await run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], root);
-  if (tsc.code !== 0) console.log(`warning: tsc -p tsconfig.build.json reported errors (dist was still emitted):\n${(tsc.stdout + tsc.stderr).slice(0, 2000)}`);
-  console.log(`dist built in ${seconds(performance.now() - started)}`);
+  console.log(`dist built in ${seconds(await buildDist())}`);
 
-  started = performance.now();
+  let started = performance.now();
   const snapshot = generateSnapshot({ documents, seed });
   snapshot.collections.push({ apiId: 'all' }); // every document, in the default order
   const snapshotPath = join(out, 'snapshot.json');

@@ -1,0 +1,297 @@
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { cacheKeys, openCache } from '../src/index.ts';
+import { startServer } from '../src/server/index.ts';
+import type { Snapshot } from '../src/server/snapshot.ts';
+import { astroBuild, type Build, buildDist, contentLines, pagesOf, phasesOf, root, seconds } from './astro-site.ts';
+import { generateSnapshot } from './generate.ts';
+
+/**
+ * Astro's incremental build (`experimental.incrementalBuild`) on a generated site of 10,000
+ * documents × 3 locales (bench/generate.ts, seed 7: articles, authors, categories; the
+ * collection `all` of every document), through `comfortableLoader({ collection: 'all' })`
+ * against the local Read API server (in this process), with one page per entry
+ * (`src/pages/[locale]/[id].astro`, 30,000 pages). Each page shows its entry's title and the
+ * titles of what its relations reference, read with getEntry, and returns
+ * `cacheKey: entry.data.cacheKey`.
+ *
+ * The site is built cold (dist, .astro and the cache folder removed: the data store, the
+ * loader's cache and Astro's incremental-build cache), once more with no change, and again
+ * after ONE article was edited on the server (its English title, `updatedAt` and `revision`,
+ * as the CMS would), twice: as Astro builds by default, and, for information, with dist/ kept
+ * (see `rounds`). Each build's log says which pages were rendered and which were reused
+ * (`(cached)` or `(restored)`). Checks:
+ * - the no-change rebuild renders no page;
+ * - each one-edit rebuild renders exactly the pages of the documents whose cacheKey changed,
+ *   worked out apart from Astro with the package's `cacheKeys` on the loader's cache before
+ *   and after the edit (a key is per document, so per 3 pages), and no page changed that was
+ *   not rendered; the pages whose bytes changed are counted too (the key is conservative: it
+ *   also covers the documents that link to a document);
+ * - the rebuilt site equals, page for page and byte for byte, a clean build of the edited
+ *   content in a second folder (so no page was left stale).
+ * Target: the default one-edit rebuild takes under 10% of a cold build's wall time. Builds run
+ * one after the other, each under /usr/bin/time -v. Both cold builds (the first, and the clean
+ * one) build the same amount of content; the faster is the baseline of the ratios.
+ *
+ * Build logs are kept in bench/.out/astro-incremental/<build>.log.
+ *
+ * Usage: node bench/astro-incremental.ts [documents]   (default 10000)
+ */
+
+const documents = Number(process.argv[2] ?? 10_000);
+const seed = 7;
+const target = 0.1;
+const out = join(root, 'bench/.out/astro-incremental');
+const contentTypes = { article: 'all', author: 'all', category: 'all' };
+
+const page = `---
+import { getCollection, getEntry } from 'astro:content';
+
+export async function getStaticPaths() {
+  const entries = await getCollection('all');
+  return entries.map((entry) => ({ params: { locale: entry.data.locale, id: entry.data.id }, props: { entry }, cacheKey: entry.data.cacheKey }));
+}
+const { entry } = Astro.props;
+const title = (e) => e.data.fields.title ?? e.data.fields.name ?? e.data.id;
+// Every relation of the entry (author, category, related articles, parent, featured article).
+const references = Object.entries(entry.data.fields).flatMap(([field, value]) =>
+  (Array.isArray(value) ? value : [value]).filter((v) => v && typeof v === 'object' && 'collection' in v && 'id' in v).map((ref) => ({ field, ref })),
+);
+const linked = await Promise.all(references.map(async ({ field, ref }) => ({ field, ref, other: await getEntry(ref) })));
+---
+<html lang={entry.data.locale}><body>
+<h1>{title(entry)}</h1>
+<p>{entry.data.contentType}, revision {entry.data.meta.revision}, updated {entry.data.meta.updatedAt}</p>
+<ul>{linked.map(({ field, ref, other }) => <li>{field}: {other ? <a href={\`/\${other.data.locale}/\${other.data.id}/\`}>{title(other)}</a> : \`missing \${ref.id}\`}</li>)}</ul>
+</body></html>
+`;
+
+async function writeSite(dir: string, baseUrl: string): Promise<void> {
+  await mkdir(join(dir, 'src/pages/[locale]'), { recursive: true });
+  await writeFile(
+    join(dir, 'astro.config.mjs'),
+    `import { defineConfig } from 'astro/config';
+import comfortable from 'comfortable-loader/astro';
+export default defineConfig({
+  cacheDir: './.cache',
+  experimental: { incrementalBuild: true },
+  vite: { build: { emptyOutDir: process.env.BENCH_KEEP_DIST !== '1' } },
+  integrations: [comfortable({ baseUrl: ${JSON.stringify(baseUrl)}, repository: 'bench', apiKey: 'bench-key', contentTypes: ${JSON.stringify(contentTypes)} })],
+});
+`,
+  );
+  await writeFile(
+    join(dir, 'src/content.config.ts'),
+    `import { defineCollection } from 'astro:content';
+import { comfortableLoader } from 'comfortable-loader/astro';
+export const collections = { all: defineCollection({ loader: comfortableLoader({ collection: 'all' }) }) };
+`,
+  );
+  await writeFile(join(dir, 'src/pages/[locale]/[id].astro'), page);
+}
+
+/** Every HTML file of the site's dist, by its path as the build log names it (`/en_US/…/index.html`). */
+async function readPages(site: string): Promise<Map<string, string>> {
+  const dist = join(site, 'dist');
+  const pages = new Map<string, string>();
+  for (const entry of await readdir(dist, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.html')) continue;
+    const path = join(entry.parentPath, entry.name);
+    pages.set(path.slice(dist.length), await readFile(path, 'utf8'));
+  }
+  return pages;
+}
+
+/** The cacheKey of each document of the collection `all`, worked out from the site's loader cache. */
+function documentKeys(site: string): Map<string, string> {
+  const cache = openCache(join(site, '.cache/comfortable'));
+  const source = cache?.sources().find((s) => s.kind === 'collection' && s.name === 'all');
+  if (!cache || !source) throw new Error(`no synced collection "all" in ${site}/.cache/comfortable`);
+  return cacheKeys(
+    cache,
+    cache.members(source.key).map((member) => member.id),
+  );
+}
+
+/** Articles in the middle of the repository that relate to others and that others relate to: ordinary ones. */
+function pickArticles(snapshot: Snapshot, count: number): number[] {
+  const related = (i: number) => ((snapshot.documents[i]!.fields.related ?? []) as { meta: { id: string } }[]).map((r) => r.meta.id);
+  const referenced = new Set(snapshot.documents.flatMap((_, i) => related(i)));
+  const articles = snapshot.documents.filter((d) => d.meta.contentType === 'article').length;
+  const picked: number[] = [];
+  for (let i = Math.floor(articles / 3); i < articles && picked.length < count; i += 101) {
+    if (related(i).length > 0 && referenced.has(snapshot.documents[i]!.meta.id)) picked.push(i);
+  }
+  if (picked.length < count) throw new Error(`only ${picked.length} articles both relate to others and are related to`);
+  return picked;
+}
+
+/** The snapshot with one document edited as the CMS would: English title, revision + 1, updatedAt now. */
+function edit(snapshot: Snapshot, index: number): Snapshot {
+  const documents = [...snapshot.documents];
+  const document = documents[index]!;
+  const title = document.fields.title as Record<string, string>;
+  documents[index] = {
+    fields: { ...document.fields, title: { ...title, en_US: `${title.en_US ?? ''} (edited)` } },
+    meta: { ...document.meta, revision: document.meta.revision + 1, updatedAt: new Date().toISOString() },
+  };
+  return { ...snapshot, documents };
+}
+
+const difference = (a: Iterable<string>, b: Set<string>) => [...a].filter((x) => !b.has(x));
+const sample = (list: string[]) => (list.length === 0 ? '' : ` (${list.slice(0, 5).join(', ')}${list.length > 5 ? ', …' : ''})`);
+const percent = (part: number, whole: number) => `${((part / whole) * 100).toFixed(1)}%`;
+
+interface Measured {
+  name: string;
+  build: Build;
+  rendered: string[];
+  reused: string[];
+}
+
+/**
+ * The edit rounds: the first as Astro builds by default (it empties dist/ and copies each
+ * reused page back from its cache, `(restored)`); the second, for information, with
+ * `vite.build.emptyOutDir: false`, which leaves dist/ in place (`(cached)`), to show what
+ * that copying costs. Neither option enters the hashes Astro keeps its caches by.
+ */
+const rounds = [
+  { name: 'one edit', label: 'one-edit', env: {} },
+  { name: 'one edit, dist kept', label: 'one-edit-dist-kept', env: { BENCH_KEEP_DIST: '1' } },
+] as const;
+
+async function main(): Promise<void> {
+  await rm(out, { recursive: true, force: true });
+  await mkdir(out, { recursive: true });
+  console.log(`dist built in ${seconds(await buildDist())}`);
+
+  let started = performance.now();
+  // Through JSON, as a snapshot file would be read (see bench/sync-server.ts).
+  let snapshot: Snapshot = JSON.parse(JSON.stringify(generateSnapshot({ documents, seed })));
+  snapshot.collections.push({ apiId: 'all' }); // every document, in the default order
+  const locales = snapshot.repository.locales.map((locale) => locale.key);
+  const server = await startServer({ snapshots: [snapshot], watch: false });
+  console.log(`${documents.toLocaleString('en')} documents generated and served in ${seconds(performance.now() - started)}`);
+
+  try {
+    const site = join(out, 'site');
+    const clean = join(out, 'clean-site');
+    await writeSite(site, server.url);
+    await writeSite(clean, server.url);
+    const all = documents * locales.length;
+    const builds: Measured[] = [];
+    const measure = async (name: string, dir: string, cold: boolean, label: string, env: Record<string, string> = {}) => {
+      const build = await astroBuild(dir, cold, out, label, env);
+      const measured = { name, build, ...pagesOf(build.log) };
+      builds.push(measured);
+      console.log(
+        `  ${name}: ${seconds(build.ms)} wall, ${seconds(build.cpuMs)} CPU, peak RSS ${build.maxRssMb.toFixed(0)} MB; ` +
+          `${measured.rendered.length.toLocaleString('en')} pages rendered, ${measured.reused.length.toLocaleString('en')} reused`,
+      );
+      for (const line of contentLines(build.log)) console.log(`    ${line}`);
+      return measured;
+    };
+    const verdicts: { line: string; ok: boolean }[] = [];
+
+    const cold = await measure('cold', site, true, 'cold');
+    let pagesBefore = await readPages(site);
+    verdicts.push({ line: `cold build renders all ${all.toLocaleString('en')} pages`, ok: cold.rendered.length === all && pagesBefore.size === all });
+    const unchanged = await measure('no change', site, false, 'no-change');
+    verdicts.push({
+      line: `no-change rebuild renders no page${unchanged.rendered.length === 0 ? '' : ` (${unchanged.rendered.length} rendered${sample(unchanged.rendered)})`}`,
+      ok: unchanged.rendered.length === 0 && unchanged.reused.length === all,
+    });
+
+    const edited = pickArticles(snapshot, rounds.length);
+    const editRounds: Measured[] = [];
+    for (const [i, round] of rounds.entries()) {
+      const keysBefore = documentKeys(site);
+      snapshot = edit(snapshot, edited[i]!);
+      const id = snapshot.documents[edited[i]!]!.meta.id;
+      started = performance.now();
+      await server.replaceSnapshot(snapshot);
+      console.log(`  article ${id} edited (English title, revision, updatedAt), snapshot swapped in ${seconds(performance.now() - started)}`);
+      const measured = await measure(round.name, site, false, round.label, round.env);
+      editRounds.push(measured);
+
+      // What should have been rendered: the pages of the documents whose key changed.
+      const keysAfter = documentKeys(site);
+      const changedDocuments = [...keysAfter.keys()].filter((doc) => keysAfter.get(doc) !== keysBefore.get(doc));
+      const expected = new Set(changedDocuments.flatMap((doc) => locales.map((locale) => `/${locale}/${doc}/index.html`)));
+      const rendered = new Set(measured.rendered);
+      const extra = difference(rendered, expected);
+      const missing = difference(expected, rendered);
+      const pagesAfter = await readPages(site);
+      const changedBytes = [...pagesAfter].filter(([path, html]) => pagesBefore.get(path) !== html).map(([path]) => path);
+      const changedUnrendered = difference(changedBytes, rendered);
+      pagesBefore = pagesAfter;
+      verdicts.push({
+        line:
+          `${round.name}: renders exactly the pages whose cacheKey changed (${changedDocuments.length} documents × ${locales.length} locales = ${expected.size} pages)` +
+          (extra.length + missing.length + changedUnrendered.length === 0
+            ? ''
+            : ` (${extra.length} more${sample(extra)}, ${missing.length} fewer${sample(missing)}, ${changedUnrendered.length} changed without being rendered${sample(changedUnrendered)})`),
+        ok: extra.length + missing.length + changedUnrendered.length === 0,
+      });
+      console.log(
+        `    of the ${rendered.size} pages rendered, ${changedBytes.length} changed bytes (for information: a key also covers the documents that reference ` +
+          'the document, which these pages do not show, and is one key for the three locales of a document)',
+      );
+    }
+
+    // The same content built from nothing, in another folder.
+    await measure('clean build of the edited content', clean, true, 'clean');
+    const pagesClean = await readPages(clean);
+    const stale = [...pagesClean].filter(([path, html]) => pagesBefore.get(path) !== html).map(([path]) => path);
+    const surplus = difference(pagesBefore.keys(), new Set(pagesClean.keys()));
+    verdicts.push({
+      line:
+        `rebuilt site equals a clean build of the edited content, ${pagesClean.size.toLocaleString('en')} pages byte for byte` +
+        (stale.length + surplus.length === 0 ? '' : ` (${stale.length} differ${sample(stale)}, ${surplus.length} surplus${sample(surplus)})`),
+      ok: stale.length === 0 && surplus.length === 0 && pagesClean.size === all,
+    });
+
+    // Both cold builds build the same amount of content: the faster is the baseline (the harder one to be within 10% of).
+    const baseline = builds[0]!.build.ms <= builds.at(-1)!.build.ms ? builds[0]!.build : builds.at(-1)!.build;
+    const header = ['build', 'wall', '× cold', 'CPU', '× cold', 'content sync', 'pages', 'peak RSS', 'rendered', 'reused'];
+    const rows = builds.map(({ name, build, rendered, reused }) => {
+      const phases = phasesOf(build.log);
+      return [
+        name,
+        seconds(build.ms),
+        (build.ms / baseline.ms).toFixed(3),
+        seconds(build.cpuMs),
+        (build.cpuMs / baseline.cpuMs).toFixed(3),
+        seconds(phases.contentMs),
+        seconds(phases.pagesMs),
+        `${build.maxRssMb.toFixed(0)} MB`,
+        rendered.length.toLocaleString('en'),
+        reused.length.toLocaleString('en'),
+      ];
+    });
+    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+    const line = (cells: string[]) => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+    console.log(`\n${line(header)}`);
+    for (const row of rows) console.log(line(row));
+    console.log(
+      `(${all.toLocaleString('en')} entries, one page each; × = against the faster cold build (the first, or the clean one); content sync and pages = Astro's ` +
+        'times of its phases, from its log; rendered / reused = pages the log shows rendered / marked (cached) or (restored); CPU = user + system of the build, ' +
+        'the Read API server not included; dist kept = vite.build.emptyOutDir: false)',
+    );
+
+    console.log('');
+    for (const { line: text, ok } of verdicts) console.log(`${text}: ${ok ? 'yes' : 'NO'}`);
+    const [byDefault, distKept] = editRounds as [Measured, Measured];
+    const ratio = byDefault.build.ms / baseline.ms;
+    console.log(
+      `one-edit rebuild under ${target * 100}% of a cold build (${percent(byDefault.build.ms, baseline.ms)} wall, ${percent(byDefault.build.cpuMs, baseline.cpuMs)} CPU): ` +
+        (ratio < target ? 'met' : 'MISSED'),
+    );
+    console.log(`  for information, with dist kept: ${percent(distKept.build.ms, baseline.ms)} wall, ${percent(distKept.build.cpuMs, baseline.cpuMs)} CPU of a cold build`);
+    if (verdicts.some((v) => !v.ok) || !(ratio < target)) process.exitCode = 1;
+  } finally {
+    await server.close();
+  }
+}
+
+await main();
