@@ -1,11 +1,10 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeAllPools } from '../src/api/transport.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
-import { type AstroDev, copyFixture, runAstro, startAstroDev } from './helpers/astro.ts';
+import { type AstroDev, copyFixture, freePort, runAstro, startAstroDev } from './helpers/astro.ts';
 import { startTiny, tinyKey, tinySnapshot } from './helpers/server.ts';
 
 /**
@@ -28,17 +27,6 @@ let devPort: number;
 let site: { dir: string; remove(): Promise<void> };
 let snapshot: Json;
 
-/** A port nothing listens on now, for the dev server: the webhook URL must be known before it starts. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createNetServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** Points an asset of the snapshot at an SVG of the second image host. */
 function assetOn(id: string, url: string): Json {

@@ -1,13 +1,12 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../src/api/client.ts';
 import { Filter, Sorting } from '../src/api/query.ts';
 import { andFilters } from '../src/astro/live-requests.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import { type AstroDev, copyFixture, startAstroDev } from './helpers/astro.ts';
+import { type AstroDev, copyFixture, freePort, startAstroDev } from './helpers/astro.ts';
 import { demoKey, demoSnapshot } from './helpers/server.ts';
 
 /**
@@ -26,16 +25,6 @@ let server: ReadApiServer;
 let dev: AstroDev;
 let site: { dir: string; remove(): Promise<void> };
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   server = await startServer({ paths: [demoSnapshot], watch: false });

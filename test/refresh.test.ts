@@ -1,11 +1,10 @@
 import { createHmac } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { signWebhook } from '../src/wire/webhook.ts';
-import { type AstroDev, copyFixture, startAstroDev } from './helpers/astro.ts';
+import { type AstroDev, copyFixture, freePort, startAstroDev } from './helpers/astro.ts';
 import { fixture, startTiny, tinyKey } from './helpers/server.ts';
 
 /**
@@ -25,17 +24,6 @@ let site: { dir: string; remove(): Promise<void> };
 const requests: string[] = [];
 const webhooks: string[] = [];
 
-/** A port nothing listens on now, for the dev server: the webhook URL must be known before it starts. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   site = await copyFixture('astro-site', 'refresh-test');

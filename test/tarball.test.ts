@@ -8,13 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { copyDemo } from './helpers/playground.ts';
 import { demoKey } from './helpers/server.ts';
+import { freePort, startAstroDev } from './helpers/astro.ts';
 import { astroBuild, installSite, packTarball } from './helpers/tarball.ts';
 
 /**
  * The package as a user installs it: `npm pack`ed, installed into a fresh Astro 7 site set up
  * as the README's Astro section says (the integration, a `comfortableLoader` collection, one
- * page), and built against the local Read API. The build succeeds, and nothing it prints is a
- * warning from this package or about it. The demo content, less its deliberate dangling
+ * page that renders its post's body with render()), and built against the local Read API. The
+ * build succeeds, and nothing it prints is a warning from this package or about it. A second,
+ * server-rendered site with the README's live collections serves its live page from `astro dev`. The demo content, less its deliberate dangling
  * reference, and a collection for each content type posts refer to: the warnings a build
  * rightly prints about content are tested elsewhere.
  */
@@ -47,7 +49,7 @@ export const collections = {
 };
 `,
   'src/pages/[locale]/[slug].astro': `---
-import { getCollection, getEntry } from 'astro:content';
+import { getCollection, getEntry, render } from 'astro:content';
 import { Image } from 'astro:assets';
 
 export async function getStaticPaths() {
@@ -57,10 +59,50 @@ export async function getStaticPaths() {
 const { post } = Astro.props;
 const author = post.data.fields.author && (await getEntry(post.data.fields.author));
 const cover = post.data.fields.cover?.[0];
+const { Content } = await render(post);
 ---
 <h1>{post.data.fields.title}{post.data.fallbacks.title && <small> (shown in {post.data.fallbacks.title})</small>}</h1>
 {cover && <Image src={cover.src} width={cover.width} height={cover.height} alt={cover.alt} />}
 {author && <a href={\`/\${post.data.locale}/authors/\${author.data.fields.slug}/\`}>{author.data.fields.name}</a>}
+<Content />
+`,
+};
+
+/** A server-rendered site with the README's live collections and live page (section 6). */
+const liveSite = {
+  'astro.config.mjs': `import { defineConfig, memoryCache } from 'astro/config';
+
+export default defineConfig({ output: 'server', cache: { provider: memoryCache() } });
+`,
+  'src/live.config.ts': `import { defineLiveCollection } from 'astro:content';
+import { comfortableLiveLoader } from 'comfortable-loader/astro';
+import { Filter } from 'comfortable-loader';
+
+const connection = { baseUrl: process.env.CMFT_BASE_URL, repository: 'demo', apiKey: process.env.CMFT_API_KEY };
+const contentTypes = { post: 'posts', author: 'authors' };
+
+export const collections = {
+  posts: defineLiveCollection({ loader: comfortableLiveLoader({ ...connection, contentType: 'post', contentTypes }) }),
+  authors: defineLiveCollection({ loader: comfortableLiveLoader({ ...connection, contentType: 'author', contentTypes }) }),
+  featured: defineLiveCollection({ loader: comfortableLiveLoader({ ...connection, collection: 'posts', filters: new Filter().where('featured', 'equal', true) }) }),
+};
+`,
+  'src/pages/[locale]/posts/[slug].astro': `---
+import { getLiveEntry, getLiveCollection, render } from 'astro:content';
+import { Filter, Sorting } from 'comfortable-loader';
+
+const { locale, slug } = Astro.params;
+const { entry: post, error } = await getLiveEntry('posts', { field: 'slug', value: slug!, locale });
+if (error) return new Response(error.name, { status: error.name === 'LiveEntryNotFoundError' ? 404 : 500 });
+Astro.cache.set(post);
+const { Content } = await render(post);
+const author = post.data.included[post.data.fields.author.id];
+const { entries: more } = await getLiveCollection('posts', { locale, sorting: new Sorting().desc('publishedAt'), limit: 3 });
+---
+<h1>{post.data.fields.title}</h1>
+<p id="author">{author?.fields.name}</p>
+<ul>{more?.map((other) => <li>{other.data.fields.title}</li>)}</ul>
+<Content />
 `,
 };
 
@@ -121,7 +163,32 @@ describe('the packed package in a fresh Astro site', () => {
     expect(warnings.filter((entry) => /comfortable/.test(entry))).toEqual([]);
     const page = await readFile(join(dir, 'dist/en_US/the-slow-boat-to-the-fjords/index.html'), 'utf8');
     expect(page).toContain('<h1>The Slow Boat to the Fjords');
+    expect(page).toContain('<h2 id="twenty-three-landings">Twenty-three landings</h2>'); // the body, through render()
     expect(page).toMatch(/<img [^>]*src="\/_astro\/[^"]+\.svg"/); // the cover, through astro:assets
     expect(page).toMatch(/<a href="\/en_US\/authors\/[^"]+\/">/); // the author, a reference resolved with getEntry
+  });
+
+  it("serves the README's live page from astro dev: a post found by its slug, its author, its body through render()", { timeout: 120_000 }, async () => {
+    const live = join(dir, 'live-site');
+    await installSite(live, packed.tarball, astroVersion);
+    for (const [path, text] of Object.entries(liveSite)) {
+      await mkdir(join(live, path, '..'), { recursive: true });
+      await writeFile(join(live, path), text);
+    }
+    const dev = await startAstroDev(live, await freePort(), { CMFT_BASE_URL: server.url, CMFT_API_KEY: demoKey });
+    try {
+      const response = await fetch(`${dev.url}/en_US/posts/the-slow-boat-to-the-fjords`);
+      const page = await response.text();
+      expect(response.status, page).toBe(200);
+      // astro dev marks elements with their source: data-astro-source-file="…".
+      expect(page).toMatch(/<h1[^>]*>The Slow Boat to the Fjords</);
+      expect(page).toMatch(/<p id="author"[^>]*>Maren Holt<\/p>/); // included with the post (includes=1)
+      expect(page.match(/<li[ >]/g)).toHaveLength(3);
+      expect(page).toContain('<h2 id="twenty-three-landings">Twenty-three landings</h2>');
+      expect((await fetch(`${dev.url}/en_US/posts/no-such-post`)).status).toBe(404);
+      expect(dev.output()).not.toContain(demoKey);
+    } finally {
+      await dev.stop();
+    }
   });
 });

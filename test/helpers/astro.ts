@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { cp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -70,5 +71,17 @@ export function startAstroDev(root: string, port: number, env: Record<string, st
     child.stderr.on('data', onData);
     child.on('error', reject);
     void exited.then(() => reject(new Error(`astro dev exited before serving:\n${output}`)));
+  });
+}
+
+/** A port nothing listens on now, for a dev server whose URL must be known before it starts. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
   });
 }
