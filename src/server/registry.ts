@@ -56,11 +56,6 @@ export class Repositories {
     return file === undefined ? undefined : dirname(file);
   }
 
-  /** The snapshot files in service. */
-  files(): string[] {
-    return [...this.#sources.values()].flatMap((source) => (source.file === undefined ? [] : [source.file]));
-  }
-
   /**
    * Prepares a snapshot and puts it in service for its repository, warmed with the work the
    * snapshot it replaces had done; refuses a repository another file serves already.
