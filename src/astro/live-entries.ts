@@ -1,10 +1,10 @@
 import type { LiveDataEntry } from 'astro';
-import { type Entry, entryOf } from '../sync/entries.ts';
+import { type Entry, entryOf, isRef } from '../sync/entries.ts';
 import type { Locales } from '../sync/locales.ts';
 import { type Model, normalizeRecord, referenceList, type StoredRecord } from '../sync/records.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import type { LiveAnswer } from './live-requests.ts';
-import { firstRichtextField, type Heading, renderRichtext } from './rendered.ts';
+import { firstRichtextField, type Heading, renderRichtext, richtextOf } from './rendered.ts';
 
 /**
  * Live entries from the Read API's answers: each document in each locale, shaped as the
@@ -55,9 +55,6 @@ export interface ShapeOptions {
 }
 
 type Rendered = { html: string; metadata: { headings: Heading[] } };
-
-const isReference = (value: unknown): value is { id: string; contentType: string } =>
-  typeof value === 'object' && value !== null && typeof (value as { id?: unknown }).id === 'string' && typeof (value as { contentType?: unknown }).contentType === 'string' && Object.keys(value).length === 2;
 
 export class LiveShaper {
   readonly #options: ShapeOptions;
@@ -149,7 +146,7 @@ export class LiveShaper {
     const fields: Record<string, unknown> = { ...entry.fields };
     for (const [name, value] of Object.entries(fields)) {
       if (kinds[name]?.kind !== 'relation' || value === null || value === undefined) continue;
-      const convert = (ref: unknown) => (isReference(ref) ? this.#reference(ref, locale) : ref);
+      const convert = (ref: unknown) => (isRef(ref) ? this.#reference(ref, locale) : ref);
       fields[name] = Array.isArray(value) ? value.map(convert) : convert(value);
     }
     return { id: entry.id, locale, contentType: entry.contentType, fields, fallbacks: entry.fallbacks, meta: entry.meta };
@@ -169,9 +166,8 @@ export class LiveShaper {
   #render(record: ComfortableLiveRecord): Rendered | undefined {
     if (this.#options.render === false) return undefined;
     const field = this.#options.render ?? firstRichtextField(this.#model, record.contentType);
-    const value = field === undefined ? undefined : record.fields[field];
-    const html = value && typeof value === 'object' ? (value as { html?: unknown }).html : undefined;
-    if (typeof html !== 'string') return undefined;
+    const html = field === undefined ? undefined : richtextOf(record.fields[field]);
+    if (html === undefined) return undefined;
     const { html: out, metadata } = renderRichtext(html, new Map(), () => false);
     return { html: out, metadata: { headings: metadata.headings } };
   }

@@ -90,9 +90,6 @@ class Failure extends LiveCollectionError implements ComfortableLiveError {
     // Astro takes the cause's stack as the error's own: keep this message at its head.
     this.stack = `ComfortableLiveError: ${failure.message}${cause instanceof Error && cause.stack ? `\n${cause.stack.split('\n').slice(1).join('\n')}` : ''}`;
   }
-  static override is(error: unknown): error is Failure {
-    return (error as Error | undefined)?.name === 'ComfortableLiveError';
-  }
 }
 
 /** The error to return for a failure. */

@@ -161,10 +161,10 @@ async function loadEntries(
   const list = [...members.values()];
   for (let start = 0; start < list.length; start += readBatch) {
     const batch = list.slice(start, start + readBatch);
-    const keys = cacheKeys(cache, batch.map((member) => member.id));
+    const pageKeys = cacheKeys(cache, batch.map((member) => member.id));
     // The digest is checked before anything is read or parsed: unchanged entries cost nothing.
     const digestOf = (member: Member, locale: string) =>
-      generateDigest(`${member.digest}|${member.dependencyDigest}|${keys.get(member.id)}|${aliasesOf.get(member.id)?.join(',') ?? ''}|${locale}|${fingerprint}`);
+      generateDigest(`${member.digest}|${member.dependencyDigest}|${pageKeys.get(member.id)}|${aliasesOf.get(member.id)?.join(',') ?? ''}|${locale}|${fingerprint}`);
     const records = custom ? cache.records(batch.map((m) => m.id)) : new Map<string, StoredRecord>();
     const pending: { member: Member; locale: string; storeId: string; digest: string | number }[] = [];
     for (const member of batch) {
@@ -191,7 +191,7 @@ async function loadEntries(
         meta: entry.meta,
         digest: member.digest,
         dependencyDigest: member.dependencyDigest,
-        cacheKey: keys.get(member.id)!,
+        cacheKey: pageKeys.get(member.id)!,
         aliases: aliasesOf.get(member.id) ?? [],
       };
       const parsed = await parseData({ id: storeId, data: data as unknown as Record<string, unknown> });

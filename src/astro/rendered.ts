@@ -125,7 +125,8 @@ interface RenderableEntry {
   fields: Record<string, unknown>;
 }
 
-const richtextOf = (value: unknown): string | undefined =>
+/** The HTML of a richtext field's value (`{ html, plain }`), if it is one. */
+export const richtextOf = (value: unknown): string | undefined =>
   value && typeof value === 'object' && typeof (value as { html?: unknown }).html === 'string' ? (value as { html: string }).html : undefined;
 
 /**

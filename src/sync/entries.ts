@@ -76,7 +76,8 @@ export function entrySchemaFor(model: Model, contentType: string) {
   return entrySchema.extend({ contentType: z.literal(contentType), fields: z.object(shape) });
 }
 
-const isRef = (value: unknown): value is EntryReference =>
+/** Whether a value is a relation as an entry holds it: `{ id, contentType }`, nothing else. */
+export const isRef = (value: unknown): value is EntryReference =>
   typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 2 && typeof (value as EntryReference).id === 'string' && typeof (value as EntryReference).contentType === 'string';
 
 /**
