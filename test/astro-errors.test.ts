@@ -77,6 +77,11 @@ describe('a build that fails in a loader hints at the option to check', () => {
     expect(output).toContain('The repository "tiny" has no collection "newz". Check the collection API id in src/content.config.ts');
   }, 60_000);
 
+  it('an alias that does not exist: its API id in content.config.ts', async () => {
+    const output = await failedBuild({ CMFT_API_KEY: 'tiny-key', FIXTURE_ALIAS: 'hoem' });
+    expect(output).toContain('The repository "tiny" has no alias "hoem". Check the alias API id in src/content.config.ts');
+  }, 60_000);
+
   it('a cache folder that cannot be written: the cacheDir option', async () => {
     const file = join(site.dir, 'a-file');
     await writeFile(file, 'not a folder');

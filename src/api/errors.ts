@@ -105,6 +105,12 @@ export function redactUrl(url: string): string {
   return url.replace(/([?&])key=[^&#]*(&?)/g, (_m, lead: string, tail: string) => (tail ? lead : '')).replace(/[?&]$/, '');
 }
 
+/** What a request's URL names, when it asks for a collection or an alias: for the hint of a 404. */
+export function notFoundTarget(url: string): { kind: 'collection' | 'alias'; apiId: string } | undefined {
+  const named = /\/(collections|alias)\/([^/]+)$/.exec(new URL(url, 'http://localhost').pathname);
+  return named ? { kind: named[1] === 'collections' ? 'collection' : 'alias', apiId: decodeURIComponent(named[2]!) } : undefined;
+}
+
 /** Replaces every occurrence of a secret in a text, as written and as URL-encoded (a server may echo the URL). */
 export function scrub(text: string, secret: string | undefined): string {
   if (!secret) return text;

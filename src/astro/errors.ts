@@ -1,5 +1,5 @@
 import { AstroError } from 'astro/errors';
-import { type ReadApiErrorCode, scrub } from '../api/errors.ts';
+import { notFoundTarget, type ReadApiErrorCode, scrub } from '../api/errors.ts';
 import type { CacheError } from '../cache/index.ts';
 import type { SyncError } from '../sync/engine.ts';
 import type { SharedSync } from '../sync/shared.ts';
@@ -102,10 +102,10 @@ function hintFor(error: { code?: Code; url?: string }, settings: Settings): stri
 
 /** A 404: of the repository, or of a collection or alias a loader or the options name. */
 function notFoundHint(url: string, { baseUrl, repository }: Settings): string {
-  const named = /\/(collections|aliases)\/([^/]+)$/.exec(new URL(url).pathname);
+  const named = notFoundTarget(url);
   if (named) {
-    const kind = named[1] === 'collections' ? 'collection' : 'alias';
-    return `The repository "${repository}" has no ${kind} "${decodeURIComponent(named[2]!)}". Check the ${kind} API id in src/content.config.ts (comfortableLoader({ ${kind}: … })) and in the options of comfortable().`;
+    const option = named.kind === 'collection' ? 'collection: …' : 'aliases: […]';
+    return `The repository "${repository}" has no ${named.kind} "${named.apiId}". Check the ${named.kind} API id in src/content.config.ts (comfortableLoader({ ${option} })) and in the options of comfortable().`;
   }
   return `Check the repository option of comfortable() ("${repository}"): it must be the API id of a repository at ${baseUrl}, one the API key may read. Check the baseUrl option too.`;
 }

@@ -1,5 +1,5 @@
 import { LiveCollectionError, LiveEntryNotFoundError } from 'astro/content/runtime';
-import { ReadApiError, type ReadApiErrorCode, scrub } from '../api/errors.ts';
+import { notFoundTarget, ReadApiError, type ReadApiErrorCode, scrub } from '../api/errors.ts';
 import { ConfigError } from '../sync/config.ts';
 import type { Source } from './live-options.ts';
 
@@ -60,9 +60,8 @@ function hintFor(error: ReadApiError, { baseUrl, repository, source }: ErrorCont
     case 'timeout':
       return `Check the baseUrl option of ${options} (${baseUrl}) and that the server is up and reachable from this server; the timeouts option sets how long a request may take.`;
     case 'not_found': {
-      const named = /\/(collections|alias)\/([^/?]+)(?:\?|$)/.exec(error.url);
-      if (named?.[1] === 'collections') return `The repository "${repository}" has no collection "${decodeURIComponent(named[2]!)}": check the collection option of ${options}.`;
-      if (named?.[1] === 'alias') return `The repository "${repository}" has no alias "${decodeURIComponent(named[2]!)}": check the aliases option of ${options}.`;
+      const named = notFoundTarget(error.url);
+      if (named) return `The repository "${repository}" has no ${named.kind} "${named.apiId}": check the ${named.kind === 'collection' ? 'collection' : 'aliases'} option of ${options}.`;
       return `Check the repository option of ${options} ("${repository}"): it must be the API id of a repository at ${baseUrl}. Check the baseUrl option too.`;
     }
     case 'bad_request':
