@@ -1,9 +1,8 @@
 import { writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReadApiServer } from '../src/server/index.ts';
-import { copyFixture, runAstro } from './helpers/astro.ts';
+import { copyFixture, freePort, runAstro } from './helpers/astro.ts';
 import { startTiny } from './helpers/server.ts';
 
 /**
@@ -27,18 +26,6 @@ afterAll(async () => {
   await site?.remove();
 });
 
-/** A port nothing listens on. */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
 /** `astro build` that must fail; its output, which must not hold the key. */
 async function failedBuild(env: Record<string, string>): Promise<string> {
   const { code, output } = await runAstro(site.dir, ['build', '--force'], { CMFT_BASE_URL: server.url, CMFT_API_KEY: wrongKey, ...env });
@@ -61,7 +48,7 @@ describe('a build that fails in a loader hints at the option to check', () => {
   }, 60_000);
 
   it('a server that is down: the baseUrl option', async () => {
-    const baseUrl = `http://127.0.0.1:${await closedPort()}/v1`;
+    const baseUrl = `http://127.0.0.1:${await freePort()}/v1`;
     const output = await failedBuild({ CMFT_BASE_URL: baseUrl, CMFT_API_KEY: 'tiny-key' });
     expect(output).toContain('ECONNREFUSED');
     expect(output).toContain(`The Read API at ${baseUrl} could not be reached. Check the baseUrl option of comfortable() in astro.config (CMFT_BASE_URL in the examples)`);

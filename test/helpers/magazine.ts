@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach } from 'vitest';
 import { closeAllPools } from '../../src/api/transport.ts';
+import type { CacheReader } from '../../src/cache/index.ts';
 import { DatabaseSync } from '../../src/cache/sqlite.ts';
 import { type ReadApiServer, startServer } from '../../src/server/index.ts';
 import type { Changeset } from '../../src/sync/changeset.ts';
@@ -308,6 +309,19 @@ export function cacheContent(dir: string): Record<string, unknown[]> {
 }
 
 export const sorted = (ids: Iterable<string>) => [...ids].sort();
+
+/** What a cache shows. A folder's reader always shows its last commit: take this before the next sync. */
+export function contentOf(cache: CacheReader) {
+  const sources = cache.sources();
+  return {
+    head: structuredClone(cache.head),
+    sources,
+    members: Object.fromEntries(sources.map((source) => [source.key, cache.members(source.key)])),
+    included: Object.fromEntries(sources.map((source) => [source.key, sorted(cache.included(source.key))])),
+    dangling: cache.dangling(),
+    records: recordsOf({ cache }),
+  };
+}
 export const none = { added: [], updated: [], removed: [] };
 /** Changes with their ids sorted: which ids, not in which order. */
 export const tidy = (changes: { added: string[]; updated: string[]; removed: string[] }) => ({ added: sorted(changes.added), updated: sorted(changes.updated), removed: sorted(changes.removed) });

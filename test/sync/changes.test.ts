@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { NetworkError } from '../../src/api/errors.ts';
-import { type CacheReader, openCache } from '../../src/cache/index.ts';
+import { openCache } from '../../src/cache/index.ts';
 import type { Changeset } from '../../src/sync/changeset.ts';
 import type { SyncConfigInput } from '../../src/sync/config.ts';
 import { sync, SyncError } from '../../src/sync/engine.ts';
-import { allRecordIds, configFor, docOf, type Magazine, meta, none, recorder, recordsOf, ref, serve, sorted, tempDir, tidy, tidySources, touch } from '../helpers/magazine.ts';
+import { allRecordIds, configFor, contentOf, docOf, type Magazine, meta, none, recorder, recordsOf, ref, serve, sorted, tempDir, tidy, tidySources, touch } from '../helpers/magazine.ts';
 
 /**
  * Syncs after the first: a changed source option refetches only that source, the modes (fresh
@@ -12,19 +12,6 @@ import { allRecordIds, configFor, docOf, type Magazine, meta, none, recorder, re
  * document, and edits on the server (deletions, filters, aliases, translations, included
  * records) that show up exactly in the changeset, with the same records as a fresh sync.
  */
-
-/** What a cache shows. A folder's reader always shows its last commit: take this before the next sync. */
-function contentOf(cache: CacheReader) {
-  const sources = cache.sources();
-  return {
-    head: structuredClone(cache.head),
-    sources,
-    members: Object.fromEntries(sources.map((source) => [source.key, cache.members(source.key)])),
-    included: Object.fromEntries(sources.map((source) => [source.key, sorted(cache.included(source.key))])),
-    dangling: cache.dangling(),
-    records: recordsOf({ cache }),
-  };
-}
 
 describe('a changed source option', () => {
   it('refetches only that source; the others stay incremental', async () => {

@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { generateSnapshot } from '../../bench/generate.ts';
-import { type CacheReader, openCache } from '../../src/cache/index.ts';
+import { openCache } from '../../src/cache/index.ts';
 import { startServer } from '../../src/server/index.ts';
 import type { Changeset } from '../../src/sync/changeset.ts';
 import type { SyncConfigInput } from '../../src/sync/config.ts';
@@ -10,6 +10,7 @@ import { sync, SyncError, type SyncResult } from '../../src/sync/engine.ts';
 import {
   allRecordIds,
   cacheContent,
+  contentOf,
   configFor,
   type Doc,
   docOf,
@@ -32,19 +33,6 @@ import {
  * take turns; a cache of another repository or base URL is rebuilt; and the cache never holds
  * the API key, nor depends on it.
  */
-
-/** What a cache shows. A folder's reader always shows its last commit: take this before the next sync. */
-function contentOf(cache: CacheReader) {
-  const sources = cache.sources();
-  return {
-    head: structuredClone(cache.head),
-    sources,
-    members: Object.fromEntries(sources.map((source) => [source.key, cache.members(source.key)])),
-    included: Object.fromEntries(sources.map((source) => [source.key, sorted(cache.included(source.key))])),
-    dangling: cache.dangling(),
-    records: recordsOf({ cache }),
-  };
-}
 
 describe('atomic commits', () => {
   it('a sync that fails half-way leaves the previous cache and records intact and readable', async () => {
