@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ import { parseSnapshot } from '../src/server/snapshot.ts';
 import { parseSorting, sortRecords } from '../src/server/sorting.ts';
 import { warmFrom } from '../src/server/warm.ts';
 import { runCli, serveProcess } from './helpers/cli.ts';
-import { fixture, getJson, startTiny, tinyKey } from './helpers/server.ts';
+import { fixture, getJson, rewrite, snapshotFolder, startTiny, tinyKey, tinySnapshot as tiny } from './helpers/server.ts';
 
 /**
  * Spec §10 (asset files, webhooks), §1 (snapshot validation and reloading) and the `serve`
@@ -20,31 +20,12 @@ import { fixture, getJson, startTiny, tinyKey } from './helpers/server.ts';
  */
 
 const tinyFile = fixture('tiny.json');
-/** A fresh deep copy of the tiny fixture, to edit. */
-const tiny = (): any => JSON.parse(readFileSync(tinyFile, 'utf8'));
 
 let scratch: string;
 beforeAll(() => {
   scratch = mkdtempSync(join(tmpdir(), 'read-api-extras-'));
 });
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-
-let folders = 0;
-/** A new folder under the scratch folder holding `tiny.json` with the given content (and the fixture's image). */
-function snapshotFolder(snapshot: object = tiny()): string {
-  const dir = join(scratch, `case-${++folders}`);
-  mkdirSync(join(dir, 'images'), { recursive: true });
-  writeFileSync(join(dir, 'images', 'apples.svg'), readFileSync(fixture('images/apples.svg')));
-  writeFileSync(join(dir, 'tiny.json'), JSON.stringify(snapshot, null, 2));
-  return join(dir, 'tiny.json');
-}
-
-/** Replaces a file in one step, as an editor that saves atomically does, so the watcher never reads half a file. */
-function rewrite(file: string, content: string): void {
-  writeFileSync(`${file}.partial`, content);
-  renameSync(`${file}.partial`, file);
-}
-
 
 describe('§1 a snapshot that breaks the rules is refused at start, naming the file and the JSON path', () => {
   const cases: [string, (s: any) => void, string, string][] = [
@@ -77,7 +58,7 @@ describe('§1 a snapshot that breaks the rules is refused at start, naming the f
     it(`refuses ${problem} at ${path}`, async () => {
       const snapshot = tiny();
       breakIt(snapshot);
-      const file = snapshotFolder(snapshot);
+      const file = snapshotFolder(scratch, snapshot);
       const error = await startServer({ paths: [file], watch: false }).then(
         async (server) => {
           await server.close();
@@ -93,7 +74,7 @@ describe('§1 a snapshot that breaks the rules is refused at start, naming the f
   }
 
   it('refuses a file that is not JSON at $', async () => {
-    const file = snapshotFolder();
+    const file = snapshotFolder(scratch);
     writeFileSync(file, '{"repository": ');
     await expect(startServer({ paths: [file], watch: false })).rejects.toThrow(`${file}: $: not valid JSON`);
   });
@@ -107,7 +88,7 @@ describe('§1 a snapshot that breaks the rules is refused at start, naming the f
 
 describe('§1 a watched snapshot file is reloaded when it changes', () => {
   it('swaps in the edited snapshot and reports what changed', async () => {
-    const file = snapshotFolder();
+    const file = snapshotFolder(scratch);
     const server = await startServer({ paths: [file], watch: true });
     try {
       const edited = tiny();
@@ -123,7 +104,7 @@ describe('§1 a watched snapshot file is reloaded when it changes', () => {
   });
 
   it('keeps the old snapshot in service when the new file is not JSON', async () => {
-    const file = snapshotFolder();
+    const file = snapshotFolder(scratch);
     const server = await startServer({ paths: [file], watch: true });
     try {
       const refused = once(server.events, 'reload-error');
@@ -138,7 +119,7 @@ describe('§1 a watched snapshot file is reloaded when it changes', () => {
   });
 
   it('keeps the old snapshot in service when the new one breaks the rules, and logs why', async () => {
-    const file = snapshotFolder();
+    const file = snapshotFolder(scratch);
     const lines: string[] = [];
     const server = await startServer({ paths: [file], watch: true, log: (line) => lines.push(line) });
     try {
@@ -157,7 +138,7 @@ describe('§1 a watched snapshot file is reloaded when it changes', () => {
   });
 
   it('takes a good file again after a broken one', async () => {
-    const file = snapshotFolder();
+    const file = snapshotFolder(scratch);
     const server = await startServer({ paths: [file], watch: true });
     try {
       const refused = once(server.events, 'reload-error');
@@ -373,7 +354,7 @@ describe('the serve command', () => {
   it('exits with code 1, naming the file and the JSON path, for a broken snapshot', async () => {
     const snapshot = tiny();
     snapshot.aliases[0].document = '555';
-    const file = snapshotFolder(snapshot);
+    const file = snapshotFolder(scratch, snapshot);
     const { code, stderr } = await run(['serve', file, '--port', '0']).exit();
     expect(code).toBe(1);
     expect(stderr).toContain(`${file}: $.aliases[0].document: `);

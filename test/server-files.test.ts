@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import { fixture, getJson, rawGet, startTiny, tinyKey, tinySnapshot as tiny } from './helpers/server.ts';
+import { fixture, getJson, rawGet, snapshotFolder, startTiny, tinyKey, tinySnapshot as tiny } from './helpers/server.ts';
 
 /**
  * Spec §10, asset files: `/files/<repo>/<path>` serves a file only when an asset of that
@@ -16,16 +16,8 @@ beforeAll(() => {
   scratch = mkdtempSync(join(tmpdir(), 'read-api-files-'));
 });
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-
+/** Numbers the other folders and files these tests make under the scratch folder. */
 let folders = 0;
-/** A new folder under the scratch folder holding `tiny.json` with the given content (and the fixture's image). */
-function snapshotFolder(snapshot: object = tiny()): string {
-  const dir = join(scratch, `case-${++folders}`);
-  mkdirSync(join(dir, 'images'), { recursive: true });
-  writeFileSync(join(dir, 'images', 'apples.svg'), readFileSync(fixture('images/apples.svg')));
-  writeFileSync(join(dir, 'tiny.json'), JSON.stringify(snapshot, null, 2));
-  return join(dir, 'tiny.json');
-}
 
 describe('§10 a relative asset URL is answered as an absolute URL under /files/<repo>/', () => {
   let server: ReadApiServer;
@@ -75,7 +67,7 @@ describe('§10 a relative asset URL is answered as an absolute URL under /files/
   it('encodes a file name with spaces, and serves it under the encoded URL', async () => {
     const snapshot = tiny();
     snapshot.assets[0].fields.file.url = './images/green apples.svg';
-    const file = snapshotFolder(snapshot);
+    const file = snapshotFolder(scratch, snapshot);
     renameSync(join(file, '..', 'images', 'apples.svg'), join(file, '..', 'images', 'green apples.svg'));
     const other = await startServer({ paths: [file], watch: false });
     try {
@@ -95,7 +87,7 @@ describe('§10 an image in richtext whose relative src an asset points to is ans
     const snapshot = tiny();
     const news = snapshot.documents.find((d: any) => d.meta.id === '100');
     news.fields.text.en_US.html = '<p><img src="images/apples.svg" alt="a"><img src="./images/apples.svg" alt="b"><img src="images/other.svg" alt="c"><img src="https://x.example/y.png" alt="d"></p>';
-    const server = await startServer({ paths: [snapshotFolder(snapshot)], watch: false });
+    const server = await startServer({ paths: [snapshotFolder(scratch, snapshot)], watch: false });
     try {
       const url = `${server.origin}/files/tiny/images/apples.svg`;
       const expected = `<p><img src="${url}" alt="a"><img src="${url}" alt="b"><img src="images/other.svg" alt="c"><img src="https://x.example/y.png" alt="d"></p>`;

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../src/server/index.ts';
 import { signWebhook, WebhookVerifier } from '../src/wire/webhook.ts';
 import { serveProcess } from './helpers/cli.ts';
-import { tinyKey, tinySnapshot as tiny } from './helpers/server.ts';
+import { rewrite, tinyKey, tinySnapshot as tiny } from './helpers/server.ts';
 
 /**
  * Spec §10, webhooks: after each reload the server POSTs `{ repository, changed, removed }` with
@@ -63,11 +63,6 @@ function snapshotFile(): string {
   return join(dir, 'tiny.json');
 }
 
-/** Replaces a file in one step, as an editor that saves atomically does. */
-function rewrite(file: string, content: string): void {
-  writeFileSync(`${file}.partial`, content);
-  renameSync(`${file}.partial`, file);
-}
 
 describe('§10 after a reload the server POSTs a signed webhook', () => {
   it('sends { repository, changed, removed }, with an id, a timestamp and a signature over both and the body', async () => {

@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { type IncomingHttpHeaders, request as httpRequest } from 'node:http';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ReadApiServer, startServer, type ServerOptions } from '../../src/server/index.ts';
 
@@ -36,3 +37,19 @@ export function rawGet(server: ReadApiServer, path: string): Promise<{ status: n
 
 /** A fresh deep copy of the tiny fixture, to edit. */
 export const tinySnapshot = (): any => JSON.parse(readFileSync(fixture('tiny.json'), 'utf8'));
+
+let folders = 0;
+/** A new folder under `scratch` holding `tiny.json` with the given content (and the fixture's image); returns the file's path. */
+export function snapshotFolder(scratch: string, snapshot: object = tinySnapshot()): string {
+  const dir = join(scratch, `case-${++folders}`);
+  mkdirSync(join(dir, 'images'), { recursive: true });
+  writeFileSync(join(dir, 'images', 'apples.svg'), readFileSync(fixture('images/apples.svg')));
+  writeFileSync(join(dir, 'tiny.json'), JSON.stringify(snapshot, null, 2));
+  return join(dir, 'tiny.json');
+}
+
+/** Replaces a file in one step, as an editor that saves atomically does, so a watcher never reads half a file. */
+export function rewrite(file: string, content: string): void {
+  writeFileSync(`${file}.partial`, content);
+  renameSync(`${file}.partial`, file);
+}
