@@ -1,7 +1,7 @@
 import { fork } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { astroBuild, buildDist, contentLines, phasesOf, root, seconds } from './astro-site.ts';
+import { astroBuild, buildDist, contentLines, loaderAstroConfig, loaderContentConfig, phasesOf, root, seconds } from './astro-site.ts';
 
 /**
  * A large store: `astro build` of a generated site of 100,000 documents × 3 locales (300,000
@@ -30,7 +30,6 @@ const documents = Number(process.argv.slice(2).find((arg) => !arg.startsWith('--
 const warm = process.argv.includes('--warm');
 const seed = 7;
 const out = join(root, 'bench/.out/astro-chunked');
-const contentTypes = { article: 'all', author: 'all', category: 'all' };
 
 const page = `---
 import { getCollection } from 'astro:content';
@@ -42,24 +41,8 @@ const sample = [...entries].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 :
 
 async function writeSite(dir: string, baseUrl: string): Promise<void> {
   await mkdir(join(dir, 'src/pages'), { recursive: true });
-  await writeFile(
-    join(dir, 'astro.config.mjs'),
-    `import { defineConfig } from 'astro/config';
-import comfortable from 'comfortable-loader/astro';
-export default defineConfig({
-  cacheDir: './.cache',
-  experimental: { collectionStorage: 'chunked' },
-  integrations: [comfortable({ baseUrl: ${JSON.stringify(baseUrl)}, repository: 'bench', apiKey: 'bench-key', contentTypes: ${JSON.stringify(contentTypes)} })],
-});
-`,
-  );
-  await writeFile(
-    join(dir, 'src/content.config.ts'),
-    `import { defineCollection } from 'astro:content';
-import { comfortableLoader } from 'comfortable-loader/astro';
-export const collections = { all: defineCollection({ loader: comfortableLoader({ collection: 'all' }) }) };
-`,
-  );
+  await writeFile(join(dir, 'astro.config.mjs'), loaderAstroConfig(baseUrl, ["experimental: { collectionStorage: 'chunked' },"]));
+  await writeFile(join(dir, 'src/content.config.ts'), loaderContentConfig);
   await writeFile(join(dir, 'src/pages/index.astro'), page);
 }
 

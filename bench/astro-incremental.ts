@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { cacheKeys, openCache } from '../src/index.ts';
 import { startServer } from '../src/server/index.ts';
 import type { Snapshot } from '../src/server/snapshot.ts';
-import { astroBuild, type Build, buildDist, contentLines, pagesOf, phasesOf, root, seconds } from './astro-site.ts';
+import { astroBuild, type Build, buildDist, contentLines, loaderAstroConfig, loaderContentConfig, pagesOf, phasesOf, root, seconds } from './astro-site.ts';
 import { generateSnapshot } from './generate.ts';
 
 /**
@@ -42,7 +42,6 @@ const documents = Number(process.argv[2] ?? 10_000);
 const seed = 7;
 const target = 0.1;
 const out = join(root, 'bench/.out/astro-incremental');
-const contentTypes = { article: 'all', author: 'all', category: 'all' };
 
 const page = `---
 import { getCollection, getEntry } from 'astro:content';
@@ -68,25 +67,8 @@ const linked = await Promise.all(references.map(async ({ field, ref }) => ({ fie
 
 async function writeSite(dir: string, baseUrl: string): Promise<void> {
   await mkdir(join(dir, 'src/pages/[locale]'), { recursive: true });
-  await writeFile(
-    join(dir, 'astro.config.mjs'),
-    `import { defineConfig } from 'astro/config';
-import comfortable from 'comfortable-loader/astro';
-export default defineConfig({
-  cacheDir: './.cache',
-  experimental: { incrementalBuild: true },
-  vite: { build: { emptyOutDir: process.env.BENCH_KEEP_DIST !== '1' } },
-  integrations: [comfortable({ baseUrl: ${JSON.stringify(baseUrl)}, repository: 'bench', apiKey: 'bench-key', contentTypes: ${JSON.stringify(contentTypes)} })],
-});
-`,
-  );
-  await writeFile(
-    join(dir, 'src/content.config.ts'),
-    `import { defineCollection } from 'astro:content';
-import { comfortableLoader } from 'comfortable-loader/astro';
-export const collections = { all: defineCollection({ loader: comfortableLoader({ collection: 'all' }) }) };
-`,
-  );
+  await writeFile(join(dir, 'astro.config.mjs'), loaderAstroConfig(baseUrl, ['experimental: { incrementalBuild: true },', "vite: { build: { emptyOutDir: process.env.BENCH_KEEP_DIST !== '1' } },"]));
+  await writeFile(join(dir, 'src/content.config.ts'), loaderContentConfig);
   await writeFile(join(dir, 'src/pages/[locale]/[id].astro'), page);
 }
 

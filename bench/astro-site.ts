@@ -13,6 +13,26 @@ export const root = fileURLToPath(new URL('..', import.meta.url));
 const astroBin = join(root, 'node_modules/astro/bin/astro.mjs');
 export const env = { ...process.env, ASTRO_TELEMETRY_DISABLED: '1', ASTRO_DISABLE_UPDATE_CHECK: 'true' };
 
+/** The generated sites' content types, each held by the collection `all`. */
+export const contentTypes = { article: 'all', author: 'all', category: 'all' };
+
+/** A generated site's `src/content.config.ts`: one collection `all`, loaded by `comfortableLoader`. */
+export const loaderContentConfig = `import { defineCollection } from 'astro:content';
+import { comfortableLoader } from 'comfortable-loader/astro';
+export const collections = { all: defineCollection({ loader: comfortableLoader({ collection: 'all' }) }) };
+`;
+
+/** A generated site's `astro.config.mjs`: the integration on the bench repository; `extra` lines go before it. */
+export function loaderAstroConfig(baseUrl: string, extra: string[] = []): string {
+  return `import { defineConfig } from 'astro/config';
+import comfortable from 'comfortable-loader/astro';
+export default defineConfig({
+  cacheDir: './.cache',
+${extra.map((line) => `  ${line}\n`).join('')}  integrations: [comfortable({ baseUrl: ${JSON.stringify(baseUrl)}, repository: 'bench', apiKey: 'bench-key', contentTypes: ${JSON.stringify(contentTypes)} })],
+});
+`;
+}
+
 export interface Build {
   ms: number;
   /** User + system CPU time of the build. */

@@ -5,7 +5,7 @@ import { closeAllPools } from '../src/api/index.ts';
 import { comfortableLoader } from '../src/astro/loader.ts';
 import { loaderRegistry } from '../src/astro/registry.ts';
 import { sharedSync } from '../src/sync/shared.ts';
-import { astroBuild, type Build, buildDist, contentLines, env, median, root, seconds } from './astro-site.ts';
+import { astroBuild, type Build, buildDist, contentLines, contentTypes, env, loaderAstroConfig, loaderContentConfig, median, root, seconds } from './astro-site.ts';
 import { generateSnapshot, writeSnapshot } from './generate.ts';
 
 /**
@@ -34,7 +34,6 @@ const warmRuns = Number(process.argv[3] ?? 3);
 const seed = 7;
 const target = 1.2;
 const out = join(root, 'bench/.out/astro');
-const contentTypes = { article: 'all', author: 'all', category: 'all' };
 
 /** Starts `node src/cli.ts serve` and waits for the line with its base URL. */
 function startServer(snapshot: string): Promise<{ child: ChildProcess; url: string }> {
@@ -113,17 +112,8 @@ async function main(): Promise<void> {
     const floorSite = join(out, 'floor-site');
     await writeSite(
       loaderSite,
-      `import { defineConfig } from 'astro/config';
-import comfortable from 'comfortable-loader/astro';
-export default defineConfig({
-  cacheDir: './.cache',
-  integrations: [comfortable({ baseUrl: ${JSON.stringify(server.url)}, repository: 'bench', apiKey: 'bench-key', contentTypes: ${JSON.stringify(contentTypes)} })],
-});
-`,
-      `import { defineCollection } from 'astro:content';
-import { comfortableLoader } from 'comfortable-loader/astro';
-export const collections = { all: defineCollection({ loader: comfortableLoader({ collection: 'all' }) }) };
-`,
+      loaderAstroConfig(server.url),
+      loaderContentConfig,
     );
     await writeSite(
       floorSite,
