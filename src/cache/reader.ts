@@ -74,11 +74,16 @@ export class CacheReader {
     }
   }
 
+  /** A statement, prepared once per reader. */
+  #prepared(sql: string): Statement {
+    let statement = this.#statements.get(sql);
+    if (!statement) this.#statements.set(sql, (statement = this.#db.prepare(sql)));
+    return statement;
+  }
+
   #all<T>(sql: string, ...parameters: (string | number)[]): T[] {
     try {
-      let statement = this.#statements.get(sql);
-      if (!statement) this.#statements.set(sql, (statement = this.#db.prepare(sql)));
-      return statement.all(...parameters) as T[];
+      return this.#prepared(sql).all(...parameters) as T[];
     } catch (error) {
       throw cacheErrorOf(error, this.dir);
     }
@@ -86,7 +91,7 @@ export class CacheReader {
 
   /** Whose cache it is, its last sync, locales and model; read again after each commit. */
   get head(): CacheHead {
-    const version = (this.#db.prepare('PRAGMA data_version').get() as { data_version: number }).data_version;
+    const version = (this.#prepared('PRAGMA data_version').get() as { data_version: number }).data_version;
     if (this.#head?.version !== version) {
       try {
         this.#head = { version, head: readHead(this.#db) };

@@ -124,11 +124,12 @@ export function loadEntries(cache: CacheReader, ids: Iterable<string>, locales: 
   const wanted = [...ids];
   const records = cache.records(wanted);
   const assets = cache.records([...records.values()].flatMap((record) => referenceList(record).filter((ref) => ref.asset).map((ref) => ref.id)));
+  const { model } = cache.head;
   const out: Entry[] = [];
   for (const id of wanted) {
     const record = records.get(id);
     if (!record || record.contentType === '_asset') continue;
-    for (const locale of localeKeys) out.push(entryOf(record, locale, locales, (assetId) => assets.get(assetId), cache.head.model));
+    for (const locale of localeKeys) out.push(entryOf(record, locale, locales, (assetId) => assets.get(assetId), model));
   }
   return out;
 }
