@@ -64,8 +64,8 @@ export async function completeClosures(sources: readonly Source[], listings: Rea
     for (const id of documents) if (!listed!.has(id)) unchecked.add(id);
     const { incomplete, overcomplete } = misshapen(sources, members, closures, records);
     if ((unchecked.size > 0 || assets.length > 0 || incomplete.length > 0 || overcomplete.size > 0) && round < maxRounds) {
-      await recheck([...unchecked], context);
-      await recheckAssets(assets, context);
+      await recheck([...unchecked], 'documents', context);
+      await recheck(assets, 'assets', context);
       // Stored as the masked answers make them, as a fresh sync stores them (one the server no longer has stays dropped).
       for (const ids of overcomplete.values()) for (const id of ids) intake.drop(id);
       for (const [source, ids] of overcomplete) {
@@ -105,29 +105,21 @@ function closureOf(source: Source, members: readonly string[], context: ClosureC
 }
 
 /**
- * Cached assets that no document fetched in this run embeds: their stamps asked one by one (the
- * API lists no assets, and an asset can be edited alone), the changed ones fetched, the ones the
- * server no longer has dropped. Unchanged, each costs a small answer, or a 304 with its ETag.
+ * Cached records that were neither taken nor listed in this run: their stamps asked, the changed
+ * ones fetched, the ones the server no longer has dropped. Documents are asked in id listings;
+ * assets one by one, as the API lists no assets and an asset can be edited alone (unchanged,
+ * each costs a small answer, or a 304 with its ETag).
  */
-async function recheckAssets(ids: string[], { records, intake, fetcher }: ClosureContext): Promise<void> {
+async function recheck(ids: string[], kind: 'documents' | 'assets', { records, intake, fetcher }: ClosureContext): Promise<void> {
   if (ids.length === 0) return;
   for (const id of ids) intake.checked.add(id);
-  const stamps = await fetcher.assetStamps(ids);
-  const seen = new Set(stamps.map((stamp) => stamp.id));
-  for (const id of ids) if (!seen.has(id)) intake.drop(id);
-  const changed = stamps.filter((stamp) => !records.sameStamps(stamp.id, stamp.updatedAt, stamp.revision)).map((stamp) => stamp.id);
-  await fetcher.assets(changed);
-}
-
-/** Cached records that were neither taken nor listed in this run: list their stamps, fetch the changed ones, drop the deleted. */
-async function recheck(ids: string[], { records, intake, fetcher }: ClosureContext): Promise<void> {
-  if (ids.length === 0) return;
-  for (const id of ids) intake.checked.add(id);
-  const stamps = await fetcher.stampsOf(ids);
+  const stamps = kind === 'assets' ? await fetcher.assetStamps(ids) : await fetcher.stampsOf(ids);
   const seen = new Set(stamps.map((stamp) => stamp.id));
   for (const id of ids) if (!seen.has(id)) intake.drop(id); // gone from the server
   const changed = stamps.filter((stamp) => !records.sameStamps(stamp.id, stamp.updatedAt, stamp.revision)).map((stamp) => stamp.id);
-  if (changed.length > 0) await fetcher.byIds(changed);
+  if (changed.length === 0) return;
+  if (kind === 'assets') await fetcher.assets(changed);
+  else await fetcher.byIds(changed);
 }
 
 /**
@@ -145,8 +137,9 @@ function misshapen(sources: readonly Source[], members: ReadonlyMap<string, read
   if (anyPartial) records.infos(wholeNeeded);
   const incomplete = anyPartial ? [...wholeNeeded].filter((id) => records.info(id)?.partial) : [];
   for (const source of masked) {
-    records.infos(closureIds(source));
-    const ids = closureIds(source).filter((id) => {
+    const reached = closureIds(source);
+    records.infos(reached);
+    const ids = reached.filter((id) => {
       const info = records.info(id);
       return info && !info.partial && info.contentType !== '_asset' && !wholeNeeded.has(id);
     });

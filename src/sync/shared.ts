@@ -2,7 +2,7 @@ import { CacheError } from '../cache/database.ts';
 import { DamagedRecordError } from '../cache/reader.ts';
 import type { Changeset } from './changeset.ts';
 import { parseSyncConfig, type SourceOptions, type SyncConfig, type SyncConfigInput } from './config.ts';
-import { sync, type SyncLogger, type SyncResult } from './engine.ts';
+import { sync, type SyncHints, type SyncLogger, type SyncResult } from './engine.ts';
 
 /**
  * One sync shared by every consumer in a process: all content loaders of an Astro sync and the
@@ -80,9 +80,7 @@ export class SharedSync {
    * its loaders share, instead of some reading this one and the rest starting another.
    */
   refresh(refetch: readonly string[] = []): Promise<SyncResult> {
-    this.#round = this.#start(() => sync(this.config(), this.#logger, { refetch }));
-    for (const consumer of this.#consumers) this.#round.consumed.add(consumer);
-    return this.#round.promise;
+    return this.#startForAll({ refetch });
   }
 
   /**
@@ -99,9 +97,7 @@ export class SharedSync {
       // A damaged record is fetched again; a damaged file is rebuilt by the sync that finds it.
       this.#logger?.warn(`${error.message}; ${damagedFile ? 'syncing again' : 'fetching them again'}`);
       const hints = error instanceof DamagedRecordError ? { repair: error.ids } : { rebuild: true };
-      this.#round = this.#start(() => sync(this.config(), this.#logger, hints));
-      for (const consumer of this.#consumers) this.#round.consumed.add(consumer);
-      return read(await this.#round.promise);
+      return read(await this.#startForAll(hints));
     }
   }
 
@@ -109,6 +105,13 @@ export class SharedSync {
   onResult(listener: (result: SyncResult) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /** Starts a round outside the Astro sync's rhythm, which every consumer counts as having had. */
+  #startForAll(hints: SyncHints): Promise<SyncResult> {
+    this.#round = this.#start(() => sync(this.config(), this.#logger, hints));
+    for (const consumer of this.#consumers) this.#round.consumed.add(consumer);
+    return this.#round.promise;
   }
 
   #start(run: () => Promise<SyncResult>): Round {
