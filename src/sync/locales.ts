@@ -34,19 +34,6 @@ function computeChains(locales: Locales): Map<string, string[]> {
   return chains;
 }
 
-/** Guesses locales from the localized values of records. */
-export function localesFromData(records: Iterable<StoredRecord>): Locales | undefined {
-  const counts = new Map<string, number>();
-  for (const record of records) {
-    for (const name of record.localized) {
-      for (const key of Object.keys(record.fields[name] as object)) counts.set(key, (counts.get(key) ?? 0) + 1);
-    }
-  }
-  if (counts.size === 0) return undefined;
-  const keys = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([key]) => key);
-  return { defaultLocale: keys[0]!, locales: keys.map((key) => ({ key })), source: 'data' };
-}
-
 export interface LocalizedFields {
   /** Field values in the locale, fallback applied (`null` where no locale of the chain has one). */
   fields: Record<string, unknown>;
