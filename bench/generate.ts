@@ -41,6 +41,11 @@ export interface GenerateOptions {
    * byte; a light snapshot is its own (it draws fewer random numbers), not a full one trimmed.
    */
   weight?: Weight;
+  /**
+   * How many assets the documents draw from; default a twenty-fifth of the documents, from 20 to
+   * 400. As many as the articles gives a repository with about one asset per article.
+   */
+  assets?: number;
 }
 
 export type Weight = 'full' | 'light';
@@ -237,11 +242,12 @@ interface Counts {
   assets: number;
 }
 
-function countsFor(documents: number): Counts {
+function countsFor(documents: number, assets?: number): Counts {
   if (!Number.isInteger(documents) || documents < 7) throw new Error(`generateSnapshot needs documents to be a whole number of 7 or more, got ${documents}`);
+  if (assets !== undefined && (!Number.isInteger(assets) || assets < 1)) throw new Error(`generateSnapshot needs assets to be a whole number of 1 or more, got ${assets}`);
   const authors = Math.max(3, Math.round(documents * 0.02));
   const categories = Math.max(3, Math.min(60, Math.round(documents * 0.005)));
-  return { articles: documents - authors - categories, authors, categories, assets: Math.max(20, Math.min(400, Math.round(documents / 25))) };
+  return { articles: documents - authors - categories, authors, categories, assets: assets ?? Math.max(20, Math.min(400, Math.round(documents / 25))) };
 }
 
 function article(random: Random, i: number, counts: Counts, shape: ArticleShape): SnapshotRecord {
@@ -344,10 +350,10 @@ function asset(random: Random, i: number): SnapshotRecord {
 
 /** Generates a valid snapshot with about `documents` documents of the given weight; see the module comment. */
 export function generateSnapshot(options: GenerateOptions): Snapshot {
-  const { documents: total, seed = 1, apiId = 'bench', key = 'bench-key', weight = 'full' } = options;
+  const { documents: total, seed = 1, apiId = 'bench', key = 'bench-key', weight = 'full', assets: assetCount } = options;
   const shape = articleShapes[weight];
   if (!shape) throw new Error(`generateSnapshot needs weight to be ${weights.join(' or ')}, got ${String(weight)}`);
-  const counts = countsFor(total);
+  const counts = countsFor(total, assetCount);
   const random = new Random(seed);
   const documents: SnapshotRecord[] = new Array(total);
   for (let i = 0; i < counts.articles; i++) documents[i] = article(random, i, counts, shape);

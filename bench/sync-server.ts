@@ -10,7 +10,8 @@ import { generateSnapshot, type Weight, weights } from './generate.ts';
  * answers (count and latency by kind) between marks, and reports its own peak RSS, so the sync
  * process's figures leave the server out.
  *
- * Arguments: documents, seed (default 7), weight (`full`, the default, or `light`).
+ * Arguments: documents, seed (default 7), weight (`full`, the default, or `light`), assets
+ * (default: the generator's).
  * Messages in: `{ type: 'mark' }`, `{ type: 'change', fraction, round }`, `{ type: 'stop' }`.
  * Messages out: `{ type: 'ready', url, generateMs, startMs, rssMb }`, `{ type: 'tally', … }`,
  * `{ type: 'changed', count, reloadMs }`, `{ type: 'stopped', maxRssMb }`.
@@ -19,6 +20,7 @@ import { generateSnapshot, type Weight, weights } from './generate.ts';
 const documents = Number(process.argv[2]);
 const seed = Number(process.argv[3] ?? 7);
 const weight = (process.argv[4] ?? 'full') as Weight;
+const assets = process.argv[5] ? Number(process.argv[5]) : undefined;
 if (!weights.includes(weight)) throw new Error(`sync-server: the weight is ${weights.join(' or ')}, not ${weight}`);
 const send = (message: object) => process.send!(message);
 
@@ -55,7 +57,7 @@ const log = (line: string) => {
 let started = performance.now();
 // Through JSON, as `serve` reads a snapshot file: the generator's strings are built piece by piece
 // (ropes), which the server would write out several times slower than the flat strings of a file.
-const snapshot: Snapshot = JSON.parse(JSON.stringify(generateSnapshot({ documents, seed, weight })));
+const snapshot: Snapshot = JSON.parse(JSON.stringify(generateSnapshot({ documents, seed, weight, assets })));
 snapshot.collections.push({ apiId: 'all' }); // every document, in the default order
 const generateMs = performance.now() - started;
 started = performance.now();

@@ -35,10 +35,14 @@ import { type Weight, weights as allWeights } from './generate.ts';
  *   13 ms, within the noise of a process's start);
  * - the peak RSS of the syncing process is under 600 MB at 100,000 (the highest of every run).
  *
- * Usage: node bench/sync.ts [documents...] [--weight full|light|both]   (default 10000 100000, both)
+ * `--assets N` generates N assets instead of the generator's default (at most 400): with as many
+ * as the articles, a repository of about one asset per article, which a warm sync checks one by
+ * one (the API lists no assets). `npm run bench` runs the default.
+ *
+ * Usage: node bench/sync.ts [documents...] [--weight full|light|both] [--assets N]   (default 10000 100000, both, up to 400 assets)
  */
 
-const usage = 'Usage: node bench/sync.ts [documents...] [--weight full|light|both]   (default 10000 100000, both)';
+const usage = 'Usage: node bench/sync.ts [documents...] [--weight full|light|both] [--assets N]   (default 10000 100000, both, up to 400 assets)';
 const seed = 7;
 /** Runs of each kind of sync, and of each floor. */
 const runs = 3;
@@ -51,18 +55,23 @@ const rssTargetMb = 600;
 const here = new URL('.', import.meta.url).pathname;
 
 /** The sizes and weights asked on the command line; exits with the usage when they make no sense. */
-function parseArguments(args: string[]): { sizes: number[]; weights: Weight[] } {
+function parseArguments(args: string[]): { sizes: number[]; weights: Weight[]; assets: number | undefined } {
   const sizes: number[] = [];
   let weight = 'both';
+  let assets: number | undefined;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === '--weight') weight = args[++i] ?? '';
     else if (arg.startsWith('--weight=')) weight = arg.slice('--weight='.length);
-    else if (/^\d+$/.test(arg) && Number(arg) >= 7) sizes.push(Number(arg));
-    else fail(`not a size (a whole number of documents, 7 or more) nor --weight: ${arg}`);
+    else if (arg === '--assets' || arg.startsWith('--assets=')) {
+      const value = arg === '--assets' ? args[++i] : arg.slice('--assets='.length);
+      if (!/^\d+$/.test(value ?? '') || Number(value) < 1) fail(`--assets is a whole number of 1 or more, not "${value ?? ''}"`);
+      assets = Number(value);
+    } else if (/^\d+$/.test(arg) && Number(arg) >= 7) sizes.push(Number(arg));
+    else fail(`not a size (a whole number of documents, 7 or more) nor --weight nor --assets: ${arg}`);
   }
   if (weight !== 'both' && !allWeights.includes(weight as Weight)) fail(`--weight is full, light or both, not "${weight}"`);
-  return { sizes: sizes.length > 0 ? sizes : [10_000, 100_000], weights: weight === 'both' ? [...allWeights] : [weight as Weight] };
+  return { sizes: sizes.length > 0 ? sizes : [10_000, 100_000], weights: weight === 'both' ? [...allWeights] : [weight as Weight], assets };
 }
 
 function fail(message: string): never {
@@ -70,7 +79,7 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-const { sizes, weights } = parseArguments(process.argv.slice(2));
+const { sizes, weights, assets } = parseArguments(process.argv.slice(2));
 
 interface ChildResult {
   ms: number;
@@ -158,7 +167,7 @@ const describeKinds = (kinds: ChildResult['kinds']) =>
     .join(', ');
 
 async function benchCase(documents: number, weight: Weight): Promise<Measured> {
-  const server = fork(join(here, 'sync-server.ts'), [String(documents), String(seed), weight], { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const server = fork(join(here, 'sync-server.ts'), [String(documents), String(seed), weight, ...(assets ? [String(assets)] : [])], { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const cacheDir = await mkdtemp(join(tmpdir(), 'bench-sync-'));
   const warmCopy = `${cacheDir}-warm`;
   const rows: Row[] = [];
@@ -349,7 +358,7 @@ function checkTargets(rows: Row[], floors: Floor[]): boolean {
 
 async function main(): Promise<void> {
   console.log(
-    `sync: collection "all" (includes 1, embedAssets) + aliases home, about; locale=all; weights ${weights.join(', ')}; each sync and each floor in its own process\n`,
+    `sync: collection "all" (includes 1, embedAssets) + aliases home, about; locale=all; weights ${weights.join(', ')}${assets ? `; ${int(assets)} assets` : ''}; each sync and each floor in its own process\n`,
   );
   const rows: Row[] = [];
   const floors: Floor[] = [];
