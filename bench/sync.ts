@@ -59,13 +59,14 @@ function parseArguments(args: string[]): { sizes: number[]; weights: Weight[]; a
   const sizes: number[] = [];
   let weight = 'both';
   let assets: number | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (arg === '--weight') weight = args[++i] ?? '';
-    else if (arg.startsWith('--weight=')) weight = arg.slice('--weight='.length);
-    else if (arg === '--assets' || arg.startsWith('--assets=')) {
-      const value = arg === '--assets' ? args[++i] : arg.slice('--assets='.length);
-      if (!/^\d+$/.test(value ?? '') || Number(value) < 1) fail(`--assets is a whole number of 1 or more, not "${value ?? ''}"`);
+  // `--name=value` is read as `--name value`.
+  const words = args.flatMap((arg) => (/^--\w+=/.test(arg) ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg]));
+  for (let i = 0; i < words.length; i++) {
+    const arg = words[i]!;
+    if (arg === '--weight') weight = words[++i] ?? '';
+    else if (arg === '--assets') {
+      const value = words[++i] ?? '';
+      if (!/^\d+$/.test(value) || Number(value) < 1) fail(`--assets is a whole number of 1 or more, not "${value}"`);
       assets = Number(value);
     } else if (/^\d+$/.test(arg) && Number(arg) >= 7) sizes.push(Number(arg));
     else fail(`not a size (a whole number of documents, 7 or more) nor --weight nor --assets: ${arg}`);
