@@ -265,6 +265,13 @@ export class Records {
     return new Set((statement.all(asJson(targets)) as unknown as [string][]).map(([id]) => id));
   }
 
+  /** For each of `targets` that some record references as an asset, one record that does, each named once. */
+  assetReferrers(targets: Iterable<string>): string[] {
+    this.#index();
+    const statement = this.#statement('SELECT DISTINCT (SELECT from_id FROM reference WHERE to_id = t.value AND asset = 1 LIMIT 1) FROM json_each(?) t', true);
+    return (statement.all(asJson(targets)) as unknown as [string | null][]).flatMap(([id]) => (id === null ? [] : [id]));
+  }
+
   /**
    * Brings `reference` (references by target) up to date with the records relinked since it
    * last was: their old rows out, their new ones in. When every record is new (a first or a

@@ -2,7 +2,7 @@ import type { ListOptions } from '../api/query.ts';
 import type { Node, Records } from '../cache/records.ts';
 import type { DanglingReference } from '../cache/transaction.ts';
 import { requestOptions, type Source } from './config.ts';
-import type { Fetcher } from './fetch.ts';
+import type { Fetcher, Stamp } from './fetch.ts';
 import type { Intake } from './intake.ts';
 import type { Listed } from './list.ts';
 import { reach } from './reach.ts';
@@ -10,7 +10,7 @@ import { reach } from './reach.ts';
 /**
  * The closures phase: the records each source needs (its members and what their includes
  * reach), brought up to date until nothing changes. Included records that no listing checked
- * in this run are re-checked by their stamps (assets, which no list holds, one by one); records stored otherwise than a fresh sync would
+ * in this run are re-checked by their stamps; records stored otherwise than a fresh sync would
  * store them (partial where a source needs them whole, whole where only masked sources need
  * them) are fetched again; records the closures reach but the cache lacks are fetched, and
  * those the server does not have either are dangling.
@@ -38,6 +38,8 @@ export interface ClosureContext {
   intake: Intake;
   fetcher: Fetcher;
   stored(source: Source): StoredClosure | undefined;
+  /** The mask that keeps the stamps of embedded assets (`assetStampsMask`); without it, assets are checked one by one. */
+  assetMask?: string | undefined;
 }
 
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
@@ -106,20 +108,36 @@ function closureOf(source: Source, members: readonly string[], context: ClosureC
 
 /**
  * Cached records that were neither taken nor listed in this run: their stamps asked, the changed
- * ones fetched, the ones the server no longer has dropped. Documents are asked in id listings;
- * assets one by one, as the API lists no assets and an asset can be edited alone (unchanged,
- * each costs a small answer, or a 304 with its ETag).
+ * ones fetched, the ones the server no longer has dropped. Documents are asked in id listings.
+ * The API lists no assets, and an asset can be edited alone: their stamps are read from a
+ * listing of documents that embed them, one document per asset (`assetStamps`).
  */
-async function recheck(ids: string[], kind: 'documents' | 'assets', { records, intake, fetcher }: ClosureContext): Promise<void> {
+async function recheck(ids: string[], kind: 'documents' | 'assets', context: ClosureContext): Promise<void> {
+  const { records, intake, fetcher } = context;
   if (ids.length === 0) return;
   for (const id of ids) intake.checked.add(id);
-  const stamps = kind === 'assets' ? await fetcher.assetStamps(ids) : await fetcher.stampsOf(ids);
+  const stamps = kind === 'assets' ? await assetStamps(ids, context) : await fetcher.stampsOf(ids);
   const seen = new Set(stamps.map((stamp) => stamp.id));
   for (const id of ids) if (!seen.has(id)) intake.drop(id); // gone from the server
   const changed = stamps.filter((stamp) => !records.sameStamps(stamp.id, stamp.updatedAt, stamp.revision)).map((stamp) => stamp.id);
   if (changed.length === 0) return;
-  if (kind === 'assets') await fetcher.assets(changed);
-  else await fetcher.byIds(changed);
+  const found = kind === 'assets' ? await fetcher.assets(changed) : await fetcher.byIds(changed);
+  for (const id of changed) if (!found.has(id)) intake.drop(id); // gone since its stamps were read
+}
+
+/**
+ * The stamps of assets: as embedded in one stored document that references each (asked together,
+ * with a mask that keeps the stamps only), and for an asset that listing did not carry (its
+ * document changed or is gone, or a server that masks otherwise), asked alone.
+ */
+async function assetStamps(ids: string[], { records, fetcher, assetMask }: ClosureContext): Promise<Stamp[]> {
+  const wanted = new Set(ids);
+  const found = new Map<string, Stamp>();
+  if (assetMask) {
+    for (const stamp of await fetcher.embeddedAssetStamps(records.assetReferrers(ids), assetMask)) if (wanted.has(stamp.id)) found.set(stamp.id, stamp);
+  }
+  const alone = ids.filter((id) => !found.has(id));
+  return [...found.values(), ...(alone.length > 0 ? await fetcher.assetStamps(alone) : [])];
 }
 
 /**

@@ -11,7 +11,7 @@ import { type Changeset, emptyChanges } from './changeset.ts';
 import { completeClosures } from './closures.ts';
 import { commitRun } from './commit.ts';
 import { hash, parseSyncConfig, sourcesOf, type SyncConfig, type SyncConfigInput } from './config.ts';
-import { Fetcher, settleAll } from './fetch.ts';
+import { assetStampsMask, Fetcher, settleAll } from './fetch.ts';
 import { Intake, type LocaleKeys } from './intake.ts';
 import { type Listed, listSource } from './list.ts';
 import type { Locales } from './locales.ts';
@@ -252,6 +252,7 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
     records: tx.records,
     intake,
     fetcher,
+    assetMask: assetStampsMask(model, (locales ?? head?.locales)?.locales.map((locale) => locale.key) ?? []),
     stored: (source) => {
       if (stored.get(source.key)?.fingerprint !== source.fingerprint || config.mode === 'fresh') return undefined;
       return { members: tx.members(source.key).ids, included: tx.included(source.key), dangling: tx.dangling(source.key) };

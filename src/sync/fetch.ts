@@ -3,6 +3,7 @@ import type { FilterEntry, ListOptions } from '../api/query.ts';
 import type { ApiRecord, ListAnswer } from '../wire/schemas.ts';
 import { requestOptions, type Source } from './config.ts';
 import type { AnsweredPage, Intake } from './intake.ts';
+import type { Model } from './records.ts';
 
 /**
  * The requests of a sync. Each feeds what it receives to the intake and returns ids; none
@@ -16,6 +17,51 @@ export interface Stamp {
   id: string;
   updatedAt?: string | undefined;
   revision?: number | undefined;
+}
+
+/**
+ * The mask of a listing that carries the stamps of the assets its documents embed (asked with
+ * `embedAssets`): each asset field of the model, through each locale where it is localized.
+ * It names keys only, no wildcard, so a server that masks the json-mask way answers it.
+ * Undefined when the model has no asset field.
+ */
+export function assetStampsMask(model: Model, localeKeys: readonly string[]): string | undefined {
+  const forms = new Map<string, { plain: boolean; localized: boolean }>();
+  for (const [contentType, fields] of Object.entries(model)) {
+    if (contentType === '_asset') continue;
+    for (const [name, field] of Object.entries(fields)) {
+      if (field.kind !== 'asset') continue;
+      const form = forms.get(name) ?? { plain: false, localized: false };
+      if (field.localized) form.localized = true;
+      else form.plain = true;
+      forms.set(name, form);
+    }
+  }
+  const terms = [...forms].flatMap(([name, { plain, localized }]) => {
+    const inner = [...(plain ? [listing] : []), ...(localized ? localeKeys.map((key) => `${key}(${listing})`) : [])];
+    return inner.length > 0 ? [`${name}(${inner.join(',')})`] : [];
+  });
+  return terms.length > 0 ? `${listing},fields(${terms.join(',')})` : undefined;
+}
+
+/**
+ * The stamps of the records embedded in the fields of an answered document (plain or localized).
+ * A reference left as it is (to an asset the server no longer has) carries no stamps: it is skipped.
+ */
+export function embeddedStamps(record: { fields?: Record<string, unknown> }): Stamp[] {
+  const stamps: Stamp[] = [];
+  const take = (value: unknown) => {
+    if (!Array.isArray(value)) return;
+    for (const item of value) {
+      const meta = (item as { meta?: Stamp } | null)?.meta;
+      if (typeof meta?.id === 'string' && (meta.updatedAt !== undefined || meta.revision !== undefined)) stamps.push(meta);
+    }
+  };
+  for (const value of Object.values(record.fields ?? {})) {
+    if (Array.isArray(value)) take(value);
+    else if (value && typeof value === 'object') for (const inLocale of Object.values(value)) take(inLocale);
+  }
+  return stamps;
 }
 
 /**
@@ -130,6 +176,20 @@ export class Fetcher {
       }),
     );
     return stamps;
+  }
+
+  /**
+   * The stamps of the assets that documents embed: the documents by id, with `embedAssets` and a
+   * mask that keeps the embedded assets' stamps only (`assetStampsMask`). One listing answers for
+   * many assets, where asking each asset alone costs a request each.
+   */
+  async embeddedAssetStamps(documents: string[], mask: string): Promise<Stamp[]> {
+    const pages = await settleAll(
+      chunks(documents, this.#pageSize).map((chunk) =>
+        this.#client.documents({ filters: [{ '*.meta.id': { in: chunk } }], embedAssets: true, locale: 'all', fields: mask, limit: chunk.length, offset: 0 }),
+      ),
+    );
+    return pages.flatMap((page) => (page.data as { fields?: Record<string, unknown> }[]).flatMap(embeddedStamps));
   }
 
   /** The stamps of documents by id (an id listing); documents the server does not have are absent. */

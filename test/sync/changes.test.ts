@@ -180,20 +180,6 @@ describe('a warm sync with no change', () => {
     expect(warm.stats.bytes).toBeLessThan(cold.stats.bytes / 3);
     expect(recordsOf(warm)).toEqual(coldRecords);
   });
-
-  it('asks each cached asset for its stamps alone (the API lists no assets), with a 304 once it has an ETag', async () => {
-    // Without the alias: its answer embeds both assets, so its 304 vouches for them too.
-    const served = await serve();
-    const dir = await tempDir();
-    const config = configFor(served.server.url, dir, { aliases: [] });
-    await sync(config, recorder());
-    await sync(config, recorder());
-    served.requests.length = 0;
-    const again = await sync(config, recorder());
-    expect(again.changeset.empty).toBe(true);
-    const assets = served.requests.filter((r) => r.includes('/assets/'));
-    expect(assets.sort()).toEqual(['GET /v1/mag/assets/3001?fields=meta(id,updatedAt,revision) 304', 'GET /v1/mag/assets/3002?fields=meta(id,updatedAt,revision) 304']);
-  });
 });
 
 describe('changes show up exactly in the changeset', () => {
