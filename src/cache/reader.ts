@@ -108,10 +108,18 @@ export class CacheReader {
 
   /** A source's members in order, with their digests; none for a source not synced. */
   members(source: string): Member[] {
-    return this.#all<Member>(
-      'SELECT m.id, r.content_type AS contentType, r.digest, m.dependency_digest AS dependencyDigest FROM member m JOIN record r ON r.id = m.id WHERE m.source = ? ORDER BY m.position',
-      source,
-    ).map((row) => ({ ...row }));
+    const row = this.#all<{ ids: string; digests: string }>('SELECT ids, dependency_digests AS digests FROM member WHERE source = ?', source)[0];
+    if (!row) return [];
+    let digests: string[] = [];
+    try {
+      digests = JSON.parse(row.digests) as string[];
+    } catch {}
+    const members = this.#all<{ position: number; id: string; contentType: string; digest: string }>(
+      'SELECT j.key AS position, j.value AS id, r.content_type AS contentType, r.digest FROM json_each(?) j JOIN record r ON r.id = j.value ORDER BY j.key',
+      row.ids,
+    ).map(({ position, id, contentType, digest }) => ({ id, contentType, digest, dependencyDigest: digests[position]! }));
+    if (members.some((member) => typeof member.dependencyDigest !== 'string')) throw new CacheError('cache_damaged', `The cache in ${this.dir} is damaged: the members of ${source} do not read back`);
+    return members;
   }
 
   /** The records a source's includes reach from its members, not counting the members. */
@@ -222,7 +230,7 @@ export class CacheReader {
   /** Content types of the members of some sources, sorted. */
   contentTypes(sources: readonly string[]): string[] {
     return this.#all<{ content_type: string }>(
-      'SELECT DISTINCT r.content_type FROM member m JOIN record r ON r.id = m.id WHERE m.source IN (SELECT value FROM json_each(?)) ORDER BY r.content_type',
+      'SELECT DISTINCT r.content_type FROM member m, json_each(m.ids) j JOIN record r ON r.id = j.value WHERE m.source IN (SELECT value FROM json_each(?)) ORDER BY r.content_type',
       JSON.stringify(sources),
     ).map((row) => row.content_type);
   }

@@ -35,10 +35,8 @@ export interface StoredMembers {
   revisions: number[];
 }
 
-/** What a sync writes of a source's members: a new list, or some rows of the stored one (by position). */
-export type MemberUpdate =
-  | { list: StoredMembers; digests: readonly string[] }
-  | { rows: { position: number; updatedAt: string; revision: number; digest: string }[] };
+/** What a sync writes of a source's members: the list with its dependency digests, or undefined when they are as stored. */
+export type MemberUpdate = { list: StoredMembers; digests: readonly string[] } | undefined;
 
 /**
  * One sync's write transaction on the cache: everything it reads sees what it wrote before,
@@ -119,8 +117,8 @@ export class CacheTransaction {
   members(key: string): StoredMembers {
     let members = this.#members.get(key);
     if (!members) {
-      const [ids, updatedAt, revisions] = this.#columns(key, ['id', 'updated_at', 'revision']);
-      this.#members.set(key, (members = { ids: ids!, updatedAt: updatedAt!, revisions: revisions!.map(Number) }));
+      const [ids, updatedAt, revisions] = this.#columns(key, ['ids', 'updated_at', 'revisions']);
+      this.#members.set(key, (members = { ids: ids as string[], updatedAt: updatedAt as string[], revisions: revisions as number[] }));
     }
     return members;
   }
@@ -128,21 +126,22 @@ export class CacheTransaction {
   /** The dependency digests of a source's members, in their order (read once; a sync with nothing changed never needs them). */
   memberDigests(key: string): string[] {
     let digests = this.#digests.get(key);
-    if (!digests) this.#digests.set(key, (digests = this.#columns(key, ['dependency_digest'])[0]!));
+    if (!digests) this.#digests.set(key, (digests = this.#columns(key, ['dependency_digests'])[0] as string[]));
     return digests;
   }
 
-  /**
-   * Columns of a source's members in order, each read as one string (none holds a space) and
-   * split: a hundred thousand members come in a few strings rather than as a hundred thousand rows.
-   */
-  #columns(key: string, columns: string[]): string[][] {
+  /** Columns of a source's members, each a list in member order (none for a source not stored). */
+  #columns(key: string, columns: string[]): unknown[][] {
     return this.#run(() => {
-      const select = columns.map((column, i) => `group_concat(${column}, ' ') AS c${i}`).join(', ');
-      const row = this.#db.prepare(`SELECT count(*) AS n, ${select} FROM (SELECT * FROM member WHERE source = ? ORDER BY position)`).get(key) as Record<string, string | number | null>;
-      const n = row.n as number;
-      const values = columns.map((_, i) => (n === 0 ? [] : (row[`c${i}`] as string).split(' ')));
-      if (values.some((list) => list.length !== n)) throw new CacheError('cache_damaged', `The cache in ${this.#dir} is damaged: the members of ${key} do not read back`);
+      const row = this.#db.prepare(`SELECT count, ${columns.join(', ')} FROM member WHERE source = ?`).get(key) as Record<string, string | number> | undefined;
+      if (!row) return columns.map(() => []);
+      let values: unknown[][] = [];
+      try {
+        values = columns.map((column) => JSON.parse(row[column] as string) as unknown[]);
+      } catch {}
+      if (values.length !== columns.length || values.some((list) => !Array.isArray(list) || list.length !== row.count)) {
+        throw new CacheError('cache_damaged', `The cache in ${this.#dir} is damaged: the members of ${key} do not read back`);
+      }
       return values;
     });
   }
@@ -166,14 +165,10 @@ export class CacheTransaction {
     this.#digests.delete(source.key);
     this.#run(() => {
       this.#db.prepare('INSERT OR REPLACE INTO source (key, kind, name, fingerprint, synced_at) VALUES (?, ?, ?, ?, ?)').run(source.key, source.kind, source.name, source.fingerprint, source.syncedAt);
-      if ('rows' in members) {
-        const update = this.#db.prepare('UPDATE member SET updated_at = ?, revision = ?, dependency_digest = ? WHERE source = ? AND position = ?');
-        for (const row of members.rows) update.run(row.updatedAt, row.revision, row.digest, source.key, row.position);
-      } else {
+      if (members) {
         const { list, digests } = members;
-        this.#db.prepare('DELETE FROM member WHERE source = ?').run(source.key);
-        const insert = this.#db.prepare('INSERT INTO member (source, position, id, updated_at, revision, dependency_digest) VALUES (?, ?, ?, ?, ?, ?)');
-        list.ids.forEach((id, i) => insert.run(source.key, i, id, list.updatedAt[i]!, list.revisions[i]!, digests[i]!));
+        const row = [list.ids, list.updatedAt, list.revisions, digests].map((column) => JSON.stringify(column));
+        this.#db.prepare('INSERT OR REPLACE INTO member (source, count, ids, updated_at, revisions, dependency_digests) VALUES (?, ?, ?, ?, ?, ?)').run(source.key, list.ids.length, ...row);
       }
       if (included) {
         this.#db.prepare('DELETE FROM included WHERE source = ?').run(source.key);

@@ -58,24 +58,14 @@ export function commitRun(tx: CacheTransaction, intake: Intake, input: CommitInp
     if (same && changed.length === 0 && listed.changed.size === 0) {
       // The list is the stored one, with the same stamps, and nothing its members reach changed: every row stands.
       changeset.sources[source.key] = emptyChanges();
-      tx.writeSource(row, { rows: [] }, included, dangling);
+      tx.writeSource(row, undefined, included, dangling);
       continue;
     }
     const before = { ids: storedMembers.ids, digests: tx.memberDigests(source.key) };
     const { digests, worked } = memberDigests(source, members.ids, closure, sameOptions ? before : undefined, changed, tx);
     changeset.sources[source.key] = sourceChanges(members.ids, digests, before, same ? worked : undefined);
-    if (same) {
-      // The same list: the rows to write are those whose digest or stamps moved.
-      const rows = [];
-      for (let i = 0; i < digests.length; i++) {
-        if (digests[i] !== before.digests[i] || members.updatedAt[i] !== storedMembers.updatedAt[i] || members.revisions[i] !== storedMembers.revisions[i]) {
-          rows.push({ position: i, updatedAt: members.updatedAt[i]!, revision: members.revisions[i]!, digest: digests[i]! });
-        }
-      }
-      tx.writeSource(row, { rows }, included, dangling);
-    } else {
-      tx.writeSource(row, { list: members, digests }, included, dangling);
-    }
+    const unmoved = same && members === storedMembers && digests.every((digest, i) => digest === before.digests[i]);
+    tx.writeSource(row, unmoved ? undefined : { list: members, digests }, included, dangling);
   }
   const cache = tx.commit(input.head, input.etags);
   return { changeset: { ...changeset, empty: isEmptyChangeset(changeset) }, cache };

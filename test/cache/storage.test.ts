@@ -193,8 +193,27 @@ describe('what is no cache of this format is rebuilt, with a warning that says w
     db.close();
     expect(openCache(dir)).toBeUndefined(); // a reader does not take it for a cache
     const result = await sync(configFor(server.url, dir), recorder());
-    expect(result.warnings.some((w) => /another format \(99; this version writes 5\)/.test(w))).toBe(true);
+    expect(result.warnings.some((w) => /another format \(99; this version writes 6\)/.test(w))).toBe(true);
     expect(result.stats.written).toBe(7);
+  });
+
+  it("a cache whose members of a source no longer read back (not JSON, or fewer than it says)", async () => {
+    const { server } = await serve();
+    for (const damage of ["ids = 'not json'", "updated_at = '[]'", "dependency_digests = '[\"x\"]'"]) {
+      const dir = await tempDir();
+      await sync(configFor(server.url, dir), recorder());
+      const db = new DatabaseSync(join(dir, 'cache.sqlite'));
+      db.exec(`UPDATE member SET ${damage} WHERE source = 'collection:articles'`);
+      db.close();
+      if (damage.startsWith('dependency')) {
+        // Only the readers read the digests of a source whose members did not change.
+        expect(() => openCache(dir)!.members('collection:articles')).toThrow(/the members of collection:articles do not read back/);
+        continue;
+      }
+      const result = await sync(configFor(server.url, dir), recorder());
+      expect(result.warnings.some((w) => /the members of collection:articles do not read back; rebuilding it from the server/.test(w))).toBe(true);
+      expect(result.cache.members('collection:articles').map((member) => member.id)).toEqual(['1001', '1003', '1002']);
+    }
   });
 
   it('a cache whose head is missing a value', async () => {
