@@ -2,7 +2,7 @@ import type { ListOptions } from '../api/query.ts';
 import type { Node, Records } from '../cache/records.ts';
 import type { DanglingReference } from '../cache/transaction.ts';
 import { requestOptions, type Source } from './config.ts';
-import type { Fetcher, Stamp } from './fetch.ts';
+import { type Fetcher, settleAll, type Stamp } from './fetch.ts';
 import type { Intake } from './intake.ts';
 import type { Listed } from './list.ts';
 import { reach } from './reach.ts';
@@ -40,6 +40,37 @@ export interface ClosureContext {
   stored(source: Source): StoredClosure | undefined;
   /** The mask that keeps the stamps of embedded assets (`assetStampsMask`); without it, assets are checked one by one. */
   assetMask?: string | undefined;
+  /** What was checked while the members were listed (`checkAhead`): not asked again. */
+  ahead?: CheckedAhead | undefined;
+}
+
+/**
+ * What a warm sync checks of the last sync's closures while the members are listed, rather than
+ * a round trip after: the stamps of the assets they include, and whether the targets of their
+ * dangling references exist by now (those that do are fetched).
+ */
+export interface CheckedAhead {
+  /** Stamps of assets by id, as a stored document embedding each carried them. */
+  assetStamps: ReadonlyMap<string, Stamp>;
+  /** Targets of dangling references that the server still does not have. */
+  absent: ReadonlySet<string>;
+}
+
+export async function checkAhead(
+  included: readonly string[],
+  dangling: readonly DanglingReference[],
+  context: Pick<ClosureContext, 'records' | 'fetcher' | 'assetMask'> & { localesKnown: Promise<void> },
+): Promise<CheckedAhead> {
+  const { records } = context;
+  records.infos(included);
+  const assets = included.filter((id) => records.info(id)?.contentType === '_asset');
+  const targets = [...new Set(dangling.map((ref) => ref.id))];
+  const assetStamps = embeddedAssetStamps(assets, context);
+  // What is fetched is normalised with the repository's locales.
+  const found = context.localesKnown.then(() => fetchTargets(targets, dangling, context));
+  await settleAll<unknown>([assetStamps, found]);
+  const had = await found;
+  return { assetStamps: await assetStamps, absent: new Set(targets.filter((id) => !had.has(id))) };
 }
 
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
@@ -51,7 +82,7 @@ export async function completeClosures(sources: readonly Source[], listings: Rea
   const { records, intake, fetcher } = context;
   const members = new Map([...listings].map(([key, listing]) => [key, listing.ids]));
   let listed: Set<string> | undefined; // made when some included document was neither taken nor checked
-  const absent = new Set<string>();
+  const absent = new Set<string>(context.ahead?.absent);
   let worked: { version: number; closures: Map<string, SourceClosure> } | undefined;
   for (let round = 0; ; round++) {
     // Worked out again only when a round wrote or dropped a record.
@@ -82,17 +113,20 @@ export async function completeClosures(sources: readonly Source[], listings: Rea
     const missing = [...closures.values()].flatMap((closure) => closure.dangling);
     const toFetch = [...new Set(missing.map((ref) => ref.id))].filter((id) => !absent.has(id));
     if (toFetch.length === 0 || round >= maxRounds) return closures;
-    const assetIds = assetReferences(missing, records);
-    const found = await fetcher.byIds(toFetch.filter((id) => !assetIds.has(id)));
-    for (const id of await fetcher.assets(toFetch.filter((id) => assetIds.has(id)))) found.add(id);
+    const found = await fetchTargets(toFetch, missing, context);
     for (const id of toFetch) if (!found.has(id)) absent.add(id);
   }
 }
 
-/** The targets of references that point to assets, as the records holding them say. */
-function assetReferences(references: readonly DanglingReference[], records: Records): Set<string> {
+/** Fetches the targets of references the cache lacks (assets one by one); returns the ids the server had. */
+async function fetchTargets(ids: readonly string[], references: readonly DanglingReference[], { records, fetcher }: Pick<ClosureContext, 'records' | 'fetcher'>): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  // Which targets are assets, as the records holding the references say.
   const nodes = records.nodes(new Set(references.map((ref) => ref.from)));
-  return new Set(references.filter((ref) => nodes.get(ref.from)?.references.some((r) => r.id === ref.id && r.asset)).map((ref) => ref.id));
+  const assetIds = new Set(references.filter((ref) => nodes.get(ref.from)?.references.some((r) => r.id === ref.id && r.asset)).map((ref) => ref.id));
+  const found = await fetcher.byIds(ids.filter((id) => !assetIds.has(id)));
+  for (const id of await fetcher.assets(ids.filter((id) => assetIds.has(id)))) found.add(id);
+  return found;
 }
 
 /** A source's closure: the stored one while it holds, else worked out from the stored references. */
@@ -126,18 +160,25 @@ async function recheck(ids: string[], kind: 'documents' | 'assets', context: Clo
 }
 
 /**
- * The stamps of assets: as embedded in one stored document that references each (asked together,
- * with a mask that keeps the stamps only), and for an asset that listing did not carry (its
- * document changed or is gone, or a server that masks otherwise), asked alone.
+ * The stamps of assets: those read ahead, else as embedded in one stored document that
+ * references each (asked together, with a mask that keeps the stamps only), and for an asset no
+ * such listing carried (its document changed or is gone, or a server that masks otherwise),
+ * asked alone.
  */
-async function assetStamps(ids: string[], { records, fetcher, assetMask }: ClosureContext): Promise<Stamp[]> {
-  const wanted = new Set(ids);
+async function assetStamps(ids: string[], context: ClosureContext): Promise<Stamp[]> {
+  const known = new Map(context.ahead?.assetStamps);
+  for (const [id, stamp] of await embeddedAssetStamps(ids.filter((id) => !known.has(id)), context)) known.set(id, stamp);
+  const alone = ids.filter((id) => !known.has(id));
+  return [...ids.flatMap((id) => known.get(id) ?? []), ...(alone.length > 0 ? await context.fetcher.assetStamps(alone) : [])];
+}
+
+/** The stamps of the assets of `ids` that one stored document embedding each carries (asked together); none without a mask. */
+async function embeddedAssetStamps(ids: readonly string[], { records, fetcher, assetMask }: Pick<ClosureContext, 'records' | 'fetcher' | 'assetMask'>): Promise<Map<string, Stamp>> {
   const found = new Map<string, Stamp>();
-  if (assetMask) {
-    for (const stamp of await fetcher.embeddedAssetStamps(records.assetReferrers(ids), assetMask)) if (wanted.has(stamp.id)) found.set(stamp.id, stamp);
-  }
-  const alone = ids.filter((id) => !found.has(id));
-  return [...found.values(), ...(alone.length > 0 ? await fetcher.assetStamps(alone) : [])];
+  if (!assetMask || ids.length === 0) return found;
+  const wanted = new Set(ids);
+  for (const stamp of await fetcher.embeddedAssetStamps(records.assetReferrers(ids), assetMask)) if (wanted.has(stamp.id)) found.set(stamp.id, stamp);
+  return found;
 }
 
 /**

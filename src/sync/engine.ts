@@ -8,7 +8,7 @@ import { type CacheReader, clearCache, DamagedRecordError, openCache } from '../
 import type { CacheHead } from '../cache/head.ts';
 import { CacheTransaction, type DanglingReference, type Etags } from '../cache/transaction.ts';
 import { type Changeset, emptyChanges } from './changeset.ts';
-import { completeClosures } from './closures.ts';
+import { checkAhead, completeClosures } from './closures.ts';
 import { commitRun } from './commit.ts';
 import { hash, parseSyncConfig, sourcesOf, type SyncConfig, type SyncConfigInput } from './config.ts';
 import { assetStampsMask, Fetcher, settleAll } from './fetch.ts';
@@ -224,21 +224,29 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
   const sources = sourcesOf(config);
   const stored = tx.sources();
   const plans = planSources(sources, stored, config.mode === 'fresh');
-  const asked = client.repository();
-  asked.catch(() => {}); // awaited below
-  // While the repository answers, the stored members the listings compare with are read (once the request is out).
-  await new Promise((resolve) => setImmediate(resolve));
-  for (const plan of plans) if (plan.how === 'incremental') tx.members(plan.source.key);
   let locales: Locales | undefined;
-  const info = await asked;
-  if (info.meta.defaultLocale && info.meta.locales?.length) {
+  // The repository's locales are what records are normalised with: what fetches records waits for them.
+  const localesKnown = client.repository().then((info) => {
+    if (!info.meta.defaultLocale || !info.meta.locales?.length) return;
     locales = { defaultLocale: info.meta.defaultLocale, locales: info.meta.locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })), source: 'repository' };
     intake.useLocales(new Set(locales.locales.map((l) => l.key)) as LocaleKeys);
-  }
+  });
+  localesKnown.catch(() => {}); // awaited below
 
+  // Listings by stamps need no locales: they are asked with the repository.
   const members = new Map<string, Listed>();
-  const context = { fetcher, intake, records: tx.records, safetyMarginMs: config.safetyMarginMs, pageSize: config.pageSize, progress: (message: string) => logger.info(message), stored: (key: string) => tx.members(key) };
-  await settleAll(plans.map(async (plan) => members.set(plan.source.key, await listSource(plan, context))));
+  const context = { fetcher, intake, records: tx.records, safetyMarginMs: config.safetyMarginMs, pageSize: config.pageSize, progress: (message: string) => logger.info(message), stored: (key: string) => tx.members(key), localesKnown };
+  const listed = settleAll(plans.map(async (plan) => members.set(plan.source.key, await listSource(plan, context))));
+  // Once the listings are asked, what the last sync's closures hold is checked meanwhile.
+  await new Promise((resolve) => setImmediate(resolve));
+  const incremental = plans.filter((plan) => plan.how === 'incremental').map((plan) => plan.source.key);
+  const ahead = checkAhead(
+    incremental.flatMap((key) => tx.included(key)),
+    incremental.flatMap((key) => tx.dangling(key)),
+    { records: tx.records, fetcher, localesKnown, assetMask: assetStampsMask(model, head?.locales.locales.map((locale) => locale.key) ?? []) },
+  );
+  // None is left running when one fails; the repository's failure is the one told first.
+  await settleAll<unknown>([localesKnown, listed, ahead]);
 
   // A webhook may name records whose stamps did not move (a snapshot edited by hand), or an asset
   // no document fetched in this run embeds: fetch them anyway (assets one by one, as the API has it).
@@ -253,6 +261,7 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
     intake,
     fetcher,
     assetMask: assetStampsMask(model, (locales ?? head?.locales)?.locales.map((locale) => locale.key) ?? []),
+    ahead: await ahead,
     stored: (source) => {
       if (stored.get(source.key)?.fingerprint !== source.fingerprint || config.mode === 'fresh') return undefined;
       return { members: tx.members(source.key).ids, included: tx.included(source.key), dangling: tx.dangling(source.key) };

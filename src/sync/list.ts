@@ -29,11 +29,14 @@ export interface ListContext {
   progress(message: string): void;
   /** The members of a source as the last sync stored them. */
   stored(key: string): StoredMembers;
+  /** Settles once the repository's locales are known: records are fetched only then. */
+  localesKnown: Promise<void>;
 }
 
 export async function listSource(plan: SourcePlan, context: ListContext): Promise<Listed> {
   const { source } = plan;
   const { fetcher, intake } = context;
+  if (plan.how !== 'incremental') await context.localesKnown;
   if (plan.how === 'alias') {
     const ids = await fetcher.alias(source);
     return { ids, changed: new Set(ids) };
@@ -44,6 +47,11 @@ export async function listSource(plan: SourcePlan, context: ListContext): Promis
     });
     return { ids, changed: new Set(ids) };
   }
+  const pages = fetcher.stamps(source);
+  const first = pages.next();
+  first.catch(() => {}); // awaited below
+  // The stored members the stamps are compared with are read while the first page is on its way.
+  await new Promise((resolve) => setImmediate(resolve));
   const stored = context.stored(source.key);
   let storedAt: Map<string, number> | undefined; // where each stored member stands, when the order moved
   const since = new Date(Date.parse(plan.syncedAt!) - context.safetyMarginMs).toISOString();
@@ -51,18 +59,19 @@ export async function listSource(plan: SourcePlan, context: ListContext): Promis
   const ids: string[] = [];
   const changed = new Set<string>();
   try {
-    for await (const stamps of fetcher.stamps(source)) {
-      for (const { id, updatedAt = '', revision = 0 } of stamps) {
+    for (let answer = await first; !answer.done; answer = await pages.next()) {
+      for (const { id, updatedAt = '', revision = 0 } of answer.value) {
         let at: number | undefined = ids.push(id) - 1;
         if (stored.ids[at] !== id) at = (storedAt ??= new Map(stored.ids.map((member, i) => [member, i]))).get(id);
         if (at === undefined || stored.updatedAt[at] !== updatedAt || stored.revisions[at] !== revision || context.records.dropped.has(id)) changed.add(id);
       }
       if (changed.size > 0 && !changedSince) {
-        changedSince = fetcher.changedSince(source, since);
+        changedSince = context.localesKnown.then(() => fetcher.changedSince(source, since));
         changedSince.catch(() => {}); // handled below; a failure meanwhile is not an unhandled rejection
       }
     }
   } finally {
+    await pages.return(undefined).catch(() => {}); // its pages still in flight are let go
     await changedSince?.catch(() => {}); // never left running
   }
   if (changedSince) {
