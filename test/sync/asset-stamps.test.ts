@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { sync } from '../../src/sync/engine.ts';
 import { assetStampsMask, embeddedStamps } from '../../src/sync/fetch.ts';
-import { configFor, docOf, recorder, recordsOf, serve, startProxy, tempDir, touch } from '../helpers/magazine.ts';
+import { configFor, docOf, recorder, recordsOf, type Served, serve, startProxy, tempDir, touch } from '../helpers/magazine.ts';
 
 /**
  * The API lists no assets, and an asset can be edited alone. A warm sync reads the stamps of the
@@ -55,12 +55,19 @@ describe('the mask of an asset probe', () => {
 
 describe('a warm sync', () => {
   // Without the alias: its answer embeds both assets, so its 304 would vouch for them.
-  const setUp = async (baseUrl?: string) => {
+  const setUp = async () => {
     const served = await serve();
-    const proxyOrServer = baseUrl ?? served.server.url;
-    const config = configFor(proxyOrServer, await tempDir(), { aliases: [] });
+    const config = configFor(served.server.url, await tempDir(), { aliases: [] });
     const cold = await sync(config, recorder());
     return { served, config, cold };
+  };
+  /** Retitles an asset (in the CMS's way), serves the edit, and forgets the requests so far. */
+  const retitle = async (served: Served, id: string, title: string) => {
+    const asset = served.snapshot.assets.find((a) => a.meta.id === id)!;
+    asset.fields.title = { en_US: title };
+    touch(asset);
+    await served.publish();
+    served.requests.length = 0;
   };
 
   it('reads the stamps of every cached asset from one document that embeds them, and asks no asset alone', async () => {
@@ -77,11 +84,7 @@ describe('a warm sync', () => {
 
   it('finds an asset edited alone, and fetches that asset alone', async () => {
     const { served, config } = await setUp();
-    const asset = served.snapshot.assets.find((a) => a.meta.id === '3002')!;
-    asset.fields.title = { en_US: 'Plantains' };
-    touch(asset);
-    await served.publish();
-    served.requests.length = 0;
+    await retitle(served, '3002', 'Plantains');
     const result = await sync(config, recorder());
     expect(result.changeset.records).toEqual({ added: [], updated: ['3002'], removed: [] });
     expect(result.cache.record('3002')!.fields.title).toEqual({ en_US: 'Plantains' });
@@ -94,11 +97,7 @@ describe('a warm sync', () => {
     const article = docOf(served.snapshot, '1001');
     article.fields.gallery = { en_US: [{ meta: { id: '3001', contentType: '_asset' } }] };
     touch(article);
-    const asset = served.snapshot.assets.find((a) => a.meta.id === '3002')!;
-    asset.fields.title = { en_US: 'Plantains' };
-    touch(asset);
-    await served.publish();
-    served.requests.length = 0;
+    await retitle(served, '3002', 'Plantains');
     const result = await sync(config, recorder());
     expect(result.changeset.records.updated.sort()).toEqual(['1001', '3002']);
     expect(result.cache.record('3002')!.fields.title).toEqual({ en_US: 'Plantains' });
@@ -115,11 +114,7 @@ describe('a warm sync', () => {
     });
     const config = configFor(proxy.url, await tempDir(), { aliases: [] });
     await sync(config, recorder());
-    const asset = served.snapshot.assets.find((a) => a.meta.id === '3001')!;
-    asset.fields.title = { en_US: 'Pears' };
-    touch(asset);
-    await served.publish();
-    served.requests.length = 0;
+    await retitle(served, '3001', 'Pears');
     const result = await sync(config, recorder());
     expect(result.changeset.records).toEqual({ added: [], updated: ['3001'], removed: [] });
     expect(result.cache.record('3001')!.fields.title).toEqual({ en_US: 'Pears' });
