@@ -83,7 +83,7 @@ export function andEveryBranch(filters: FilterEntry[] | undefined, condition: Re
 
 const listOf = (source: Source): 'documents' | { collection: string } => (source.kind === 'collection' ? { collection: source.name } : 'documents');
 const isMasked = (source: Source) => source.options.fields !== undefined;
-const chunks = <T>(items: T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+const chunks = <T>(items: readonly T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 
 export class Fetcher {
   readonly #client: ReadApiClient;
@@ -137,44 +137,28 @@ export class Fetcher {
   /** Documents by id (with the options' includes, every locale), in chunks; returns the ids the server had. */
   async byIds(ids: string[], options: ListOptions = { locale: 'all', embedAssets: true }): Promise<Set<string>> {
     const found = new Set<string>();
-    await settleAll(
-      chunks(ids, this.#pageSize).map(async (chunk) => {
-        const page = (await this.#client.documents({ ...options, locale: 'all', filters: [{ '*.meta.id': { in: chunk } }], limit: chunk.length, offset: 0 })) as ListAnswer;
-        for (const id of this.#intake.acceptPage(page, options.fields !== undefined)) found.add(id);
-      }),
-    );
+    await this.#eachById(ids, { ...options, locale: 'all' }, (page) => {
+      for (const id of this.#intake.acceptPage(page, options.fields !== undefined)) found.add(id);
+    });
     return found;
   }
 
-  /** Assets by id (`/assets/<id>`, every locale), as the API has no list of them; returns the ids the server had. */
+  /** Assets by id (every locale), as the API has no list of them; returns the ids the server had. */
   async assets(ids: string[]): Promise<Set<string>> {
     const found = new Set<string>();
-    await settleAll(
-      ids.map(async (id) => {
-        try {
-          this.#intake.accept((await this.#client.asset(id, { locale: 'all' })) as ApiRecord, false);
-          found.add(id);
-        } catch (error) {
-          if ((error as { code?: string }).code !== 'not_found') throw error;
-        }
-      }),
-    );
+    await this.#eachAsset(ids, { locale: 'all' }, (answer, id) => {
+      this.#intake.accept(answer, false);
+      found.add(id);
+    });
     return found;
   }
 
   /** The stamps of assets by id, one request each (the API lists no assets); assets the server does not have are absent. */
   async assetStamps(ids: string[]): Promise<Stamp[]> {
     const stamps: Stamp[] = [];
-    await settleAll(
-      ids.map(async (id) => {
-        try {
-          const answer = (await this.#client.asset(id, { fields: listing })) as { meta?: Stamp };
-          if (answer.meta?.id === id) stamps.push(answer.meta);
-        } catch (error) {
-          if ((error as { code?: string }).code !== 'not_found') throw error;
-        }
-      }),
-    );
+    await this.#eachAsset(ids, { fields: listing }, (answer, id) => {
+      if (answer.meta?.id === id) stamps.push(answer.meta as Stamp);
+    });
     return stamps;
   }
 
@@ -184,21 +168,44 @@ export class Fetcher {
    * many assets, where asking each asset alone costs a request each.
    */
   async embeddedAssetStamps(documents: string[], mask: string): Promise<Stamp[]> {
-    const pages = await settleAll(
-      chunks(documents, this.#pageSize).map((chunk) =>
-        this.#client.documents({ filters: [{ '*.meta.id': { in: chunk } }], embedAssets: true, locale: 'all', fields: mask, limit: chunk.length, offset: 0 }),
-      ),
-    );
-    return pages.flatMap((page) => (page.data as { fields?: Record<string, unknown> }[]).flatMap(embeddedStamps));
+    const stamps: Stamp[] = [];
+    await this.#eachById(documents, { embedAssets: true, locale: 'all', fields: mask }, (page) => {
+      for (const record of page.data as { fields?: Record<string, unknown> }[]) stamps.push(...embeddedStamps(record));
+    });
+    return stamps;
   }
 
   /** The stamps of documents by id (an id listing); documents the server does not have are absent. */
   async stampsOf(ids: string[]): Promise<Stamp[]> {
     const stamps: Stamp[] = [];
-    for (const chunk of chunks(ids, this.#pageSize)) {
-      const page = await this.#client.documents({ filters: [{ '*.meta.id': { in: chunk } }], fields: listing, limit: chunk.length });
+    await this.#eachById(ids, { fields: listing }, (page) => {
       for (const record of page.data as unknown as { meta: Stamp }[]) stamps.push(record.meta);
-    }
+    });
     return stamps;
+  }
+
+  /** Documents by id, a page of ids a request, asked together; `take` hears each answer as it comes. */
+  async #eachById(ids: readonly string[], options: ListOptions, take: (page: ListAnswer) => void): Promise<void> {
+    await settleAll(
+      chunks(ids, this.#pageSize).map(async (chunk) => {
+        take((await this.#client.documents({ ...options, filters: [{ '*.meta.id': { in: chunk } }], limit: chunk.length, offset: 0 })) as ListAnswer);
+      }),
+    );
+  }
+
+  /** Assets by id (`/assets/<id>`), one request each; `take` hears each answer with the id asked. An asset the server does not have is skipped. */
+  async #eachAsset(ids: readonly string[], options: ListOptions, take: (answer: ApiRecord, id: string) => void): Promise<void> {
+    await settleAll(
+      ids.map(async (id) => {
+        let answer: ApiRecord;
+        try {
+          answer = (await this.#client.asset(id, options)) as ApiRecord;
+        } catch (error) {
+          if ((error as { code?: string }).code === 'not_found') return;
+          throw error;
+        }
+        take(answer, id);
+      }),
+    );
   }
 }
