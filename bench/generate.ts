@@ -83,7 +83,8 @@ export function mulberry32(seed: number): () => number {
   };
 }
 
-class Random {
+/** Seeded random choices, from `mulberry32`. */
+export class Random {
   readonly next: () => number;
   constructor(seed: number) {
     this.next = mulberry32(seed);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSnapshot, mulberry32 } from '../../bench/generate.ts';
+import { generateSnapshot, Random as GeneratorRandom } from '../../bench/generate.ts';
 import type { ReadApiServer } from '../../src/server/index.ts';
 import { type ServeProcess, serveProcess, startProbe } from './cli.ts';
 import { fixture, startTiny, tinyKey } from './server.ts';
@@ -65,21 +65,9 @@ export interface Answer {
   text: string;
 }
 
-export class Random {
-  readonly next: () => number;
-  constructor(value: number) {
-    this.next = mulberry32(value);
-  }
-  int(min: number, max: number): number {
-    return min + Math.floor(this.next() * (max - min + 1));
-  }
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-  pick<T>(list: readonly T[]): T {
-    return list[Math.floor(this.next() * list.length)]!;
-  }
-  some<T>(list: readonly T[], count: number): T[] {
+/** The generator's seeded choices; `some` here draws without putting back, so it gives `count` items whenever the list has them (a shuffle when `count` is its length). */
+export class Random extends GeneratorRandom {
+  override some<T>(list: readonly T[], count: number): T[] {
     const pool = [...list];
     const out: T[] = [];
     while (out.length < count && pool.length > 0) out.push(pool.splice(Math.floor(this.next() * pool.length), 1)[0]!);
