@@ -18,7 +18,7 @@ export interface ComfortableLiveRecord {
   id: string;
   locale: string;
   contentType: string;
-  /** Field values in this locale; relations are `{ collection, id }` (mapped by `contentTypes`) or `{ id, contentType }`; assets are images. */
+  /** Field values in this locale; relations are `{ collection, id }` references (mapped by `contentTypes`), or `{ id, contentType }` when no collection holds the target; assets are images. */
   fields: Record<string, unknown>;
   /** Localized fields whose value is not this locale's own → the locale it came from (null: no locale has one). */
   fallbacks: Record<string, string | null>;

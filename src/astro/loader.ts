@@ -7,6 +7,7 @@ import { referenceList, type StoredRecord } from '../sync/records.ts';
 import { sharedSync } from '../sync/shared.ts';
 import { cacheKeys } from '../sync/page-keys.ts';
 import { loaderError } from './errors.ts';
+import type { ComfortableLiveRecord } from './live-entries.ts';
 import { ReferenceConverter, warnPartialMappings } from './references.ts';
 import { RichtextRenderer } from './rendered.ts';
 import { loaderRegistry } from './registry.ts';
@@ -47,17 +48,8 @@ export interface ComfortableLoaderOptions {
   entryId?: (entry: EntryIdInput) => string;
 }
 
-/** The `data` of an entry in the content store. */
-export interface ComfortableEntryData {
-  /** The document id. */
-  id: string;
-  locale: string;
-  contentType: string;
-  /** Field values in this locale; relations are `{ collection, id }` references (or `{ id, contentType }` when no collection holds the target); assets are images. */
-  fields: Record<string, unknown>;
-  /** Localized fields whose value is not this locale's own → the locale it came from (null: no locale has one). */
-  fallbacks: Record<string, string | null>;
-  meta: Entry['meta'];
+/** The `data` of an entry in the content store: a document in one locale, as a live entry shows it too, with its digests, cache key and aliases. */
+export interface ComfortableEntryData extends ComfortableLiveRecord {
   /** Changes when the document changes. */
   digest: string;
   /** Changes when the document or any record its source's includes reach from it changes. */
