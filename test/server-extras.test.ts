@@ -12,7 +12,7 @@ import { parseSnapshot } from '../src/server/snapshot.ts';
 import { parseSorting, sortRecords } from '../src/server/sorting.ts';
 import { warmFrom } from '../src/server/warm.ts';
 import { runCli, serveProcess } from './helpers/cli.ts';
-import { fixture, getJson, rewrite, snapshotFolder, startTiny, tinyKey, tinySnapshot as tiny } from './helpers/server.ts';
+import { fixture, getJson, rewrite, snapshotFolder, tinyKey, tinySnapshot as tiny } from './helpers/server.ts';
 
 /**
  * Spec §10 (asset files, webhooks), §1 (snapshot validation and reloading) and the `serve`

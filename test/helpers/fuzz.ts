@@ -1,13 +1,9 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateSnapshot, Random as GeneratorRandom } from '../../bench/generate.ts';
 import type { ReadApiServer } from '../../src/server/index.ts';
-import { type ServeProcess, serveProcess, startProbe } from './cli.ts';
-import { fixture, startTiny, tinyKey } from './server.ts';
+import { startTiny, tinyKey } from './server.ts';
 
 /**
  * What the fuzz tests share: seeded generators of malformed (and valid) requests for the tiny
