@@ -1,5 +1,5 @@
 import type { ReadApiClient } from '../api/client.ts';
-import type { Locales } from '../sync/locales.ts';
+import { type Locales, repositoryLocales } from '../sync/locales.ts';
 
 /**
  * The repository's locales and fallback chains for a live loader, from the repository endpoint:
@@ -32,14 +32,9 @@ export class RepositoryLocales {
   async #fetch(): Promise<Locales> {
     try {
       const { meta } = await this.#client().repository();
-      let locales: Locales;
-      if (meta.locales?.length && meta.defaultLocale) {
-        locales = { defaultLocale: meta.defaultLocale, locales: meta.locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })), source: 'repository' };
-      } else if (this.#configured) {
-        locales = { defaultLocale: meta.defaultLocale ?? this.#configured[0]!, locales: this.#configured.map((key) => ({ key })), source: 'config' };
-      } else {
-        throw new Error(`The repository "${meta.apiId}" lists no locales: set the locales option of comfortableLiveLoader() to its locale keys, the default first`);
-      }
+      let locales = repositoryLocales(meta);
+      if (!locales && this.#configured) locales = { defaultLocale: meta.defaultLocale ?? this.#configured[0]!, locales: this.#configured.map((key) => ({ key })), source: 'config' };
+      if (!locales) throw new Error(`The repository "${meta.apiId}" lists no locales: set the locales option of comfortableLiveLoader() to its locale keys, the default first`);
       this.#current = { locales, at: Date.now() };
       return locales;
     } catch (error) {

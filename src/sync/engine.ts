@@ -14,7 +14,7 @@ import { hash, parseSyncConfig, sourcesOf, type SyncConfig, type SyncConfigInput
 import { assetStampsMask, Fetcher, settleAll } from './fetch.ts';
 import { Intake, type LocaleKeys } from './intake.ts';
 import { type Listed, listSource } from './list.ts';
-import type { Locales } from './locales.ts';
+import { type Locales, repositoryLocales } from './locales.ts';
 import { planSources } from './plan.ts';
 
 /**
@@ -227,9 +227,8 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
   let locales: Locales | undefined;
   // The repository's locales are what records are normalised with: what fetches records waits for them.
   const localesKnown = client.repository().then((info) => {
-    if (!info.meta.defaultLocale || !info.meta.locales?.length) return;
-    locales = { defaultLocale: info.meta.defaultLocale, locales: info.meta.locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })), source: 'repository' };
-    intake.useLocales(new Set(locales.locales.map((l) => l.key)) as LocaleKeys);
+    locales = repositoryLocales(info.meta);
+    if (locales) intake.useLocales(new Set(locales.locales.map((l) => l.key)) as LocaleKeys);
   });
   localesKnown.catch(() => {}); // awaited below
 

@@ -12,6 +12,12 @@ export interface Locales {
   source: 'repository' | 'data' | 'config';
 }
 
+/** The locales a repository lists (`meta.locales`, `meta.defaultLocale` of its answer); undefined when it lists none. */
+export function repositoryLocales(meta: { defaultLocale?: string | undefined; locales?: { key: string; fallback?: string | null | undefined }[] | undefined }): Locales | undefined {
+  if (!meta.defaultLocale || !meta.locales?.length) return undefined;
+  return { defaultLocale: meta.defaultLocale, locales: meta.locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })), source: 'repository' };
+}
+
 /** Locale → the keys to try in order: the locale, its fallback, …, ending at the default locale. */
 export function fallbackChains(locales: Locales): Map<string, string[]> {
   let chains = chainsByLocales.get(locales);

@@ -1,5 +1,5 @@
-import { hash } from 'node:crypto';
 import type { CacheReader, Link } from '../cache/index.ts';
+import { digestOfJson as digestOf } from '../cache/records.ts';
 
 /**
  * Keys for Astro's incremental builds (`experimental.incrementalBuild`): a page is rendered again
@@ -13,8 +13,6 @@ import type { CacheReader, Link } from '../cache/index.ts';
  * A reference to a record the cache does not hold counts too, so the key changes when it comes.
  * Assets count like documents: an asset edited changes the keys of the pages that show it.
  */
-
-const digestOf = (text: string): string => hash('sha1', text, 'base64url').slice(0, 22);
 
 /** The reference graph of one committed cache, with the keys worked out from it so far. */
 class KeyGraph {
