@@ -1,7 +1,7 @@
 import type { StoredRecord } from '../sync/records.ts';
 import { CacheError, cacheErrorOf, openForReading } from './database.ts';
 import { digestOfJson, type Reference, unpackReferences } from './records.ts';
-import { schemaProblem } from './schema.ts';
+import { memberColumns, schemaProblem } from './schema.ts';
 import type { Database, Statement } from './sqlite.ts';
 import { type CacheHead, readHead } from './head.ts';
 import type { DanglingReference, StoredSource } from './transaction.ts';
@@ -108,18 +108,14 @@ export class CacheReader {
 
   /** A source's members in order, with their digests; none for a source not synced. */
   members(source: string): Member[] {
-    const row = this.#all<{ ids: string; digests: string }>('SELECT ids, dependency_digests AS digests FROM member WHERE source = ?', source)[0];
+    const row = this.#all<{ count: number; ids: string; dependency_digests: string }>('SELECT count, ids, dependency_digests FROM member WHERE source = ?', source)[0];
     if (!row) return [];
-    let digests: string[] = [];
-    try {
-      digests = JSON.parse(row.digests) as string[];
-    } catch {}
-    const members = this.#all<{ position: number; id: string; contentType: string; digest: string }>(
+    // The ids are joined with their records in SQL, straight from the row's JSON.
+    const [digests] = memberColumns(row, ['dependency_digests'], this.dir, source) as [string[]];
+    return this.#all<{ position: number; id: string; contentType: string; digest: string }>(
       'SELECT j.key AS position, j.value AS id, r.content_type AS contentType, r.digest FROM json_each(?) j JOIN record r ON r.id = j.value ORDER BY j.key',
       row.ids,
     ).map(({ position, id, contentType, digest }) => ({ id, contentType, digest, dependencyDigest: digests[position]! }));
-    if (members.some((member) => typeof member.dependencyDigest !== 'string')) throw new CacheError('cache_damaged', `The cache in ${this.dir} is damaged: the members of ${source} do not read back`);
-    return members;
   }
 
   /** The records a source's includes reach from its members, not counting the members. */

@@ -1,3 +1,4 @@
+import { CacheError } from './database.ts';
 import type { Database } from './sqlite.ts';
 
 /**
@@ -43,6 +44,21 @@ CREATE TABLE included (source TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (sour
 CREATE TABLE dangling (source TEXT NOT NULL, from_id TEXT NOT NULL, field TEXT NOT NULL, to_id TEXT NOT NULL);
 CREATE TABLE etag (key TEXT PRIMARY KEY, etag TEXT NOT NULL, body TEXT NOT NULL) WITHOUT ROWID;
 `;
+
+/**
+ * The lists of a source's `member` row named by `columns`, decoded, in that order; throws a
+ * `cache_damaged` CacheError when one does not read back (not a JSON array of `count` items).
+ */
+export function memberColumns(row: Record<string, unknown>, columns: readonly string[], dir: string, source: string): unknown[][] {
+  let values: unknown[] = [];
+  try {
+    values = columns.map((column) => JSON.parse(row[column] as string) as unknown);
+  } catch {}
+  if (values.length !== columns.length || values.some((list) => !Array.isArray(list) || list.length !== row.count)) {
+    throw new CacheError('cache_damaged', `The cache in ${dir} is damaged: the members of ${source} do not read back`);
+  }
+  return values as unknown[][];
+}
 
 const tables = ['meta', 'record', 'body', 'reference', 'source', 'member', 'included', 'dangling', 'etag'];
 

@@ -1,11 +1,11 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { beginWrite, CacheError, cacheErrorOf, cacheFileName, inodeOf, openForWriting, removeDatabase, walLimitBytes } from './database.ts';
+import { beginWrite, cacheErrorOf, cacheFileName, inodeOf, openForWriting, removeDatabase, walLimitBytes } from './database.ts';
 import { type CacheHead, headKeys, readHead } from './head.ts';
 import { openCache } from './index.ts';
 import type { CacheReader } from './reader.ts';
 import { Records } from './records.ts';
-import { recreate, schemaProblem } from './schema.ts';
+import { memberColumns, recreate, schemaProblem } from './schema.ts';
 import type { Database } from './sqlite.ts';
 
 /** A source as the cache keeps it. */
@@ -133,16 +133,8 @@ export class CacheTransaction {
   /** Columns of a source's members, each a list in member order (none for a source not stored). */
   #columns(key: string, columns: string[]): unknown[][] {
     return this.#run(() => {
-      const row = this.#db.prepare(`SELECT count, ${columns.join(', ')} FROM member WHERE source = ?`).get(key) as Record<string, string | number> | undefined;
-      if (!row) return columns.map(() => []);
-      let values: unknown[][] = [];
-      try {
-        values = columns.map((column) => JSON.parse(row[column] as string) as unknown[]);
-      } catch {}
-      if (values.length !== columns.length || values.some((list) => !Array.isArray(list) || list.length !== row.count)) {
-        throw new CacheError('cache_damaged', `The cache in ${this.#dir} is damaged: the members of ${key} do not read back`);
-      }
-      return values;
+      const row = this.#db.prepare(`SELECT count, ${columns.join(', ')} FROM member WHERE source = ?`).get(key) as Record<string, unknown> | undefined;
+      return row ? memberColumns(row, columns, this.#dir, key) : columns.map(() => []);
     });
   }
 
