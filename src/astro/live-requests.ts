@@ -1,4 +1,4 @@
-import type { ReadApiClient } from '../api/client.ts';
+import { maxPageSize, type ReadApiClient } from '../api/client.ts';
 import { NotFoundError } from '../api/errors.ts';
 import type { FilterCondition, FilterEntry, ListOptions } from '../api/query.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
@@ -17,9 +17,6 @@ export interface LiveAnswer {
   /** Included records (relations reached by `includes`), every group together. */
   included: ApiRecord[];
 }
-
-/** The Read API's largest page, and the most ids one `in` filter asks for. */
-const pageSize = 1000;
 
 const isWrapped = (entry: FilterEntry, wrapper: 'and' | 'or'): boolean => {
   const keys = Object.keys(entry);
@@ -116,7 +113,7 @@ export class LiveRequests {
     const { source } = this.#options;
     const client = this.#client();
     const list = source.kind === 'collection' ? { collection: source.apiId } : 'documents';
-    for await (const page of client.pages(list, { ...options, pageSize })) add(page as never);
+    for await (const page of client.pages(list, options)) add(page as never); // pages as large as the API gives
     return answer;
   }
 
@@ -130,7 +127,8 @@ export class LiveRequests {
   async #byIds(ids: string[], includes: RequestOptions['includes']): Promise<LiveAnswer> {
     const answer: LiveAnswer = { documents: [], included: [] };
     const chunks: string[][] = [];
-    for (let start = 0; start < ids.length; start += pageSize) chunks.push(ids.slice(start, start + pageSize));
+    // As many ids in one `in` filter as a page holds.
+    for (let start = 0; start < ids.length; start += maxPageSize) chunks.push(ids.slice(start, start + maxPageSize));
     const pages = await Promise.all(chunks.map((chunk) => this.#client().documents({ ...this.#full(includes), filters: [{ '*.meta.id': { in: chunk } }], limit: chunk.length })));
     const found = new Map<string, ApiRecord>();
     for (const page of pages) {
