@@ -1,5 +1,5 @@
 import type { LiveDataEntry } from 'astro';
-import { type Entry, entryOf, isRef } from '../sync/entries.ts';
+import { type Entry, entryOf, mapRelations } from '../sync/entries.ts';
 import type { Locales } from '../sync/locales.ts';
 import { type Model, normalizeRecord, referenceList, type StoredRecord } from '../sync/records.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
@@ -142,13 +142,7 @@ export class LiveShaper {
       return found?.contentType === '_asset' ? found : undefined;
     };
     const entry = entryOf(record, locale, locales, asset, this.#model);
-    const kinds = this.#model[entry.contentType] ?? {};
-    const fields: Record<string, unknown> = { ...entry.fields };
-    for (const [name, value] of Object.entries(fields)) {
-      if (kinds[name]?.kind !== 'relation' || value === null || value === undefined) continue;
-      const convert = (ref: unknown) => (isRef(ref) ? this.#reference(ref, locale) : ref);
-      fields[name] = Array.isArray(value) ? value.map(convert) : convert(value);
-    }
+    const fields = mapRelations(entry.fields, this.#model[entry.contentType], (ref) => this.#reference(ref, locale));
     return { id: entry.id, locale, contentType: entry.contentType, fields, fallbacks: entry.fallbacks, meta: entry.meta };
   }
 

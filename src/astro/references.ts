@@ -1,6 +1,6 @@
 import type { LoaderContext } from 'astro/loaders';
 import type { CacheReader, Member } from '../cache/index.ts';
-import { type Entry, entryOf } from '../sync/entries.ts';
+import { type Entry, entryOf, mapRelations } from '../sync/entries.ts';
 import type { StoredRecord } from '../sync/records.ts';
 import { defaultEntryId, type EntryIdInput } from './loader.ts';
 import { loaderRegistry } from './registry.ts';
@@ -45,14 +45,7 @@ export class ReferenceConverter {
 
   /** The entry's fields with its relations converted. */
   fields(entry: Entry, lookup: TargetLookup): Record<string, unknown> {
-    const model = this.#cache.head.model[entry.contentType] ?? {};
-    const fields: Record<string, unknown> = { ...entry.fields };
-    for (const [name, value] of Object.entries(fields)) {
-      if (model[name]?.kind !== 'relation' || value === null || value === undefined) continue;
-      const convert = (ref: { id: string; contentType: string }) => this.#convert(entry, name, ref, lookup);
-      fields[name] = Array.isArray(value) ? value.map(convert) : convert(value as { id: string; contentType: string });
-    }
-    return fields;
+    return mapRelations(entry.fields, this.#cache.head.model[entry.contentType], (ref, field) => this.#convert(entry, field, ref, lookup));
   }
 
   #convert(entry: Entry, field: string, ref: { id: string; contentType: string }, lookup: TargetLookup): unknown {

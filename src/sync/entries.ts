@@ -77,8 +77,19 @@ export function entrySchemaFor(model: Model, contentType: string) {
 }
 
 /** Whether a value is a relation as an entry holds it: `{ id, contentType }`, nothing else. */
-export const isRef = (value: unknown): value is EntryReference =>
+const isRef = (value: unknown): value is EntryReference =>
   typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 2 && typeof (value as EntryReference).id === 'string' && typeof (value as EntryReference).contentType === 'string';
+
+/** An entry's fields with each relation (a field the model knows as one) replaced by what `convert` makes of each reference in it. */
+export function mapRelations(fields: Record<string, unknown>, typeModel: Model[string] | undefined, convert: (ref: EntryReference, field: string) => unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...fields };
+  for (const [name, value] of Object.entries(out)) {
+    if (typeModel?.[name]?.kind !== 'relation' || value === null || value === undefined) continue;
+    const each = (ref: unknown) => (isRef(ref) ? convert(ref, name) : ref);
+    out[name] = Array.isArray(value) ? value.map(each) : each(value);
+  }
+  return out;
+}
 
 /**
  * Turns a record's fields in one locale into entry fields: asset references become images.
