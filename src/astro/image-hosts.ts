@@ -32,7 +32,7 @@ export function remotePatterns(origins: Iterable<string>): RemotePattern[] {
 }
 
 /** The origins of the asset files in the cache of `dir`; none when there is no cache (yet) or it cannot be read. */
-export function cachedAssetOrigins(dir: string): string[] {
+function cachedAssetOrigins(dir: string): string[] {
   try {
     return openCache(dir)?.assetOrigins() ?? [];
   } catch {

@@ -31,8 +31,8 @@ export interface ErrorContext {
   apiKey: string | undefined;
 }
 
-/** The code, status and message of a failure; pure, so it is tested without Astro. */
-export function describeFailure(error: unknown, context: ErrorContext): { code: LiveErrorCode; status: number | undefined; message: string } {
+/** The code, status and message of a failure (nothing of Astro in it). */
+function describeFailure(error: unknown, context: ErrorContext): { code: LiveErrorCode; status: number | undefined; message: string } {
   const where = `Live collection "${context.collection}"`;
   const options = 'comfortableLiveLoader() in src/live.config.ts';
   let code: LiveErrorCode = 'unknown';

@@ -8,7 +8,7 @@ import { type Locales, repositoryLocales } from '../sync/locales.ts';
  */
 
 /** How long the locales are used before they are asked for again. */
-export const localesMaxAgeMs = 60_000;
+const localesMaxAgeMs = 60_000;
 
 export class RepositoryLocales {
   readonly #client: () => ReadApiClient;

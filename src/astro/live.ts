@@ -130,7 +130,7 @@ function checkedLocale(locale: string, options: LiveOptions, locales: Locales, c
  * `…:contentType:<type>`, `…:alias:<apiId>`): a list carries them, so that a new document, in no
  * cached list yet, can purge the lists it joins.
  */
-export function sourceTags({ repository, source }: Pick<LiveOptions, 'repository' | 'source'>): string[] {
+function sourceTags({ repository, source }: Pick<LiveOptions, 'repository' | 'source'>): string[] {
   if (source.kind === 'collection') return [`${cacheTag(repository)}:collection:${source.apiId}`];
   if (source.kind === 'contentType') return [`${cacheTag(repository)}:contentType:${source.contentType}`];
   return source.aliases.map((alias) => `${cacheTag(repository)}:alias:${alias}`);

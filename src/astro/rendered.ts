@@ -86,7 +86,7 @@ export function renderRichtext(html: string, files: AssetFiles, usable: (url: st
 const checked = new Map<string, Promise<string | undefined>>();
 
 /** Asks each URL once (HEAD, or GET when HEAD is refused) whether it can be fetched; returns why not, by URL. */
-export async function unfetchable(urls: Iterable<string>): Promise<Map<string, string>> {
+async function unfetchable(urls: Iterable<string>): Promise<Map<string, string>> {
   const failures = new Map<string, string>();
   await Promise.all(
     [...new Set(urls)].map(async (url) => {
