@@ -103,6 +103,15 @@ describe('timeouts', () => {
     expect(ms).toBeLessThan(300 + margin);
   });
 
+  it("connectMs: each client's own, though clients of one server share its connections", async () => {
+    const port = await listen(createTcpServer(() => {}));
+    const url = `https://127.0.0.1:${port}/v1`;
+    expectTimeout((await attempt(url, { connectMs: 200 })).error, /within 200 ms/); // the first client of this server
+    const { error, ms } = await attempt(url, { connectMs: 3_000 });
+    expectTimeout(error, /Connect timeout: no connection within 3000 ms/);
+    expect(ms).toBeGreaterThanOrEqual(2_999);
+  });
+
   it('the time budget ends the attempt in flight when it runs out, whatever the per-phase timeouts', async () => {
     const url = await httpServer(() => {});
     const { error, ms } = await attempt(url, { headersMs: 60_000 }, 300);

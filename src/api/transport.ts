@@ -102,18 +102,23 @@ export interface HttpRequest<T> {
 }
 
 interface Shared {
-  pool: Pool;
   limit: LimitFunction;
+  /** Pools by connect timeout: a pool's own timeout ends connections that hang (each request is timed by `exchange`). */
+  pools: Map<number, Pool>;
 }
 const sharedByOrigin = new Map<string, Shared>();
 
-function sharedFor(origin: string, concurrency: number, connectMs: number): Shared {
+/**
+ * What the clients of one server share: the limit of requests in flight (that of the first
+ * client), and connections, among clients of the same connect timeout. Were they pooled with
+ * another, the pool's timeout, the first client's, would end their connects too.
+ */
+function sharedFor(origin: string, concurrency: number, connectMs: number): { limit: LimitFunction; pool: Pool } {
   let shared = sharedByOrigin.get(origin);
-  if (!shared) {
-    shared = { pool: new Pool(origin, { connect: { timeout: connectMs }, keepAliveTimeout: 30_000 }), limit: pLimit(concurrency) };
-    sharedByOrigin.set(origin, shared);
-  }
-  return shared;
+  if (!shared) sharedByOrigin.set(origin, (shared = { limit: pLimit(concurrency), pools: new Map() }));
+  let pool = shared.pools.get(connectMs);
+  if (!pool) shared.pools.set(connectMs, (pool = new Pool(origin, { connect: { timeout: connectMs }, keepAliveTimeout: 30_000 })));
+  return { limit: shared.limit, pool };
 }
 
 /** The concurrency limit shared by every client of a server (for tests and diagnostics). */
@@ -123,7 +128,7 @@ export function sharedLimit(baseUrl: string): LimitFunction | undefined {
 
 /** Closes every pooled connection (for tests and short-lived scripts). */
 export async function closeAllPools(): Promise<void> {
-  const pools = [...sharedByOrigin.values()].map((s) => s.pool);
+  const pools = [...sharedByOrigin.values()].flatMap((s) => [...s.pools.values()]);
   sharedByOrigin.clear();
   await Promise.all(pools.map((pool) => pool.close()));
 }
@@ -135,7 +140,7 @@ export class Transport {
   readonly #basePath: string;
   readonly #apiKey: string;
   readonly #keyInUrl: boolean;
-  readonly #shared: Shared;
+  readonly #shared: { limit: LimitFunction; pool: Pool };
   readonly #timeouts: Timeouts;
   readonly #retry: RetryPolicy;
   readonly #etags: EtagStore | undefined;
