@@ -1,7 +1,9 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderRichtext } from '../src/astro/rendered.ts';
+import { renderRichtext, RichtextRenderer } from '../src/astro/rendered.ts';
 import { closeAllPools } from '../src/api/transport.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { copyFixture, runAstro } from './helpers/astro.ts';
@@ -32,6 +34,33 @@ describe('renderRichtext', () => {
     expect(html).toContain('<img src="https://cdn.example/nosize.png">'); // no size to give Astro
     expect(metadata.imagePaths).toEqual(['https://cdn.example/a.png']);
     expect(renderRichtext(source, files, () => false).html).toBe(source);
+  });
+});
+
+describe('RichtextRenderer', () => {
+  it("checks every asset image before rendering, whatever the quoting of its src", async () => {
+    // A real server: the asset files under /ok answer, the others 404.
+    const http = createServer((request, response) => response.writeHead(request.url!.startsWith('/ok') ? 200 : 404).end());
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    const origin = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+    try {
+      const urls = ['ok.png', 'gone-double.png', 'gone-single.png', 'gone-bare.png'].map((name) => `${origin}/${name}`);
+      const files = new Map(urls.map((url) => [url, { width: 10, height: 10 }]));
+      const warnings: string[] = [];
+      const renderer = new RichtextRenderer({ post: { body: { kind: 'richtext', localized: false } } }, undefined, () => files, { warn: (message) => warnings.push(message) });
+      const [ok, double, single, bare] = urls;
+      const html = `<img src='${ok}'><img src="${double}"><img alt="x" src='${single}'><img src=${bare} alt="y">`;
+      const entry = { id: '1', contentType: 'post', fields: { body: { html, plain: '' } } };
+      await renderer.prepare([entry]);
+      const rendered = renderer.render(entry)!;
+      expect(rendered.metadata.imagePaths).toEqual([ok]);
+      expect(rendered.html).toContain(`<img src="${double}">`);
+      expect(rendered.html).toContain(`<img alt="x" src='${single}'>`);
+      expect(rendered.html).toContain(`<img src=${bare} alt="y">`);
+      expect(warnings.map((warning) => warning.split(' ')[1])).toEqual([double, single, bare]);
+    } finally {
+      http.close();
+    }
   });
 });
 

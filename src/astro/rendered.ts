@@ -39,6 +39,11 @@ function attributesOf(tag: string): Map<string, string> {
   return attributes;
 }
 
+const imageTag = /<img\b[^>]*>/gi;
+
+/** The `src` of each image in the HTML, read as rendering reads it (double, single or no quotes). */
+const imageSources = (html: string): string[] => [...html.matchAll(imageTag)].flatMap(([tag]) => attributesOf(tag).get('src') ?? []);
+
 /** GitHub's way of making a heading's id (as Astro's Markdown does): lower case, letters, digits, `-` and `_`. */
 function slugger(): (text: string) => string {
   const seen = new Map<string, number>();
@@ -66,7 +71,7 @@ export function renderRichtext(html: string, files: AssetFiles, usable: (url: st
     headings.push({ depth: Number(level), slug: id, text });
     return given ? whole : `<h${level} id="${escapeAttribute(id)}"${attributes ?? ''}>${inner}</h${level}>`;
   });
-  out = out.replace(/<img\b[^>]*>/gi, (tag) => {
+  out = out.replace(imageTag, (tag) => {
     const attributes = attributesOf(tag);
     const src = attributes.get('src');
     const file = src === undefined ? undefined : files.get(src);
@@ -165,7 +170,7 @@ export class RichtextRenderer {
     for (const entry of entries) {
       const html = richtextOf(entry.fields[this.fieldOf(entry.contentType) ?? '']);
       if (html === undefined) continue;
-      for (const [, src] of html.matchAll(/<img\b[^>]*?\ssrc="([^"]*)"/gi)) if (files.has(decode(src!))) urls.push(decode(src!));
+      for (const src of imageSources(html)) if (files.has(src)) urls.push(src);
     }
     if (urls.length > 0) for (const [url, why] of await unfetchable(urls)) this.#failures.set(url, why);
   }
