@@ -139,8 +139,9 @@ describe('the packed package in a fresh Astro site', () => {
   });
 
   it('holds what the package.json "files" name, and source maps that carry their sources', async () => {
-    expect(packed.files.filter((file) => !/^(dist\/|types\/|package\.json$|README\.md$|CHANGELOG\.md$)/.test(file))).toEqual([]);
+    expect(packed.files.filter((file) => !/^(dist\/|types\/|package\.json$|README\.md$|CHANGELOG\.md$|LICENSE$)/.test(file))).toEqual([]);
     expect(packed.files).toContain('dist/astro/index.js');
+    expect(packed.files).toContain('LICENSE'); // the MIT text package.json names
     const maps = packed.files.filter((file) => file.endsWith('.map'));
     for (const map of maps) {
       const { sources, sourcesContent } = JSON.parse(await readFile(join(dir, 'node_modules/comfortable-loader', map), 'utf8')) as { sources: string[]; sourcesContent?: (string | null)[] };

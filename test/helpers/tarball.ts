@@ -19,7 +19,7 @@ export async function packTarball(): Promise<{ tarball: string; files: string[];
   await mkdir(join(root, 'test/.tmp'), { recursive: true });
   // Inside the repository, so that the build finds TypeScript and @types/node in its node_modules.
   const dir = await mkdtemp(join(root, 'test/.tmp/tarball-'));
-  for (const name of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'CHANGELOG.md', 'src', 'types']) {
+  for (const name of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'src', 'types']) {
     await cp(join(root, name), join(dir, name), { recursive: true });
   }
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir, '--no-audit', '--no-fund'], { cwd: dir, maxBuffer: 16 * 1024 * 1024 });
