@@ -1,4 +1,4 @@
-import type { Node } from '../cache/records.ts';
+import type { Node, Reference } from '../cache/records.ts';
 import type { DanglingReference } from '../cache/transaction.ts';
 import type { IncludeMap } from '../api/query.ts';
 
@@ -25,7 +25,7 @@ export interface Reach {
 export type NodeReader = (ids: Iterable<string>) => Map<string, Node>;
 
 /** The references a walk follows (an asset is embedded rather than followed under embedAssets). */
-export const follows = (options: IncludeOptions) => (ref: Node['references'][number]) => !(options.embedAssets && ref.asset);
+export const follows = (options: IncludeOptions) => (ref: Reference) => !(options.embedAssets && ref.asset);
 
 /** Walks the includes of `options` from `starts` (the ones that exist). */
 export function reach(starts: readonly string[], options: IncludeOptions, read: NodeReader): Reach {
@@ -35,8 +35,9 @@ export function reach(starts: readonly string[], options: IncludeOptions, read: 
   const note = (from: string, field: string, id: string) => missing.set(`${from}\u0000${field}\u0000${id}`, { from, field, id });
 
   /** Reads the records of `ids` not read yet, adds them with their assets, and returns those that exist. */
-  const visit = (links: { from?: string; field?: string; id: string }[]): Node[] => {
-    const unread = links.filter((link) => !nodes.has(link.id)).map((link) => link.id);
+  const visit = (links: Link[]): Node[] => {
+    const unread: string[] = [];
+    for (const link of links) if (!nodes.has(link.id)) unread.push(link.id);
     const read_ = unread.length > 0 ? read(unread) : new Map<string, Node>();
     const reached: Node[] = [];
     for (const link of links) {
@@ -49,7 +50,7 @@ export function reach(starts: readonly string[], options: IncludeOptions, read: 
       reached.push(node);
     }
     if (options.embedAssets) {
-      const assets = unique(read_.values()).flatMap((node) => node.references.filter((ref) => ref.asset).map((ref) => ({ from: node.id, field: ref.field, id: ref.id })));
+      const assets = linksOf(read_.values(), (ref) => ref.asset);
       const unreadAssets = assets.filter((link) => !nodes.has(link.id));
       const assetNodes = unreadAssets.length > 0 ? read(unreadAssets.map((link) => link.id)) : new Map<string, Node>();
       for (const link of assets) {
@@ -66,8 +67,7 @@ export function reach(starts: readonly string[], options: IncludeOptions, read: 
     const expanded = new Set(start.map((node) => node.id));
     let frontier = start;
     for (let level = 1; level <= options.includes && frontier.length > 0; level++) {
-      const links = frontier.flatMap((node) => node.references.filter(isFollowed).map((ref) => ({ from: node.id, field: ref.field, id: ref.id })));
-      frontier = visit(links).filter((node) => !expanded.has(node.id) && expanded.add(node.id));
+      frontier = visit(linksOf(frontier, isFollowed)).filter((node) => !expanded.has(node.id) && expanded.add(node.id));
     }
   } else if (options.includes) {
     let work: { from: Node[]; map: IncludeMap }[] = [{ from: start, map: options.includes }];
@@ -76,10 +76,8 @@ export function reach(starts: readonly string[], options: IncludeOptions, read: 
       for (const { from, map } of work) {
         for (const [path, child] of Object.entries(map)) {
           const [contentType, , field] = path.split('.') as [string, string, string];
-          const links = from
-            .filter((node) => contentType === '*' || contentType === node.contentType)
-            .flatMap((node) => node.references.filter((ref) => ref.field === field && isFollowed(ref)).map((ref) => ({ from: node.id, field, id: ref.id })));
-          const reached = unique(visit(links));
+          const typed = from.filter((node) => contentType === '*' || contentType === node.contentType);
+          const reached = unique(visit(linksOf(typed, (ref) => ref.field === field && isFollowed(ref))));
           if (typeof child === 'object' && reached.length > 0) next.push({ from: reached, map: child });
         }
       }
@@ -87,6 +85,16 @@ export function reach(starts: readonly string[], options: IncludeOptions, read: 
     }
   }
   return { nodes, missing: [...missing.values()] };
+}
+
+/** A record to read: a member (from no record), or the target of a reference. */
+type Link = { from?: string; field?: string; id: string };
+
+/** A link for each reference of `from` that `keep` accepts, in order (a loop: this runs for every record of a first sync). */
+function linksOf(from: Iterable<Node>, keep: (ref: Reference) => boolean): Required<Link>[] {
+  const links: Required<Link>[] = [];
+  for (const node of from) for (const ref of node.references) if (keep(ref)) links.push({ from: node.id, field: ref.field, id: ref.id });
+  return links;
 }
 
 const unique = (nodes: Iterable<Node>): Node[] => [...new Map([...nodes].map((node) => [node.id, node])).values()];
