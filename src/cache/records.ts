@@ -67,7 +67,7 @@ export class Records {
   readonly #known = new Map<string, RecordInfo | null>();
   /** Each record the transaction changed, as it was before (undefined: it did not exist). */
   readonly #before = new Map<string, RecordInfo | undefined>();
-  /** References of records put in this run, packed, and nodes read for a walk. */
+  /** References of records put in this run, packed, until a walk reads their node. */
   readonly #packed = new Map<string, string>();
   readonly #nodes = new Map<string, Node>();
   /** Records relinked (added, dropped, references changed) since `reference` was last brought up to date, with their references before. */
@@ -218,6 +218,8 @@ export class Records {
 
   /** The packed references a record has now (read once). */
   #refsOf(id: string): string | undefined {
+    const node = this.#nodes.get(id);
+    if (node) return packReferences(node.references);
     return this.#packed.get(id) ?? (this.#statement('SELECT refs FROM record WHERE id = ?').get(id) as { refs: string } | undefined)?.refs;
   }
 
@@ -244,6 +246,7 @@ export class Records {
       if (packed !== undefined) {
         const info = this.#known.get(id)!;
         this.#nodes.set(id, (node = { id, contentType: info.contentType, digest: info.digest, references: unpackReferences(packed) }));
+        this.#packed.delete(id); // the node holds them now (a first sync reads every record's)
       }
       if (node) found.set(id, node);
       else if (this.#known.get(id) !== null) wanted.push(id);
