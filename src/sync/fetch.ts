@@ -81,6 +81,12 @@ export function andEveryBranch(filters: FilterEntry[] | undefined, condition: Re
   return [only, ...(filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: condition } as FilterEntry] : [entry]))];
 }
 
+/**
+ * Whole documents a page of a source's first sync asks at most (`pageSize` when lower): with
+ * every locale, pages of 1,000 run to megabytes each, and the sync holds several at once.
+ */
+const wholePageSize = 250;
+
 const listOf = (source: Source): 'documents' | { collection: string } => (source.kind === 'collection' ? { collection: source.name } : 'documents');
 const isMasked = (source: Source) => source.options.fields !== undefined;
 const chunks = <T>(items: readonly T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
@@ -96,11 +102,18 @@ export class Fetcher {
     this.#pageSize = pageSize;
   }
 
-  /** Every page of a source with its includes; `progress` hears after each page. Returns the members in order. */
+  /**
+   * Every page of a source, `wholePageSize` documents a page at most; `progress` hears after
+   * each page. Returns the members in order. What they include would come again with every page
+   * that references it: the pages are asked without includes, and the closures fetch what the
+   * members include by id, each record once. Not for a source that does not embed assets: its
+   * assets come as includes, and the API lists no assets (it would take a request each).
+   */
   async full(source: Source, progress: (done: number, total: number) => void): Promise<string[]> {
     const members: string[] = [];
-    // Full pages are megabytes each: three in flight keep the server busy and the memory bounded.
-    for await (const page of this.#client.pages(listOf(source), { ...requestOptions(source), pageSize: this.#pageSize, lookahead: 3 })) {
+    const options = requestOptions(source);
+    const pages = { pageSize: Math.min(this.#pageSize, wholePageSize), lookahead: 3 }; // four in flight keep the server busy
+    for await (const page of this.#client.pages(listOf(source), { ...options, ...(options.embedAssets ? { includes: 0 } : {}), ...pages })) {
       members.push(...this.#intake.acceptPage(page, isMasked(source)));
       progress(members.length, page.meta.total);
     }

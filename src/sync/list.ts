@@ -7,11 +7,11 @@ import type { SourcePlan } from './plan.ts';
 
 /**
  * The list phase: a source's members, in its order. An alias is fetched (with its includes), a
- * full source page by page with its includes. An incremental source is listed by stamps, which
- * are compared with those its members were stored with, in the same order; from the first that
- * differs, the documents changed since the last sync (less a safety margin, for clocks and slow
- * publishes) are fetched while the listing goes on. Listed documents that still differ after
- * that (a clock off by more than the margin) are fetched by id.
+ * full source page by page (what its members include is left to the closures). An incremental
+ * source is listed by stamps, which are compared with those its members were stored with, in
+ * the same order; from the first that differs, the documents changed since the last sync (less
+ * a safety margin, for clocks and slow publishes) are fetched while the listing goes on. Listed
+ * documents that still differ after that (a clock off by more than the margin) are fetched by id.
  */
 
 /** A source's members as listed in this run, and those fetched in it or listed with other stamps than they were stored with. */
@@ -42,8 +42,13 @@ export async function listSource(plan: SourcePlan, context: ListContext): Promis
     return { ids, changed: new Set(ids) };
   }
   if (plan.how === 'full') {
+    let told = -1; // the tenths of the source told so far
     const ids = await fetcher.full(source, (done, total) => {
-      if (total > context.pageSize) context.progress(`${source.key}: ${done.toLocaleString('en')} of ${total.toLocaleString('en')} documents`);
+      // A source of more than a page tells its first page, then each tenth, not every page.
+      const tenths = Math.floor((done * 10) / total);
+      if ((done === total && told === -1) || tenths === told) return;
+      told = tenths;
+      context.progress(`${source.key}: ${done.toLocaleString('en')} of ${total.toLocaleString('en')} documents`);
     });
     return { ids, changed: new Set(ids) };
   }

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { sync } from '../../src/sync/engine.ts';
+import { configFor, magazine, meta, recorder, recordsOf, ref, serve, sorted, tempDir } from '../helpers/magazine.ts';
+
+/**
+ * A source's first sync lists its documents page by page. Whole documents with every locale are
+ * heavy, and what they include (an author every article names) would come again with every
+ * page that references it: the pages are asked without includes, and the records they include
+ * are fetched by id once the pages are in, each once.
+ */
+
+const pages = (requests: string[]) => requests.filter((line) => line.startsWith('GET /v1/mag/collections/articles?') && !line.includes('fields=meta(id,updatedAt,revision)'));
+
+describe("a source's first sync", () => {
+  it('asks its pages without includes, and each record they include once, by id', async () => {
+    const served = await serve();
+    const result = await sync(configFor(served.server.url, await tempDir(), { collections: { articles: { includes: 1 } }, aliases: [], queries: {}, pageSize: 1 }), recorder());
+    expect(pages(served.requests)).toHaveLength(3); // a page per article
+    for (const line of pages(served.requests)) expect(line).not.toMatch(/includes=[1-9]/);
+    // Both articles by Ada name her; she is asked once, as is Bob.
+    expect(served.requests.filter((line) => /\[\*\.meta\.id\]\[in\]=2001&/.test(line))).toHaveLength(1);
+    expect(served.requests.filter((line) => /\[\*\.meta\.id\]\[in\]=2002&/.test(line))).toHaveLength(1);
+    expect(sorted(recordsOf(result).keys())).toEqual(['1001', '1002', '1003', '2001', '2002', '3001', '3002']);
+    expect(result.dangling).toEqual([{ from: '1002', field: 'related', id: '1999' }]);
+  });
+
+  it('keeps the includes of a source that does not embed assets: its assets come with the pages, not one request each', async () => {
+    const served = await serve();
+    const result = await sync(configFor(served.server.url, await tempDir(), { collections: { articles: { includes: 1, embedAssets: false } }, aliases: [], queries: {}, pageSize: 1 }), recorder());
+    expect(served.requests.filter((line) => line.includes('/assets/'))).toEqual([]);
+    expect(sorted(recordsOf(result).keys())).toEqual(['1001', '1002', '1003', '2001', '2002', '3001', '3002']);
+  });
+
+  it('tells its progress by tenths, not page by page', async () => {
+    const snapshot = magazine();
+    for (let i = 0; i < 60; i++) snapshot.documents.push({ fields: { title: { en_US: `Note ${i}` }, rating: 1, author: ref('2002', 'author') }, meta: meta(String(1100 + i), 'article', 8) });
+    const served = await serve(snapshot);
+    const logger = recorder();
+    await sync(configFor(served.server.url, await tempDir(), { collections: { articles: {} }, aliases: [], queries: {}, pageSize: 3 }), logger);
+    const progress = logger.infos.filter((line) => /^collection:articles: [\d,]+ of 63 documents$/.test(line));
+    expect(pages(served.requests)).toHaveLength(21);
+    expect(progress[0]).toBe('collection:articles: 3 of 63 documents');
+    expect(progress.at(-1)).toBe('collection:articles: 63 of 63 documents');
+    expect(progress.length).toBeLessThanOrEqual(11);
+  });
+});
