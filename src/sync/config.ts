@@ -67,7 +67,7 @@ export const syncConfigSchema = z.strictObject({
   safetyMarginMs: z.number().int().min(0).default(300_000),
   /** Requests in flight at once to the server (shared by every client of it). Default 8. */
   concurrency: z.number().int().min(1).max(64).default(8),
-  /** Documents per page, up to 1000 (the default); a source's first sync asks whole documents 250 a page at most. */
+  /** Documents per page, up to 1000 (the default); whole documents (every locale) are asked 250 a request at most. */
   pageSize: z.number().int().min(1).max(1000).default(1000),
   /** Called after each committed sync with what changed. */
   onSync: z.custom<(changeset: Changeset) => unknown>((v) => typeof v === 'function', 'expected a function').optional(),

@@ -234,7 +234,7 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
 
   // Listings by stamps need no locales: they are asked with the repository.
   const members = new Map<string, Listed>();
-  const context = { fetcher, intake, records: tx.records, safetyMarginMs: config.safetyMarginMs, pageSize: config.pageSize, progress: (message: string) => logger.info(message), stored: (key: string) => tx.members(key), localesKnown };
+  const context = { fetcher, intake, records: tx.records, safetyMarginMs: config.safetyMarginMs, progress: (message: string) => logger.info(message), stored: (key: string) => tx.members(key), localesKnown };
   const listed = settleAll(plans.map(async (plan) => members.set(plan.source.key, await listSource(plan, context))));
   // Once the listings are asked, what the last sync's closures hold is checked meanwhile.
   await new Promise((resolve) => setImmediate(resolve));

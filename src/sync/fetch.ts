@@ -82,8 +82,9 @@ export function andEveryBranch(filters: FilterEntry[] | undefined, condition: Re
 }
 
 /**
- * Whole documents a page of a source's first sync asks at most (`pageSize` when lower): with
- * every locale, pages of 1,000 run to megabytes each, and the sync holds several at once.
+ * Whole documents (every locale) a page of a source's first sync, or a request by id, asks at
+ * most (`pageSize` when lower): pages of 1,000 run to megabytes each, and the sync holds several
+ * at once. Listings of stamps ask `pageSize`.
  */
 const wholePageSize = 250;
 
@@ -94,26 +95,32 @@ const chunks = <T>(items: readonly T[], size: number): T[][] => Array.from({ len
 export class Fetcher {
   readonly #client: ReadApiClient;
   readonly #intake: Intake;
+  /** Documents a page of a listing of stamps. */
   readonly #pageSize: number;
+  /** Whole documents a page or a request by id. */
+  readonly #wholePageSize: number;
 
   constructor(client: ReadApiClient, intake: Intake, pageSize: number) {
     this.#client = client;
     this.#intake = intake;
     this.#pageSize = pageSize;
+    this.#wholePageSize = Math.min(pageSize, wholePageSize);
   }
 
   /**
    * Every page of a source, `wholePageSize` documents a page at most; `progress` hears after
    * each page. Returns the members in order. What they include would come again with every page
    * that references it: the pages are asked without includes, and the closures fetch what the
-   * members include by id, each record once. Not for a source that does not embed assets: its
-   * assets come as includes, and the API lists no assets (it would take a request each).
+   * members include by id, each record once. A source keeps its includes when it does not embed
+   * assets (its assets come only as includes; the API lists no assets) or has a `fields` mask
+   * (which may shape what it includes, with an `includes(…)` scope).
    */
   async full(source: Source, progress: (done: number, total: number) => void): Promise<string[]> {
     const members: string[] = [];
     const options = requestOptions(source);
-    const pages = { pageSize: Math.min(this.#pageSize, wholePageSize), lookahead: 3 }; // four in flight keep the server busy
-    for await (const page of this.#client.pages(listOf(source), { ...options, ...(options.embedAssets ? { includes: 0 } : {}), ...pages })) {
+    const withoutIncludes = source.options.embedAssets !== false && !isMasked(source);
+    const pages = { pageSize: this.#wholePageSize, lookahead: 3 }; // three asked ahead keep the server busy
+    for await (const page of this.#client.pages(listOf(source), { ...options, ...(withoutIncludes ? { includes: 0 } : {}), ...pages })) {
       members.push(...this.#intake.acceptPage(page, isMasked(source)));
       progress(members.length, page.meta.total);
     }
@@ -150,7 +157,7 @@ export class Fetcher {
   /** Documents by id (with the options' includes, every locale), in chunks; returns the ids the server had. */
   async byIds(ids: string[], options: ListOptions = { locale: 'all', embedAssets: true }): Promise<Set<string>> {
     const found = new Set<string>();
-    await this.#eachById(ids, { ...options, locale: 'all' }, (page) => {
+    await this.#eachById(ids, { ...options, locale: 'all' }, this.#wholePageSize, (page) => {
       for (const id of this.#intake.acceptPage(page, options.fields !== undefined)) found.add(id);
     });
     return found;
@@ -182,7 +189,7 @@ export class Fetcher {
    */
   async embeddedAssetStamps(documents: string[], mask: string): Promise<Stamp[]> {
     const stamps: Stamp[] = [];
-    await this.#eachById(documents, { embedAssets: true, locale: 'all', fields: mask }, (page) => {
+    await this.#eachById(documents, { embedAssets: true, locale: 'all', fields: mask }, this.#pageSize, (page) => {
       for (const record of page.data as { fields?: Record<string, unknown> }[]) stamps.push(...embeddedStamps(record));
     });
     return stamps;
@@ -191,16 +198,16 @@ export class Fetcher {
   /** The stamps of documents by id (an id listing); documents the server does not have are absent. */
   async stampsOf(ids: string[]): Promise<Stamp[]> {
     const stamps: Stamp[] = [];
-    await this.#eachById(ids, { fields: listing }, (page) => {
+    await this.#eachById(ids, { fields: listing }, this.#pageSize, (page) => {
       for (const record of page.data as unknown as { meta: Stamp }[]) stamps.push(record.meta);
     });
     return stamps;
   }
 
-  /** Documents by id, a page of ids a request, asked together; `take` hears each answer as it comes. */
-  async #eachById(ids: readonly string[], options: ListOptions, take: (page: ListAnswer) => void): Promise<void> {
+  /** Documents by id, `size` ids a request, asked together; `take` hears each answer as it comes. */
+  async #eachById(ids: readonly string[], options: ListOptions, size: number, take: (page: ListAnswer) => void): Promise<void> {
     await settleAll(
-      chunks(ids, this.#pageSize).map(async (chunk) => {
+      chunks(ids, size).map(async (chunk) => {
         take((await this.#client.documents({ ...options, filters: [{ '*.meta.id': { in: chunk } }], limit: chunk.length, offset: 0 })) as ListAnswer);
       }),
     );

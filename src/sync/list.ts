@@ -7,7 +7,7 @@ import type { SourcePlan } from './plan.ts';
 
 /**
  * The list phase: a source's members, in its order. An alias is fetched (with its includes), a
- * full source page by page (what its members include is left to the closures). An incremental
+ * full source page by page (most often without includes: see `Fetcher.full`). An incremental
  * source is listed by stamps, which are compared with those its members were stored with, in
  * the same order; from the first that differs, the documents changed since the last sync (less
  * a safety margin, for clocks and slow publishes) are fetched while the listing goes on. Listed
@@ -25,7 +25,6 @@ export interface ListContext {
   intake: Intake;
   records: Records;
   safetyMarginMs: number;
-  pageSize: number;
   progress(message: string): void;
   /** The members of a source as the last sync stored them. */
   stored(key: string): StoredMembers;
