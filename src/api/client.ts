@@ -162,8 +162,9 @@ export class ReadApiClient {
   }
 
   /**
-   * Every page of a list, in order. The first page tells the total; the rest are fetched
-   * concurrently (within the shared limit), a bounded number ahead of the reader.
+   * Every page of a list, in order. The first page tells the total, and the page size the
+   * server keeps to when it caps pages lower than asked; the rest are fetched concurrently
+   * (within the shared limit), a bounded number ahead of the reader.
    */
   async *pages(source: ListSource, options: PageOptions = {}): AsyncGenerator<ListAnswer> {
     const { pageSize = maxPageSize, lookahead = 8, ...rest } = options;
@@ -171,13 +172,15 @@ export class ReadApiClient {
     const start = rest.offset ?? 0;
     const first = await this.#page(source, { ...rest, limit: pageSize, offset: start });
     yield first;
+    // A server that caps pages lower than asked says so in `meta.limit`: the pages step by that.
+    const step = first.meta.limit > 0 && first.meta.limit < pageSize ? first.meta.limit : pageSize;
     const offsets: number[] = [];
-    for (let offset = start + pageSize; offset < first.meta.total; offset += pageSize) offsets.push(offset);
+    for (let offset = start + step; offset < first.meta.total; offset += step) offsets.push(offset);
     const inFlight: Promise<ListAnswer>[] = [];
     let next = 0;
     const refill = () => {
       while (inFlight.length < lookahead && next < offsets.length) {
-        const page = this.#page(source, { ...rest, limit: pageSize, offset: offsets[next++]! });
+        const page = this.#page(source, { ...rest, limit: step, offset: offsets[next++]! });
         page.catch(() => {}); // observed when its turn comes; avoids an unhandled rejection meanwhile
         inFlight.push(page);
       }
