@@ -1,95 +1,27 @@
 import { readFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AuthenticationError,
-  BadRequestError,
-  closeAllPools,
-  type ClientOptions,
-  createClient,
-  Filter,
-  type FilterEntry,
-  Includes,
-  type ListOptions,
-  NotFoundError,
-  type ReadApiClient,
-  type ResponseEvent,
-  Sorting,
-} from '../src/api/index.ts';
+import { AuthenticationError, BadRequestError, closeAllPools, createClient, Filter, type FilterEntry, Includes, NotFoundError, type ResponseEvent, Sorting } from '../src/api/index.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import type { ApiRecord, ListAnswer } from '../src/wire/schemas.ts';
-import { demoKey, demoSnapshot, fixture, tinyKey } from './helpers/server.ts';
+import type { ApiRecord } from '../src/wire/schemas.ts';
+import { byId, clientsOf, ids, includedIds, startClientServer } from './helpers/client.ts';
+import { demoKey, fixture, tinyKey } from './helpers/server.ts';
 
 /**
- * The Read API client against the local server, serving the hand-written `tiny` fixture and the
- * playground's `demo` repository. Every option is sent in each wire form the client knows —
- * bracketed parameters (the default), `query=` JSON (`notation: 'json'`) and a POST body (forced
- * with a tiny `maxUrlLength`) — and must get the same answer in each.
+ * The Read API client against the local server (helpers/client.ts): each endpoint, and every
+ * option sent in each wire form the client knows, getting the same answer in each. All options
+ * at once and the wire forms themselves: client-wire.test.ts; pages: client-pages.test.ts.
  */
 
 let server: ReadApiServer;
 beforeAll(async () => {
-  server = await startServer({ paths: [fixture('tiny.json'), demoSnapshot], watch: false });
+  server = await startClientServer();
 });
 afterAll(async () => {
   await server.close();
   await closeAllPools();
 });
 
-type Form = 'brackets' | 'json' | 'post';
-const everyForm: Form[] = ['brackets', 'json', 'post'];
-
-/** A client of `tiny` (or `demo`) that records what it sent. */
-function clientOf(repository: 'tiny' | 'demo', options: Partial<ClientOptions> = {}, events: ResponseEvent[] = []): ReadApiClient {
-  return createClient({
-    baseUrl: server.url,
-    repository,
-    apiKey: repository === 'tiny' ? tinyKey : demoKey,
-    onResponse: (event) => events.push(event),
-    ...options,
-  });
-}
-
-function clientInForm(form: Form, events: ResponseEvent[], repository: 'tiny' | 'demo' = 'tiny'): ReadApiClient {
-  return clientOf(repository, form === 'json' ? { notation: 'json' } : form === 'post' ? { maxUrlLength: 1 } : {}, events);
-}
-
-/** Checks that the request went out in the given form. */
-function expectForm(event: ResponseEvent, form: Form): void {
-  if (form === 'post') {
-    expect(event.method).toBe('POST');
-    expect(event.url).not.toContain('?');
-  } else {
-    expect(event.method).toBe('GET');
-    // Options travel as one `query=` parameter, or as brackets; a request without options has no query at all.
-    if (form === 'json') expect(event.url).toMatch(/^[^?]*(\?query=[^&]+)?$/);
-    else expect(event.url).not.toContain('query=');
-  }
-}
-
-/**
- * Runs one call in each form, checks each went out in its form and that every answer is the same,
- * and returns that answer.
- */
-async function inEveryForm<T>(call: (client: ReadApiClient) => Promise<T>, forms: Form[] = everyForm, repository: 'tiny' | 'demo' = 'tiny'): Promise<T> {
-  const answers: T[] = [];
-  for (const form of forms) {
-    const events: ResponseEvent[] = [];
-    answers.push(await call(clientInForm(form, events, repository)));
-    expect(events).toHaveLength(1);
-    expectForm(events[0]!, form);
-  }
-  for (const answer of answers.slice(1)) expect(answer).toEqual(answers[0]);
-  return answers[0]!;
-}
-
-/** The records' ids, in order. */
-const ids = (answer: { data: { meta?: { id?: string } }[] }): string[] => answer.data.map((record) => record.meta!.id!);
-/** Included records' ids by group. */
-const includedIds = (includes: Record<string, { meta?: { id?: string } }[]> | undefined) =>
-  Object.fromEntries(Object.entries(includes ?? {}).map(([group, records]) => [group, records.map((r) => r.meta!.id)]));
-const byId = { sorting: new Sorting().asc('meta.id') };
+const { clientOf, inEveryForm } = clientsOf(() => server);
 
 describe('the repository endpoint', () => {
   it('answers the API id, the default locale and the locales with their fallbacks', async () => {
@@ -410,196 +342,5 @@ describe('limit and offset', () => {
     const past = await inEveryForm((client) => client.documents({ offset: 10 }));
     expect(past.meta).toMatchObject({ count: 0, total: 6 });
     expect(past.data).toEqual([]);
-  });
-});
-
-describe('every option at once', () => {
-  it('gets the same answer in brackets, query= JSON and a POST body', async () => {
-    const options: ListOptions = {
-      locale: 'de_DE',
-      includes: new Includes().add('author'),
-      embedAssets: true,
-      fields: 'fields(title,images,author),meta(id,tags),includes',
-      filters: new Filter().where('news.fields.rating', 'greaterThan', 1).or('news.meta.tags', 'equal', 'featured'),
-      excludeTags: ['nothing'],
-      sorting: new Sorting().asc('title'),
-      search: 'a',
-      limit: 2,
-      offset: 1,
-    };
-    const answer = await inEveryForm((client) => client.documents(options));
-    // Rated news or featured news: 100, 101, 102, all with an "a"; sorted by German title, the second and third.
-    expect(answer.meta).toEqual({ count: 2, limit: 2, offset: 1, total: 3 });
-    expect(answer.data.map((d) => [d.meta!.id, d.fields!.title])).toEqual([['101', 'Bananenboote'], ['102', 'cherry season']]);
-    expect(answer.data[0]!.meta).toEqual({ id: '101', tags: ['exclude'] });
-    expect(includedIds(answer.includes)).toEqual({ author: ['201', '200'] });
-  });
-});
-
-describe('the wire form of list requests', () => {
-  it('sends a filter list too long for a URL as a POST body with the default maxUrlLength', async () => {
-    const events: ResponseEvent[] = [];
-    let filters = new Filter().where('meta.id', 'equal', 100);
-    for (let id = 1000; id < 1400; id++) filters = filters.or('meta.id', 'equal', id);
-    filters.or('meta.id', 'equal', 201);
-    const answer = await clientOf('tiny', {}, events).documents({ filters, ...byId });
-    expect(ids(answer)).toEqual(['100', '201']);
-    expect(events.map((e) => e.method)).toEqual(['POST']);
-    expect(events[0]!.url).toBe(`${server.url}/tiny/documents`);
-  });
-
-  it('keeps a URL within maxUrlLength a GET', async () => {
-    const events: ResponseEvent[] = [];
-    await clientOf('tiny', {}, events).documents({ filters: new Filter().where('meta.id', 'equal', 100) });
-    expect(events.map((e) => e.method)).toEqual(['GET']);
-  });
-
-  it('with keyInUrl, sends the key as ?key= on GET and in the header on POST, showing it in neither event', async () => {
-    const events: ResponseEvent[] = [];
-    const inUrl = clientOf('tiny', { keyInUrl: true }, events);
-    expect((await inUrl.repository()).meta.apiId).toBe('tiny');
-    const post = clientOf('tiny', { keyInUrl: true, maxUrlLength: 1 }, events);
-    expect(ids(await post.documents({ ...byId, limit: 1 }))).toEqual(['100']);
-    expect(events.map((e) => [e.method, e.status])).toEqual([['GET', 200], ['POST', 200]]);
-    for (const event of events) expect(event.url).not.toContain(tinyKey);
-  });
-});
-
-/**
- * A proxy in front of the local server that delays each request (by a function of its offset) and
- * records when each starts and ends, to see how pages() schedules its requests.
- */
-async function startRecordingProxy(delayFor: (offset: number) => number) {
-  const log: { event: 'start' | 'end'; offset: number; limit: number }[] = [];
-  let inFlight = 0;
-  let maxInFlight = 0;
-  const proxy: Server = createServer(async (request: IncomingMessage, response) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of request) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks).toString();
-    const params = new URLSearchParams(request.url!.split('?')[1] ?? '');
-    const options = body ? JSON.parse(body) : {};
-    const offset = Number(params.get('offset') ?? options.offset ?? 0);
-    const limit = Number(params.get('limit') ?? options.limit ?? 25);
-    inFlight++;
-    maxInFlight = Math.max(maxInFlight, inFlight);
-    log.push({ event: 'start', offset, limit });
-    await new Promise((resolve) => setTimeout(resolve, delayFor(offset)));
-    const answer = await fetch(`${server.origin}${request.url}`, {
-      method: request.method!,
-      headers: { authorization: request.headers.authorization!, ...(body ? { 'content-type': 'application/json' } : {}) },
-      ...(body ? { body } : {}),
-    });
-    const text = await answer.text();
-    log.push({ event: 'end', offset, limit });
-    inFlight--;
-    response.writeHead(answer.status, { 'content-type': 'application/json' }).end(text);
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  const { port } = proxy.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    log,
-    maxInFlight: () => maxInFlight,
-    requests: () => log.filter((entry) => entry.event === 'start'),
-    close: () => new Promise<void>((resolve) => proxy.close(() => resolve())),
-  };
-}
-
-async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const item of items) out.push(item);
-  return out;
-}
-
-describe('pages() and all()', () => {
-  let everything: ListAnswer;
-  beforeAll(async () => {
-    everything = await clientOf('demo').documents({ limit: 1000, locale: 'all', includes: 1 });
-    expect(everything.meta.total).toBe(41);
-  });
-
-  it('reads the total from the first page, then fetches the rest concurrently', async () => {
-    const proxy = await startRecordingProxy(() => 20);
-    try {
-      const client = clientOf('demo', { baseUrl: proxy.url });
-      const pages = await collect(client.pages('documents', { pageSize: 5, locale: 'all' }));
-      expect(pages).toHaveLength(9);
-      expect(proxy.log.slice(0, 2)).toEqual([
-        { event: 'start', offset: 0, limit: 5 },
-        { event: 'end', offset: 0, limit: 5 },
-      ]);
-      expect(proxy.requests().map((r) => r.offset)).toEqual([0, 5, 10, 15, 20, 25, 30, 35, 40]);
-      expect(proxy.maxInFlight()).toBeGreaterThan(1);
-      expect(proxy.maxInFlight()).toBeLessThanOrEqual(8);
-    } finally {
-      await proxy.close();
-    }
-  });
-
-  it('yields pages in order even when later pages arrive first, matching one big request', async () => {
-    const proxy = await startRecordingProxy((offset) => (offset === 0 ? 0 : Math.max(0, 60 - offset)));
-    try {
-      const client = clientOf('demo', { baseUrl: proxy.url });
-      const pages = await collect(client.pages('documents', { pageSize: 10, locale: 'all', includes: 1 }));
-      expect(pages.map((page) => page.meta.offset)).toEqual([0, 10, 20, 30, 40]);
-      expect(pages.flatMap(ids)).toEqual(ids(everything));
-      expect(pages.every((page) => page.meta.total === 41)).toBe(true);
-      const documents = await collect(client.all('documents', { pageSize: 10, locale: 'all', includes: 1 }));
-      expect(documents).toEqual(everything.data);
-    } finally {
-      await proxy.close();
-    }
-  });
-
-  it('asks for pageSize documents per request, and refuses a page size out of range', async () => {
-    const events: ResponseEvent[] = [];
-    const client = clientOf('demo', {}, events);
-    const pages = await collect(client.pages('documents', { pageSize: 7, locale: 'all', includes: 1 }));
-    expect(pages.map((page) => page.data.length)).toEqual([7, 7, 7, 7, 7, 6]);
-    expect(events.map((e) => new URL(e.url).searchParams.get('limit'))).toEqual(Array(6).fill('7'));
-    expect(pages.flatMap(ids)).toEqual(ids(everything));
-    await expect(collect(client.pages('documents', { pageSize: 0 }))).rejects.toBeInstanceOf(RangeError);
-    await expect(collect(client.pages('documents', { pageSize: 1001 }))).rejects.toBeInstanceOf(RangeError);
-  });
-
-  it('starts at the given offset', async () => {
-    const events: ResponseEvent[] = [];
-    const documents = await collect(clientOf('demo', {}, events).all('documents', { offset: 5, pageSize: 10, locale: 'all', includes: 1 }));
-    expect(documents).toEqual(everything.data.slice(5));
-    expect(events.map((e) => Number(new URL(e.url).searchParams.get('offset'))).sort((a, b) => a - b)).toEqual([5, 15, 25, 35]);
-  });
-
-  it('answers an empty list with one empty page and one request', async () => {
-    const events: ResponseEvent[] = [];
-    const client = clientOf('demo', {}, events);
-    const pages = await collect(client.pages('documents', { filters: new Filter().where('meta.id', 'equal', 1) }));
-    expect(pages).toHaveLength(1);
-    expect(pages[0]!.meta).toMatchObject({ count: 0, total: 0 });
-    expect(await collect(client.all({ collection: 'posts' }, { search: 'no-such-word-anywhere' }))).toEqual([]);
-    expect(events).toHaveLength(2);
-  });
-
-  it('makes one request for a list of exactly one page', async () => {
-    const events: ResponseEvent[] = [];
-    const client = clientOf('demo', {}, events);
-    const authors = await collect(client.all({ collection: 'authors' }, { pageSize: 5 }));
-    expect(authors.map((a) => a.fields.name)).toEqual((await client.collection('authors')).data.map((a) => a.fields.name));
-    expect(authors).toHaveLength(5);
-    const exact = await collect(client.pages('documents', { pageSize: 41, locale: 'all', includes: 1 }));
-    expect(exact).toHaveLength(1);
-    expect(exact[0]!.data).toEqual(everything.data);
-    expect(events).toHaveLength(3);
-  });
-
-  it('reads a collection with its options on every page, in the collection’s order', async () => {
-    const events: ResponseEvent[] = [];
-    const client = clientOf('demo', {}, events);
-    const whole = await client.collection('posts', { limit: 1000, locale: 'de_DE', filters: new Filter().where('featured', 'equal', false) });
-    events.length = 0;
-    const posts: ApiRecord[] = await collect(client.all({ collection: 'posts' }, { pageSize: 4, locale: 'de_DE', filters: new Filter().where('featured', 'equal', false) }));
-    expect(posts).toEqual(whole.data);
-    expect(events.length).toBe(Math.ceil(whole.meta.total / 4));
-    for (const event of events) expect(new URL(event.url).searchParams.get('locale')).toBe('de_DE');
   });
 });
