@@ -1,19 +1,12 @@
-import { readFile } from 'node:fs/promises';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { inspect } from 'node:util';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   AuthenticationError,
   BadRequestError,
-  type ClientOptions,
   closeAllPools,
   createClient,
-  MemoryEtagStore,
   NetworkError,
   NotFoundError,
   RateLimitedError,
-  type ReadApiClient,
   type ReadApiError,
   type ResponseEvent,
   ServerError,
@@ -21,87 +14,19 @@ import {
   TimeoutError,
   UnexpectedAnswerError,
 } from '../src/api/index.ts';
-import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import { fixture, tinyKey } from './helpers/server.ts';
+import { clientOf, closedPort, closeFaultyServers, errorBody, fastRetry, type Handler, json, listBody, startFaulty } from './helpers/client-faults.ts';
 
 /**
  * The client against servers that misbehave on purpose: rate limits, failing gateways, reset
- * connections, silence, broken or unexpected answers. Each server is a real node:http server on
- * 127.0.0.1 that counts what it receives; retry delays are kept small so the tests stay fast.
+ * connections, silence, broken or unexpected answers, client errors, and hundreds of calls under
+ * one shared concurrency limit. Each server is a real node:http server on 127.0.0.1 that counts
+ * what it receives (test/helpers/client-faults.ts); retry delays are kept small so the tests stay fast.
  */
-
-interface Seen {
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  at: number;
-}
-
-interface FaultyServer {
-  url: string;
-  seen: Seen[];
-  close(): Promise<void>;
-}
-
-type Handler = (request: IncomingMessage, response: ServerResponse, n: number) => unknown;
-
-const open: FaultyServer[] = [];
-
-/** Starts a server whose handler gets each request with its number (1, 2, …). */
-async function startFaulty(handler: Handler): Promise<FaultyServer> {
-  const seen: Seen[] = [];
-  const server = createServer((request, response) => {
-    seen.push({ method: request.method!, url: request.url!, headers: request.headers, at: performance.now() });
-    request.resume();
-    void handler(request, response, seen.length);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const faulty: FaultyServer = {
-    url: `http://127.0.0.1:${port}/v1`,
-    seen,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
-  open.push(faulty);
-  return faulty;
-}
 
 afterEach(async () => {
   await closeAllPools();
-  await Promise.all(open.splice(0).map((server) => server.close()));
+  await closeFaultyServers();
 });
-
-const listBody = JSON.stringify({
-  status: 200,
-  meta: { count: 1, limit: 25, offset: 0, total: 1 },
-  data: [{ fields: { title: 'Hello' }, meta: { id: '1', contentType: 'news' } }],
-});
-
-function json(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers }).end(text);
-}
-
-const errorBody = (status: number, message: string) => ({ status, message, error: { code: 'x', message } });
-
-const fastRetry = { attempts: 3, baseDelayMs: 1, maxDelayMs: 5, budgetMs: 10_000 };
-
-function clientOf(url: string, options: Partial<ClientOptions> = {}, events: ResponseEvent[] = []): ReadApiClient {
-  return createClient({ baseUrl: url, repository: 'tiny', apiKey: 'fault-key', retry: fastRetry, onResponse: (event) => events.push(event), ...options });
-}
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 const attemptsOf = (events: ResponseEvent[]) => events.map((e) => [e.attempt, e.status]);
 
@@ -350,113 +275,4 @@ describe('the shared concurrency limit', () => {
     expect(server.seen).toHaveLength(300);
     expect(maxInFlight).toBe(4);
   });
-});
-
-describe('conditional requests with ETags', () => {
-  let local: ReadApiServer;
-  beforeAll(async () => {
-    local = await startServer({ paths: [fixture('tiny.json')], watch: false });
-  });
-  afterAll(() => local.close());
-
-  it('sends If-None-Match on the second identical request, and a 304 gives back the stored answer', async () => {
-    const events: ResponseEvent[] = [];
-    const client = createClient({ baseUrl: local.url, repository: 'tiny', apiKey: tinyKey, onResponse: (event) => events.push(event) });
-    const first = await client.documents({ locale: 'de_DE' });
-    const second = await client.documents({ locale: 'de_DE' });
-    expect(second).toEqual(first);
-    expect(events.map((e) => [e.status, e.notModified])).toEqual([[200, false], [304, true]]);
-    expect(events[1]!.bytes).toBe(0);
-    await client.documents({ locale: 'de_CH' }); // another request is not conditional
-    expect(events[2]!.status).toBe(200);
-  });
-
-  it('takes a changed answer in place of the stored one', async () => {
-    const events: ResponseEvent[] = [];
-    const client = createClient({ baseUrl: local.url, repository: 'tiny', apiKey: tinyKey, onResponse: (event) => events.push(event) });
-    expect((await client.document('100')).fields.title).toBe('Apple harvest');
-    const snapshot = JSON.parse(await readFile(fixture('tiny.json'), 'utf8'));
-    snapshot.documents[0].fields.title.en_US = 'Pear harvest';
-    await local.replaceSnapshot(snapshot);
-    expect((await client.document('100')).fields.title).toBe('Pear harvest');
-    expect((await client.document('100')).fields.title).toBe('Pear harvest');
-    expect(events.map((e) => e.status)).toEqual([200, 200, 304]);
-  });
-
-  it('sends exactly the stored ETag, never on POST, and none with etags: false', async () => {
-    const server = await startFaulty((req, res) => {
-      if (req.headers['if-none-match'] === '"v1"') res.writeHead(304, { etag: '"v1"' }).end();
-      else json(res, 200, listBody, { etag: '"v1"' });
-    });
-    const store = new MemoryEtagStore();
-    const client = clientOf(server.url, { etags: store });
-    await client.documents();
-    await client.documents();
-    expect(server.seen.map((s) => s.headers['if-none-match'])).toEqual([undefined, '"v1"']);
-    const post = clientOf(server.url, { maxUrlLength: 1 });
-    await post.documents({ limit: 1 });
-    await post.documents({ limit: 1 });
-    expect(server.seen.slice(2).map((s) => [s.method, s.headers['if-none-match']])).toEqual([['POST', undefined], ['POST', undefined]]);
-    const plain = clientOf(server.url, { etags: false });
-    await plain.documents();
-    await plain.documents();
-    expect(server.seen.slice(4).map((s) => s.headers['if-none-match'])).toEqual([undefined, undefined]);
-  });
-});
-
-describe('the API key never shows', () => {
-  // One plain key, one that URL encoding changes: it must show in neither spelling, not even in part.
-  const keys = ['sk-live-REDACTME-5f0c9a1e', 'sk/REDACT+ME=5f0c 9a1e'];
-  const spellings = (key: string) => [key, encodeURIComponent(key), encodeURIComponent(key).replaceAll('%20', '+')];
-  const pieces = (key: string) => spellings(key).flatMap((spelling) => Array.from({ length: spelling.length - 7 }, (_, i) => spelling.slice(i, i + 8)));
-
-  /** Echoes whatever carried the key (the Authorization header, the URL) back in its answer. */
-  const echo = (status: number, extra: Record<string, string> = {}): Handler => (req, res) =>
-    json(res, status, errorBody(status, `rejected ${req.headers.authorization ?? '-'} at ${req.url}`), extra);
-
-  const provocations: [string, Handler | 'refused'][] = [
-    ['AuthenticationError', echo(401)],
-    ['NotFoundError', echo(404)],
-    ['BadRequestError', echo(400)],
-    ['RateLimitedError', echo(429, { 'retry-after': '0' })],
-    ['ServerError', echo(503)],
-    ['NetworkError', 'refused'],
-    ['TimeoutError', () => {}],
-    // The key straddles the end of the body's start that the error quotes.
-    ['UnexpectedAnswerError', (req, res) => res.writeHead(200).end(`${'x'.repeat(50)}${req.headers.authorization ?? new URL(req.url!, 'http://h').searchParams.get('key')}`)],
-  ];
-
-  for (const key of keys) {
-    for (const keyInUrl of [false, true]) {
-      describe(`with the key ${JSON.stringify(key)}${keyInUrl ? ' in the URL' : ' in the header'}`, () => {
-        it.each(provocations)('%s', async (name, fault) => {
-          const url = fault === 'refused' ? `http://127.0.0.1:${await closedPort()}/v1` : (await startFaulty(fault)).url;
-          const events: ResponseEvent[] = [];
-          const client = createClient({
-            baseUrl: url,
-            repository: 'tiny',
-            apiKey: key,
-            keyInUrl,
-            // The silent server is left by the time budget.
-            retry: { ...fastRetry, attempts: 2, budgetMs: 300 },
-            onResponse: (event) => events.push(event),
-          });
-          const error = (await client.document('100', { locale: 'de_DE' }).catch((e: unknown) => e)) as ReadApiError;
-          expect(error.name).toBe(name);
-          const shown = [
-            error.message,
-            JSON.stringify(error),
-            inspect(error, { depth: 10 }),
-            String(error.stack),
-            error.url,
-            String(error.serverMessage),
-            inspect(error.cause),
-            JSON.stringify(events),
-          ];
-          for (const text of shown) for (const piece of pieces(key)) expect(text).not.toContain(piece);
-          expect(error.url).toBe(`${url}/tiny/documents/100?locale=de_DE`);
-        });
-      });
-    }
-  }
 });
