@@ -1,10 +1,9 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { closeAllPools, createClient, Filter, type ResponseEvent } from '../src/api/index.ts';
-import type { ReadApiServer } from '../src/server/index.ts';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, Filter, type ResponseEvent } from '../src/api/index.ts';
 import type { ApiRecord, ListAnswer } from '../src/wire/schemas.ts';
-import { clientsOf, ids, startClientServer } from './helpers/client.ts';
+import { ids, serveClients } from './helpers/client.ts';
 
 /**
  * `pages()` and `all()`: every page in order, a bounded number ahead, against the local server
@@ -13,16 +12,7 @@ import { clientsOf, ids, startClientServer } from './helpers/client.ts';
  * the API's 1,000), saying so in `meta.limit`: every document still comes, once, in order.
  */
 
-let server: ReadApiServer;
-beforeAll(async () => {
-  server = await startClientServer();
-});
-afterAll(async () => {
-  await server.close();
-  await closeAllPools();
-});
-
-const { clientOf } = clientsOf(() => server);
+const { server, clientOf } = serveClients();
 
 /**
  * A proxy in front of the local server that delays each request (by a function of its offset) and
@@ -44,7 +34,7 @@ async function startRecordingProxy(delayFor: (offset: number) => number) {
     maxInFlight = Math.max(maxInFlight, inFlight);
     log.push({ event: 'start', offset, limit });
     await new Promise((resolve) => setTimeout(resolve, delayFor(offset)));
-    const answer = await fetch(`${server.origin}${request.url}`, {
+    const answer = await fetch(`${server().origin}${request.url}`, {
       method: request.method!,
       headers: { authorization: request.headers.authorization!, ...(body ? { 'content-type': 'application/json' } : {}) },
       ...(body ? { body } : {}),

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeAllPools, Filter, Includes, type ListOptions, type ResponseEvent, Sorting } from '../src/api/index.ts';
-import type { ReadApiServer } from '../src/server/index.ts';
-import { byId, clientsOf, ids, includedIds, startClientServer } from './helpers/client.ts';
+import { describe, expect, it } from 'vitest';
+import { Filter, Includes, type ListOptions, type ResponseEvent, Sorting } from '../src/api/index.ts';
+import { byId, ids, includedIds, serveClients } from './helpers/client.ts';
 import { tinyKey } from './helpers/server.ts';
 
 /**
@@ -9,16 +8,7 @@ import { tinyKey } from './helpers/server.ts';
  * in brackets, `query=` JSON and a POST body, and how a list request chooses its form.
  */
 
-let server: ReadApiServer;
-beforeAll(async () => {
-  server = await startClientServer();
-});
-afterAll(async () => {
-  await server.close();
-  await closeAllPools();
-});
-
-const { clientOf, inEveryForm } = clientsOf(() => server);
+const { server, clientOf, inEveryForm } = serveClients();
 
 describe('every option at once', () => {
   it('gets the same answer in brackets, query= JSON and a POST body', async () => {
@@ -52,7 +42,7 @@ describe('the wire form of list requests', () => {
     const answer = await clientOf('tiny', {}, events).documents({ filters, ...byId });
     expect(ids(answer)).toEqual(['100', '201']);
     expect(events.map((e) => e.method)).toEqual(['POST']);
-    expect(events[0]!.url).toBe(`${server.url}/tiny/documents`);
+    expect(events[0]!.url).toBe(`${server().url}/tiny/documents`);
   });
 
   it('keeps a URL within maxUrlLength a GET', async () => {

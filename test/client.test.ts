@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuthenticationError, BadRequestError, closeAllPools, createClient, Filter, type FilterEntry, Includes, NotFoundError, type ResponseEvent, Sorting } from '../src/api/index.ts';
-import { type ReadApiServer, startServer } from '../src/server/index.ts';
+import { describe, expect, it } from 'vitest';
+import { AuthenticationError, BadRequestError, createClient, Filter, type FilterEntry, Includes, NotFoundError, type ResponseEvent, Sorting } from '../src/api/index.ts';
+import { startServer } from '../src/server/index.ts';
 import type { ApiRecord } from '../src/wire/schemas.ts';
-import { byId, clientsOf, ids, includedIds, startClientServer } from './helpers/client.ts';
+import { byId, ids, includedIds, serveClients } from './helpers/client.ts';
 import { demoKey, fixture, tinyKey } from './helpers/server.ts';
 
 /**
@@ -12,16 +12,7 @@ import { demoKey, fixture, tinyKey } from './helpers/server.ts';
  * at once and the wire forms themselves: client-wire.test.ts; pages: client-pages.test.ts.
  */
 
-let server: ReadApiServer;
-beforeAll(async () => {
-  server = await startClientServer();
-});
-afterAll(async () => {
-  await server.close();
-  await closeAllPools();
-});
-
-const { clientOf, inEveryForm } = clientsOf(() => server);
+const { server, clientOf, inEveryForm } = serveClients();
 
 describe('the repository endpoint', () => {
   it('answers the API id, the default locale and the locales with their fallbacks', async () => {
@@ -34,7 +25,7 @@ describe('the repository endpoint', () => {
   });
 
   it('refuses a key of another repository with an AuthenticationError', async () => {
-    const error = await createClient({ baseUrl: server.url, repository: 'tiny', apiKey: demoKey }).repository().catch((e: unknown) => e);
+    const error = await createClient({ baseUrl: server().url, repository: 'tiny', apiKey: demoKey }).repository().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AuthenticationError);
     expect(error).toMatchObject({ status: 401, method: 'GET', attempts: 1, serverMessage: 'Invalid authentication credentials' });
   });
@@ -62,7 +53,7 @@ describe('the collection endpoint', () => {
   it('answers an unknown collection with a NotFoundError', async () => {
     const error = await clientOf('tiny').collection('nothing').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NotFoundError);
-    expect(error).toMatchObject({ status: 404, method: 'GET', url: `${server.url}/tiny/collections/nothing` });
+    expect(error).toMatchObject({ status: 404, method: 'GET', url: `${server().url}/tiny/collections/nothing` });
   });
 });
 
@@ -82,7 +73,7 @@ describe('the document, alias and asset endpoints', () => {
   it('answers an asset with its file URL made absolute on the server', async () => {
     const asset = await clientOf('tiny').asset('300');
     expect(asset.meta.contentType).toBe('_asset');
-    expect(asset.fields.file).toMatchObject({ url: `${server.origin}/files/tiny/images/apples.svg`, fileName: 'apples.svg', width: 100 });
+    expect(asset.fields.file).toMatchObject({ url: `${server().origin}/files/tiny/images/apples.svg`, fileName: 'apples.svg', width: 100 });
   });
 
   it('keeps an asset’s fields in the order the server sent them, as in a document that embeds it', async () => {

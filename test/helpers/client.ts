@@ -1,5 +1,5 @@
-import { expect } from 'vitest';
-import { type ClientOptions, createClient, type ReadApiClient, type ResponseEvent, Sorting } from '../../src/api/index.ts';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { type ClientOptions, closeAllPools, createClient, type ReadApiClient, type ResponseEvent, Sorting } from '../../src/api/index.ts';
 import { type ReadApiServer, startServer } from '../../src/server/index.ts';
 import { demoKey, demoSnapshot, fixture, tinyKey } from './server.ts';
 
@@ -11,7 +11,22 @@ import { demoKey, demoSnapshot, fixture, tinyKey } from './server.ts';
  * answer in each.
  */
 
-export const startClientServer = (): Promise<ReadApiServer> => startServer({ paths: [fixture('tiny.json'), demoSnapshot], watch: false });
+/**
+ * Serves `tiny` and `demo` for the tests of a file (started before them, closed after, with
+ * every pooled connection); `server()` is that server, and the clients are of it.
+ */
+export function serveClients() {
+  let started: ReadApiServer | undefined;
+  beforeAll(async () => {
+    started = await startServer({ paths: [fixture('tiny.json'), demoSnapshot], watch: false });
+  });
+  afterAll(async () => {
+    await started?.close();
+    await closeAllPools();
+  });
+  const server = () => started!;
+  return { server, ...clientsOf(server) };
+}
 
 export type Form = 'brackets' | 'json' | 'post';
 const everyForm: Form[] = ['brackets', 'json', 'post'];
@@ -30,7 +45,7 @@ export function expectForm(event: ResponseEvent, form: Form): void {
 }
 
 /** Clients of the server `server()` gives. */
-export function clientsOf(server: () => ReadApiServer) {
+function clientsOf(server: () => ReadApiServer) {
   /** A client of `tiny` (or `demo`) that records what it sent. */
   const clientOf = (repository: 'tiny' | 'demo', options: Partial<ClientOptions> = {}, events: ResponseEvent[] = []): ReadApiClient =>
     createClient({
