@@ -1,5 +1,6 @@
 import { open, rename, rm } from 'node:fs/promises';
 import type { Snapshot, SnapshotRecord } from '../src/server/snapshot.ts';
+import { Random } from './random.ts';
 
 /**
  * A seeded generator of realistic repository snapshots (spec/read-api.md §1) for benchmarks and
@@ -70,45 +71,6 @@ const articleShapes: Record<Weight, ArticleShape> = {
   full: { paragraphs: [2, 3], sentences: 2, summaryWords: [12, 20], germanBody: true, related: 4, gallery: true },
   light: { paragraphs: [1, 1], sentences: 1, summaryWords: [5, 8], germanBody: false, related: 2, gallery: false },
 };
-
-/** mulberry32: a tiny, fast 32-bit PRNG; returns floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Seeded random choices, from `mulberry32`. */
-export class Random {
-  readonly next: () => number;
-  constructor(seed: number) {
-    this.next = mulberry32(seed);
-  }
-  /** An integer from min to max, both included. */
-  int(min: number, max: number): number {
-    return min + Math.floor(this.next() * (max - min + 1));
-  }
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-  pick<T>(list: readonly T[]): T {
-    return list[Math.floor(this.next() * list.length)]!;
-  }
-  /** Up to `count` distinct items of the list. */
-  some<T>(list: readonly T[], count: number): T[] {
-    const out: T[] = [];
-    for (let tries = 0; out.length < count && tries < count * 4; tries++) {
-      const item = this.pick(list);
-      if (!out.includes(item)) out.push(item);
-    }
-    return out;
-  }
-}
 
 const english = (
   'the a of and to in for on with about from after before over new old first last great small local city country ' +

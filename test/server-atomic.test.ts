@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
-import { generateSnapshot, mulberry32, writeSnapshot } from '../bench/generate.ts';
+import { generateSnapshot, writeSnapshot } from '../bench/generate.ts';
+import { mulberry32 } from '../bench/random.ts';
 import { type ReadApiServer, type Snapshot, startServer } from '../src/server/index.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mulberry32 } from '../bench/generate.ts';
+import { mulberry32 } from '../bench/random.ts';
 import { compileLike, foldCase } from '../src/server/like.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { filterAsks, startFiltersServer, where } from './helpers/server-filters.ts';

@@ -1,7 +1,8 @@
 import { connect } from 'node:net';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSnapshot, Random as GeneratorRandom } from '../../bench/generate.ts';
+import { generateSnapshot } from '../../bench/generate.ts';
+import { Random as GeneratorRandom } from '../../bench/random.ts';
 import type { ReadApiServer } from '../../src/server/index.ts';
 import { startTiny, tinyKey } from './server.ts';
 
