@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compileFilters } from '../src/server/filters.ts';
-import type { ReadApiServer } from '../src/server/index.ts';
 import { PreparedRepository } from '../src/server/repository.ts';
 import { parseSnapshot } from '../src/server/snapshot.ts';
 import { type Options, refusedEveryWay } from './helpers/forms.ts';
-import { fixture } from './helpers/server.ts';
+import { fixture, servedForFile } from './helpers/server.ts';
 import { byId, filterAsks, startFiltersServer, where } from './helpers/server-filters.ts';
 
 /**
@@ -17,17 +16,12 @@ import { byId, filterAsks, startFiltersServer, where } from './helpers/server-fi
  * the small repositories of test/helpers/server-filters.ts (`clock`: documents a day apart).
  */
 
-let server: ReadApiServer;
-beforeAll(async () => {
-  server = await startFiltersServer();
-});
-afterAll(() => server.close());
-
-const { list, matching, raw } = filterAsks(() => server);
+const server = servedForFile(startFiltersServer);
+const { list, matching, raw } = filterAsks(server);
 
 /** Asks three ways; all must be refused with a 400. Returns the first message. */
 function refused(options: Options, path = '/tiny/documents'): Promise<string> {
-  return refusedEveryWay(server, path, options);
+  return refusedEveryWay(server(), path, options);
 }
 
 describe('entries join with AND, an or entry starts a new branch, and AND binds tighter than OR', () => {

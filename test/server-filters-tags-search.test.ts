@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReadApiServer } from '../src/server/index.ts';
+import { describe, expect, it } from 'vitest';
 import { filterAsks, startFiltersServer, where } from './helpers/server-filters.ts';
+import { servedForFile } from './helpers/server.ts';
 
 /**
  * A collection's own filters and tags (spec §4), the tag options of §3 and `search` of §8, over
@@ -9,13 +9,8 @@ import { filterAsks, startFiltersServer, where } from './helpers/server-filters.
  * holds the small repositories of test/helpers/server-filters.ts (`ledger`: a tagged collection).
  */
 
-let server: ReadApiServer;
-beforeAll(async () => {
-  server = await startFiltersServer();
-});
-afterAll(() => server.close());
-
-const { matching, raw } = filterAsks(() => server);
+const server = servedForFile(startFiltersServer);
+const { matching, raw } = filterAsks(server);
 
 describe("a collection's own filters and tags are ANDed with the request's", () => {
   // goodNews: news with rating ≥ 4, without the tag "exclude": 100 and 102.

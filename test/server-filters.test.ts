@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../bench/random.ts';
 import { compileLike, foldCase } from '../src/server/like.ts';
-import type { ReadApiServer } from '../src/server/index.ts';
 import { filterAsks, startFiltersServer, where } from './helpers/server-filters.ts';
+import { servedForFile } from './helpers/server.ts';
 
 /**
  * Spec §4 (filters), over HTTP against the real server: the filter path and each operator
@@ -13,13 +13,8 @@ import { filterAsks, startFiltersServer, where } from './helpers/server-filters.
  * every kind) and `nordic` (a Swedish locale, whose collation puts Ä after Z).
  */
 
-let server: ReadApiServer;
-beforeAll(async () => {
-  server = await startFiltersServer();
-});
-afterAll(() => server.close());
-
-const { matching, raw } = filterAsks(() => server);
+const server = servedForFile(startFiltersServer);
+const { matching, raw } = filterAsks(server);
 
 describe('a filter path is <contentType|*>.<fields|meta>.<name>', () => {
   it('tests a field of any content type with *', async () => {

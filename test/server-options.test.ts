@@ -1,21 +1,15 @@
 import { request as httpRequest } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReadApiServer } from '../src/server/index.ts';
+import { describe, expect, it } from 'vitest';
 import { type Answer, bookCount, callsTo, ids, query, shelfKey, startRoutesServer, tinyOrder } from './helpers/routes.ts';
-import { tinyKey } from './helpers/server.ts';
+import { servedForFile, tinyKey } from './helpers/server.ts';
 
 /**
  * Spec §3 (options), §7 (locales) and §9 (errors), over HTTP against the real server, with the
  * `tiny` and `shelf` repositories of helpers/routes.ts (§2: server-routes.test.ts).
  */
 
-let server: ReadApiServer;
-beforeAll(async () => {
-  server = await startRoutesServer();
-});
-afterAll(() => server.close());
-
-const { call, post } = callsTo(() => server);
+const server = servedForFile(startRoutesServer);
+const { call, post } = callsTo(server);
 
 describe('§3 limit defaults to 25 and is clamped to 1000', () => {
   it('answers 25 documents when no limit is given', async () => {
@@ -280,7 +274,7 @@ describe('§9 a POST body over 1 MiB is a 413', () => {
 
   it('refuses a body sent without Content-Length once it grows past 1 MiB', async () => {
     const answer = await new Promise<{ status: number; body: any }>((resolve, reject) => {
-      const req = httpRequest(`${server.url}/tiny/documents`, { method: 'POST', headers: { authorization: tinyKey, 'content-type': 'application/json' } }, (res) => {
+      const req = httpRequest(`${server().url}/tiny/documents`, { method: 'POST', headers: { authorization: tinyKey, 'content-type': 'application/json' } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString()) }));

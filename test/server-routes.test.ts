@@ -1,20 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReadApiServer } from '../src/server/index.ts';
+import { describe, expect, it } from 'vitest';
 import { type Answer, callsTo, shelfKey, startRoutesServer, tinyOrder } from './helpers/routes.ts';
-import { tinyKey } from './helpers/server.ts';
+import { servedForFile, tinyKey } from './helpers/server.ts';
 
 /**
  * Spec §2 (routes and authentication), over HTTP against the real server, with the `tiny` and
  * `shelf` repositories of helpers/routes.ts (§3, §7 and §9: server-options.test.ts).
  */
 
-let server: ReadApiServer;
-beforeAll(async () => {
-  server = await startRoutesServer();
-});
-afterAll(() => server.close());
-
-const { call, post } = callsTo(() => server);
+const server = servedForFile(startRoutesServer);
+const { call, post } = callsTo(server);
 
 describe('§2 every route answers, with or without a trailing slash', () => {
   const routes: [string, (body: any) => void][] = [
@@ -56,7 +50,7 @@ describe('§2 every route answers, with or without a trailing slash', () => {
     for (const path of ['/tiny/documents/100/more', '/tiny/unknown/1', '/tiny/alias', '/tiny/collections/', '/tiny/assets']) {
       expect((await call(path)).status, path).toBe(404);
     }
-    const outside = await fetch(`${server.origin}/v2/tiny`, { headers: { authorization: tinyKey } });
+    const outside = await fetch(`${server().origin}/v2/tiny`, { headers: { authorization: tinyKey } });
     expect(outside.status).toBe(404);
   });
 
@@ -103,9 +97,9 @@ describe('§2 a list answers in the envelope, a single document or asset answers
 describe('§2 HEAD answers like GET without a body', () => {
   for (const path of ['/tiny', '/tiny/documents', '/tiny/documents/100', '/tiny/nowhere/x/y', '/tiny/documents/12345']) {
     it(`HEAD /v1${path} has GET's status, length and ETag`, async () => {
-      const get = await fetch(`${server.url}${path}`, { headers: { authorization: tinyKey } });
+      const get = await fetch(`${server().url}${path}`, { headers: { authorization: tinyKey } });
       const getBody = Buffer.from(await get.arrayBuffer());
-      const head = await fetch(`${server.url}${path}`, { method: 'HEAD', headers: { authorization: tinyKey } });
+      const head = await fetch(`${server().url}${path}`, { method: 'HEAD', headers: { authorization: tinyKey } });
       expect(head.status).toBe(get.status);
       expect(await head.text()).toBe('');
       expect(head.headers.get('content-length')).toBe(String(getBody.length));
@@ -117,7 +111,7 @@ describe('§2 HEAD answers like GET without a body', () => {
 
 describe('§2 OPTIONS answers CORS preflight', () => {
   it('allows any origin, the methods and the headers a browser client sends, without a key', async () => {
-    const answer = await fetch(`${server.url}/tiny/documents`, {
+    const answer = await fetch(`${server().url}/tiny/documents`, {
       method: 'OPTIONS',
       headers: { origin: 'https://site.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
     });

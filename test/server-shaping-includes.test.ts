@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReadApiServer } from '../src/server/index.ts';
+import { describe, expect, it } from 'vitest';
 import { applyMask, parseMask } from '../src/server/mask.ts';
 import { idsOf, shapingAsks, startShapingServer } from './helpers/server-shaping.ts';
+import { servedForFile } from './helpers/server.ts';
 
 /**
  * Spec §6 (includes and embedded assets) and the `fields` mask of §8, over HTTP against the real
@@ -10,13 +10,8 @@ import { idsOf, shapingAsks, startShapingServer } from './helpers/server-shaping
  * `tiny` fixture, served as in test/helpers/server-shaping.ts.
  */
 
-let server: ReadApiServer;
-beforeAll(async () => {
-  server = await startShapingServer();
-});
-afterAll(() => server.close());
-
-const { ask, refused, raw } = shapingAsks(() => server);
+const server = servedForFile(startShapingServer);
+const { ask, refused, raw } = shapingAsks(server);
 
 /** The ids in each include group. */
 const groups = (body: any): Record<string, string[]> =>

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReadApiServer } from '../src/server/index.ts';
+import { describe, expect, it } from 'vitest';
 import type { Options } from './helpers/forms.ts';
 import { idsOf, shapingAsks, startShapingServer } from './helpers/server-shaping.ts';
+import { servedForFile } from './helpers/server.ts';
 
 /**
  * Spec §5 (sorting), over HTTP against the real server. Options are sent as bracketed parameters
@@ -11,13 +11,8 @@ import { idsOf, shapingAsks, startShapingServer } from './helpers/server-shaping
  * `nordic`, with a Swedish locale whose collation puts Ä after Z.
  */
 
-let server: ReadApiServer;
-beforeAll(async () => {
-  server = await startShapingServer();
-});
-afterAll(() => server.close());
-
-const { ask, refused, raw } = shapingAsks(() => server);
+const server = servedForFile(startShapingServer);
+const { ask, refused, raw } = shapingAsks(server);
 
 const order = async (path: string, options: Options) => idsOf((await ask(path, options)).data);
 const sorted = (sorting: Record<string, unknown>, path = '/store/documents', extra: Options = {}) => order(path, { sorting, ...extra });

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, expect } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { type ClientOptions, closeAllPools, createClient, type ReadApiClient, type ResponseEvent, Sorting } from '../../src/api/index.ts';
 import { type ReadApiServer, startServer } from '../../src/server/index.ts';
-import { demoKey, demoSnapshot, fixture, tinyKey } from './server.ts';
+import { demoKey, demoSnapshot, fixture, servedForFile, tinyKey } from './server.ts';
 
 /**
  * What the client's tests share: the local server with the hand-written `tiny` fixture and the
@@ -16,15 +16,8 @@ import { demoKey, demoSnapshot, fixture, tinyKey } from './server.ts';
  * every pooled connection); `server()` is that server, and the clients are of it.
  */
 export function serveClients() {
-  let started: ReadApiServer | undefined;
-  beforeAll(async () => {
-    started = await startServer({ paths: [fixture('tiny.json'), demoSnapshot], watch: false });
-  });
-  afterAll(async () => {
-    await started?.close();
-    await closeAllPools();
-  });
-  const server = () => started!;
+  const server = servedForFile(() => startServer({ paths: [fixture('tiny.json'), demoSnapshot], watch: false }));
+  afterAll(() => closeAllPools());
   return { server, ...clientsOf(server) };
 }
 

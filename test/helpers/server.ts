@@ -2,10 +2,21 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { type IncomingHttpHeaders, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll } from 'vitest';
 import { type ReadApiServer, startServer, type ServerOptions } from '../../src/server/index.ts';
 
 export const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 export const demoSnapshot = fileURLToPath(new URL('../../playground/content/demo.json', import.meta.url));
+
+/** Starts a server before the tests of a file and closes it after them; the function returned gives it. */
+export function servedForFile(start: () => Promise<ReadApiServer>): () => ReadApiServer {
+  let server: ReadApiServer | undefined;
+  beforeAll(async () => {
+    server = await start();
+  });
+  afterAll(() => server?.close());
+  return () => server!;
+}
 
 export const tinyKey = 'tiny-key';
 export const demoKey = 'demo-read-key-0123456789abcdef';
