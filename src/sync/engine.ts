@@ -68,8 +68,12 @@ export interface SyncHints {
   rebuild?: boolean;
 }
 
-/** Where the cache lives when no folder is configured: inside Astro's default cache folder. */
-export const defaultCacheDir = (root = process.cwd()) => resolve(root, 'node_modules/.astro/comfortable');
+/**
+ * Where the cache of `sync()` and the CLI lives when no folder is configured. The Astro
+ * integration keeps its own in Astro's cache folder (`node_modules/.astro/comfortable`), so a
+ * CLI sync with another config never drops the sources a site needs.
+ */
+export const defaultCacheDir = (root = process.cwd()) => resolve(root, 'node_modules/.cache/comfortable-loader');
 
 export const consoleLogger: SyncLogger = {
   info: (message) => console.log(message),
@@ -128,9 +132,13 @@ async function syncOnce(dir: string, config: SyncConfig, { logger, warn, hints }
     if (transient(error) && config.onError === 'use-cache' && tx.head) {
       const cache = openCache(dir);
       if (cache && cache.head.fingerprint === fingerprintOf(config)) {
-        const stale = cache.sources().map((source) => source.key);
+        const stale = sourcesOf(config).map((source) => source.key);
+        const lacking = lackingSources(cache, config);
+        if (lacking.length > 0) {
+          throw new SyncError('server_failed', `Sync of ${config.repository} failed: ${(error as Error).message}; ${incomplete(dir, lacking)}: sync this config once the server answers`, error);
+        }
         warn(`The server failed (${(error as Error).message}); using the cached content of ${cache.head.lastSync}, stale: ${stale.join(', ')}`);
-        return cachedResult(dir, cache, stale, []);
+        return cachedResult(dir, config, cache, stale, []);
       }
     }
     if (transient(error)) {
@@ -151,15 +159,35 @@ async function offline(dir: string, config: SyncConfig, logger: SyncLogger, warn
   if (!cache || cache.head.fingerprint !== fingerprintOf(config)) {
     throw new SyncError('offline_without_cache', `Offline mode needs a cache of ${config.repository}, and there is none in ${dir}: run a sync online first (mode "incremental")`);
   }
+  const lacking = lackingSources(cache, config);
+  if (lacking.length > 0) throw new SyncError('offline_without_cache', `Offline mode: ${incomplete(dir, lacking)}: sync this config online first (mode "incremental")`);
   // Nothing can be fetched again offline: every record is checked now rather than found damaged while a site is built.
   const damaged = cache.verify();
   if (damaged.length > 0) throw new CacheError('cache_damaged', `${new DamagedRecordError(dir, damaged).message}; offline mode cannot fetch them again: run a sync online`);
   logger.info(`Offline: using the cache of ${cache.head.lastSync} (${cache.recordCount()} records, each checked against its digest)`);
-  return cachedResult(dir, cache, [], warnings);
+  return cachedResult(dir, config, cache, [], warnings);
 }
 
-function cachedResult(dir: string, cache: CacheReader, stale: string[], warnings: string[]): SyncResult {
-  const changeset: Changeset = { sources: Object.fromEntries(cache.sources().map((source) => [source.key, emptyChanges()])), records: emptyChanges(), empty: true };
+/**
+ * The config's sources the cache cannot serve as they are asked: not held (another config's
+ * sync wrote the folder, or the source is new) or held as fetched with other options.
+ */
+function lackingSources(cache: CacheReader, config: SyncConfig): string[] {
+  const held = new Map(cache.sources().map((source) => [source.key, source.fingerprint]));
+  return sourcesOf(config).flatMap((source) => {
+    const fingerprint = held.get(source.key);
+    if (fingerprint === undefined) return [source.key];
+    return fingerprint === source.fingerprint ? [] : [`${source.key} (synced with other options)`];
+  });
+}
+
+/** Says that a cache lacks some sources of the config (a folder shared by two configs is the likely cause). */
+const incomplete = (dir: string, lacking: string[]) =>
+  `the cache in ${dir} does not hold ${lacking.join(', ')}, so there is no last good content of ${lacking.length === 1 ? 'it' : 'them'} to use ` +
+  '(if another config syncs into this folder, give each its own cacheDir)';
+
+function cachedResult(dir: string, config: SyncConfig, cache: CacheReader, stale: string[], warnings: string[]): SyncResult {
+  const changeset: Changeset = { sources: Object.fromEntries(sourcesOf(config).map((source) => [source.key, emptyChanges()])), records: emptyChanges(), empty: true };
   return { changeset, cacheDir: dir, cache, stale, dangling: cache.dangling(), warnings, stats: { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 } };
 }
 
@@ -279,6 +307,13 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
     model,
   };
   const { changeset, cache } = commitRun(tx, intake, { sources, members, closures, syncedAt, head: newHead, etags: etags.entries });
+  const dropped = [...stored.keys()].filter((key) => !sources.some((source) => source.key === key));
+  if (dropped.length > 0) {
+    warn(
+      `The cache in ${dir} held sources this config no longer names (${dropped.join(', ')}): they were removed, with the records only they needed. ` +
+        'If another config syncs into this folder, give each its own cacheDir (the Astro integration and the comfortable-loader CLI keep apart by default).',
+    );
+  }
   const dangling = cache.dangling();
   for (const ref of dangling) warn(`Dangling reference: document ${ref.from}, field ${ref.field} points to ${ref.id}, which the server does not have`);
   stats.written = intake.written;

@@ -206,6 +206,64 @@ describe('when the server fails', () => {
   });
 });
 
+describe('a fallback never serves less than the last good content', () => {
+  /** A cache written by another config (the CLI's, say) that names fewer sources, then a server that is down. */
+  async function sharedThenDown() {
+    const served = await serve();
+    const proxy = await startProxy(served.server);
+    const dir = await tempDir();
+    await sync(configFor(proxy.url, dir), recorder());
+    const other = recorder();
+    await sync(configFor(proxy.url, dir, { collections: { articles: {} }, aliases: ['home'], queries: {} }), other);
+    proxy.failFrom = proxy.seen.length;
+    return { proxy, dir, other, before: cacheContent(dir) };
+  }
+
+  it('a sync that drops sources another config named says so, and which', async () => {
+    const { other } = await sharedThenDown();
+    const warning = other.warns.find((w) => /no longer names/.test(w));
+    expect(warning).toContain('collection:featured');
+    expect(warning).toContain('query:authors');
+    expect(warning).toContain('cacheDir');
+  });
+
+  it('with onError use-cache, fails naming each source the cache does not hold, instead of serving it empty', async () => {
+    const { proxy, dir, before } = await sharedThenDown();
+    const error = await sync({ ...configFor(proxy.url, dir), onError: 'use-cache' }, recorder()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SyncError);
+    expect((error as SyncError).code).toBe('server_failed');
+    expect((error as Error).message).toMatch(/does not hold .*collection:featured.*query:authors/);
+    expect((error as Error).message).not.toContain('alias:home');
+    expect((error as Error).message).toContain(dir);
+    expect(cacheContent(dir)).toEqual(before);
+  });
+
+  it('offline, fails the same way', async () => {
+    const { proxy, dir } = await sharedThenDown();
+    const error = await sync({ ...configFor(proxy.url, dir), mode: 'offline' }, recorder()).catch((e: unknown) => e);
+    expect((error as SyncError).code).toBe('offline_without_cache');
+    expect((error as Error).message).toMatch(/does not hold .*collection:featured.*query:authors/);
+  });
+
+  it("a source the cache holds with other options is not served as this config's either", async () => {
+    const served = await serve();
+    const proxy = await startProxy(served.server);
+    const dir = await tempDir();
+    await sync(configFor(proxy.url, dir), recorder());
+    proxy.failFrom = proxy.seen.length;
+    const changed = configFor(proxy.url, dir, { collections: { articles: { includes: 2 }, featured: {} }, onError: 'use-cache' });
+    await expect(sync(changed, recorder())).rejects.toThrow(/collection:articles \(synced with other options\)/);
+    await expect(sync({ ...changed, mode: 'offline' }, recorder())).rejects.toThrow(/collection:articles \(synced with other options\)/);
+  });
+
+  it('serves only the sources this config names, each marked stale', async () => {
+    const { proxy, dir } = await sharedThenDown();
+    const result = await sync({ ...configFor(proxy.url, dir, { collections: { articles: {} }, queries: {} }), onError: 'use-cache' }, recorder());
+    expect(sorted(result.stale)).toEqual(['alias:home', 'collection:articles']);
+    expect(Object.keys(result.changeset.sources).sort()).toEqual(['alias:home', 'collection:articles']);
+  });
+});
+
 describe('the cache lock', () => {
   it('makes a second concurrent sync wait for the first, then build on its cache', async () => {
     const { server } = await serve();
