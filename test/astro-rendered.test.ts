@@ -25,6 +25,44 @@ describe('renderRichtext', () => {
     expect(html).toBe('<h2 id="tides--times">Tides &amp; <em>times</em></h2><p>x</p><h3 id="own">Own</h3><h2 id="tides--times-1">Tides &amp; times</h2>');
   });
 
+  const headingsOf = (html: string) => renderRichtext(html, files, all).metadata.headings.map(({ slug, text }) => [slug, text]);
+
+  it('numbers a repeated heading past the ids already made, so no two headings share one', () => {
+    const { html, metadata } = renderRichtext('<h2>Step</h2><h2>Step 1</h2><h2>Step</h2>', files, all);
+    expect(metadata.headings.map((heading) => heading.slug)).toEqual(['step', 'step-1', 'step-2']);
+    expect(html).toBe('<h2 id="step">Step</h2><h2 id="step-1">Step 1</h2><h2 id="step-2">Step</h2>');
+  });
+
+  it('decodes every character reference of a heading, named or numeric, before making its id and text', () => {
+    expect(headingsOf('<h2>Prices&nbsp;2024</h2>')).toEqual([['prices2024', 'Prices\u00a02024']]);
+    expect(headingsOf('<h3>It&#8217;s &#x41;&#0;</h3>')).toEqual([['its-a', 'It\u2019s A\ufffd']]);
+    expect(headingsOf('<h2>Fish &amp chips &lt;3</h2>')).toEqual([['fish--chips-3', 'Fish & chips <3']]); // as a browser reads them
+  });
+
+  it("takes a heading's text from its descendants' text, without tags or comments, and keeps its spaces", () => {
+    expect(headingsOf('<h2> Tides &amp; <em>times</em> <code>a&lt;b</code><!-- note --></h2>')).toEqual([['-tides--times-ab', ' Tides & times a<b']]);
+  });
+
+  it('keeps the letters of every script in ids', () => {
+    expect(headingsOf('<h2>Привет мир</h2><h2>日本語 テスト</h2><h2>Ελληνικά</h2>')).toEqual([
+      ['привет-мир', 'Привет мир'],
+      ['日本語-テスト', '日本語 テスト'],
+      ['ελληνικά', 'Ελληνικά'],
+    ]);
+  });
+
+  it('keeps an id a heading has, even an empty one, and, as Markdown does, does not count it against later headings', () => {
+    const { html, metadata } = renderRichtext('<h2 id="intro">Welcome</h2><h2>Intro</h2><h2 id="a&amp;b" class="x">Y</h2><h2 id="">Z</h2>', files, all);
+    expect(metadata.headings.map((heading) => heading.slug)).toEqual(['intro', 'intro', 'a&b', '']);
+    expect(html).toBe('<h2 id="intro">Welcome</h2><h2 id="intro">Intro</h2><h2 id="a&amp;b" class="x">Y</h2><h2 id="">Z</h2>');
+  });
+
+  it("reads attribute values as a browser does: references decoded, but not a bare name followed by '=' in a URL", () => {
+    const urls = new Map([['https://cdn.example/q.png?w=1&h=2', { width: 1, height: 1 }], ['https://cdn.example/q.png?w=1&copy=2', { width: 1, height: 1 }]]);
+    const { metadata } = renderRichtext('<img src="https://cdn.example/q.png?w=1&amp;h=2"><img src="https://cdn.example/q.png?w=1&copy=2">', urls, all);
+    expect(metadata.imagePaths).toEqual([...urls.keys()]);
+  });
+
   it("turns images of the repository's assets into Astro image references with the asset's size, and leaves the others", () => {
     const source = '<p><img class="wide" src="https://cdn.example/a.png" alt="A &quot;photo&quot;"><img src="https://other.example/b.png" alt="B"><img src="https://cdn.example/nosize.png"></p>';
     const { html, metadata } = renderRichtext(source, files, all);
@@ -109,6 +147,16 @@ describe('render(entry) in a built site', () => {
     expect(image).toContain('width="100"');
     expect(image).toContain('height="80"');
     expect(html).toContain('<img src="https://elsewhere.example/x.png" alt="Elsewhere">');
+  });
+
+  it("gives a richtext's headings the ids and texts Astro's Markdown gives the same HTML", async () => {
+    const idsOf = (html: string) => [...html.matchAll(/<h[1-6]\b[^>]*\sid="([^"]*)"/gi)].map((match) => match[1]);
+    const source = await readFile(join(site.dir, 'src/headings.md'), 'utf8');
+    const astro = JSON.parse(await readFile(join(site.dir, 'dist/headings.json'), 'utf8'));
+    const ours = renderRichtext(source, new Map(), () => true);
+    expect(ours.metadata.headings).toEqual(astro.headings);
+    expect(idsOf(ours.html)).toEqual(idsOf(astro.html));
+    expect(idsOf(ours.html)).toHaveLength(source.match(/<h[1-6]/g)!.length);
   });
 
   it('leaves an image that cannot be fetched as it is, with a warning naming the document and field', async () => {

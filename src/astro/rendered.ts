@@ -1,11 +1,14 @@
+import { decodeHTML, decodeHTMLAttribute } from 'entities';
+import GithubSlugger from 'github-slugger';
 import { request } from 'undici';
 import type { Model } from '../sync/records.ts';
 
 /**
  * A richtext field as Astro's `rendered` content, so `render(entry)` and `<Content />` work:
- * its HTML, its headings (each given an id, as Markdown headings get one) and the images that
- * show the repository's assets, which Astro's image pipeline then optimises as it does the
- * images of Markdown (the `__ASTRO_IMAGE_` attribute it replaces when the entry is rendered).
+ * its HTML, its headings (each given the id and text Astro's Markdown would give it, so a
+ * table of contents links alike to both) and the images that show the repository's assets,
+ * which Astro's image pipeline then optimises as it does the images of Markdown (the
+ * `__ASTRO_IMAGE_` attribute it replaces when the entry is rendered).
  */
 
 export interface Heading {
@@ -27,14 +30,14 @@ export function firstRichtextField(model: Model, contentType: string): string | 
   return Object.entries(model[contentType] ?? {}).find(([, field]) => field.kind === 'richtext')?.[0];
 }
 
-const decode = (text: string) => text.replace(/&(?:quot|#34|#x22);/gi, '"').replace(/&(?:apos|#39|#x27);/gi, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 const escapeAttribute = (text: string) => text.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
 
 /** Attributes of a tag's source text, in order. */
 function attributesOf(tag: string): Map<string, string> {
   const attributes = new Map<string, string>();
   for (const [, name, quoted, single, bare] of tag.matchAll(/\s([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?/g)) {
-    attributes.set(name!.toLowerCase(), decode(quoted ?? single ?? bare ?? ''));
+    // As a browser reads an attribute: `a&amp;b` is `a&b`, but `?w=1&copy=2` keeps its `&copy`.
+    attributes.set(name!.toLowerCase(), decodeHTMLAttribute(quoted ?? single ?? bare ?? ''));
   }
   return attributes;
 }
@@ -44,32 +47,31 @@ const imageTag = /<img\b[^>]*>/gi;
 /** The `src` of each image in the HTML, read as rendering reads it (double, single or no quotes). */
 const imageSources = (html: string): string[] => [...html.matchAll(imageTag)].flatMap(([tag]) => attributesOf(tag).get('src') ?? []);
 
-/** GitHub's way of making a heading's id (as Astro's Markdown does): lower case, letters, digits, `-` and `_`. */
-function slugger(): (text: string) => string {
-  const seen = new Map<string, number>();
-  return (text) => {
-    const base = text.toLowerCase().replace(/[^\p{L}\p{N}\p{M}\s_-]/gu, '').trim().replace(/\s/g, '-');
-    const count = seen.get(base) ?? 0;
-    seen.set(base, count + 1);
-    return count === 0 ? base : `${base}-${count}`;
-  };
-}
+/** A heading's text as Astro's Markdown takes it: the decoded text of its descendants, spaces kept. */
+const headingText = (inner: string) => decodeHTML(inner.replace(/<!--[\s\S]*?-->/g, '').replace(/<[^>]*>/g, ''));
 
 /**
- * Renders a richtext value. Images whose `src` is the file of an asset (in `files`) and that
- * `usable` accepts become Astro image references with the asset's size; every other image is
- * left as it is.
+ * Renders a richtext value. Each heading gets the id Astro's Markdown gives it (the heading-ids
+ * plugin of `@astrojs/markdown-satteri`): GitHub's slug of its text, numbered past the slugs
+ * already made (`step`, `step-1`, `step-2`); an id it has is kept, even an empty one, and, as
+ * in Markdown, not counted, so a later heading may slug to it. Images whose `src` is the file
+ * of an asset (in `files`) and that `usable` accepts become Astro image references with the
+ * asset's size; every other image is left as it is.
+ *
+ * @example
+ * renderRichtext('<h2>Step</h2><h2>Prices&nbsp;2024</h2>', new Map(), () => true).metadata.headings
+ * // [{ depth: 2, slug: 'step', text: 'Step' }, { depth: 2, slug: 'prices2024', text: 'Prices\u00a02024' }]
  */
 export function renderRichtext(html: string, files: AssetFiles, usable: (url: string) => boolean): Rendered {
   const headings: Heading[] = [];
   const imagePaths: string[] = [];
-  const slug = slugger();
+  const slugger = new GithubSlugger();
   let out = html.replace(/<h([1-6])(\s[^>]*)?>([\s\S]*?)<\/h\1>/gi, (whole, level: string, attributes: string | undefined, inner: string) => {
-    const text = decode(inner.replace(/<[^>]*>/g, '')).trim();
+    const text = headingText(inner);
     const given = attributesOf(attributes ?? '').get('id');
-    const id = given || slug(text);
+    const id = given ?? slugger.slug(text);
     headings.push({ depth: Number(level), slug: id, text });
-    return given ? whole : `<h${level} id="${escapeAttribute(id)}"${attributes ?? ''}>${inner}</h${level}>`;
+    return given !== undefined ? whole : `<h${level} id="${escapeAttribute(id)}"${attributes ?? ''}>${inner}</h${level}>`;
   });
   out = out.replace(imageTag, (tag) => {
     const attributes = attributesOf(tag);
