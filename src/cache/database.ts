@@ -30,10 +30,16 @@ export class CacheError extends Error {
   }
 }
 
+/** SQLite's extended result code of an error thrown by `node:sqlite`, if it is one. */
+function extendedCode(error: unknown): number | undefined {
+  const code = (error as { errcode?: unknown }).errcode;
+  return typeof code === 'number' ? code : undefined;
+}
+
 /** SQLite's primary result code of an error thrown by `node:sqlite`, if it is one. */
 function sqliteCode(error: unknown): number | undefined {
-  const code = (error as { errcode?: unknown }).errcode;
-  return typeof code === 'number' ? code & 0xff : undefined;
+  const code = extendedCode(error);
+  return code === undefined ? undefined : code & 0xff;
 }
 
 const busy = 5;
@@ -43,6 +49,14 @@ const corrupt = 11;
 const full = 13;
 const cantOpen = 14;
 const notADatabase = 26;
+/**
+ * What a read-only connection answers when a writer that was killed left something only a
+ * connection that may write can undo: the index of the write-ahead log to rebuild
+ * (SQLITE_READONLY_RECOVERY), a rollback journal to play back (SQLITE_READONLY_ROLLBACK: a new
+ * file is switched into WAL mode through one), or shared memory it cannot set up
+ * (SQLITE_READONLY_CANTINIT).
+ */
+const leftByKilledWriter: ReadonlySet<number | undefined> = new Set([264, 776, 1288]);
 
 /** Turns what SQLite throws into a CacheError a user can act on, naming the folder; other errors pass through. */
 export function cacheErrorOf(error: unknown, dir: string): unknown {
@@ -128,14 +142,38 @@ export function openForWriting(dir: string, warn: (message: string) => void): Da
   }
 }
 
-/** Opens the cache's database to read it, or undefined when there is none. */
-export function openForReading(dir: string): Database | undefined {
+/** Opens the database, failing here rather than at the first read (opening is lazy). */
+function openChecked(dir: string, options: { readOnly: boolean }): Database {
+  const db = new DatabaseSync(join(dir, cacheFileName), { ...options, timeout: 5_000 });
   try {
-    const db = new DatabaseSync(join(dir, cacheFileName), { readOnly: true, timeout: 5_000 });
-    db.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get(); // opening is lazy: fail here, not later
+    db.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get();
     return db;
   } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+/**
+ * Opens the cache's database to read it, or undefined when there is none. The connection is
+ * read-only; when a sync was killed while it wrote and no connection has opened the cache since,
+ * a short connection that may write first recovers what the sync left (as any writer's first
+ * read would: the last commit is kept, the rest undone), and the reader opens again.
+ */
+export function openForReading(dir: string): Database | undefined {
+  try {
+    return openChecked(dir, { readOnly: true });
+  } catch (error) {
     if (sqliteCode(error) === cantOpen) return undefined;
+    if (!leftByKilledWriter.has(extendedCode(error))) throw cacheErrorOf(error, dir);
+  }
+  try {
+    openChecked(dir, { readOnly: false }).close();
+    return openChecked(dir, { readOnly: true });
+  } catch (error) {
+    if (sqliteCode(error) === readOnly || sqliteCode(error) === cantOpen) {
+      throw new CacheError('cache_unwritable', `The cache in ${dir} was left by a sync that was killed while it wrote, and reading it needs the folder to be written once to recover it (${(error as Error).message}); run a sync where ${dir} can be written, or set cacheDir to a folder this process may write`, error);
+    }
     throw cacheErrorOf(error, dir);
   }
 }

@@ -12,17 +12,21 @@ export interface Link {
   targets: string[];
 }
 
-/** A member of a source, in the source's order. */
+/**
+ * A member of a source, in the source's order: its record's content type and digest as the
+ * record is now, and the member's dependency digest. Not the stamps (`updatedAt`, `revision`) it
+ * was listed with: only a sync's transaction reads those (`CacheTransaction.members`).
+ */
 export interface Member {
   id: string;
   contentType: string;
-  /** Changes when the record changes. */
+  /** The digest of the member's record; changes when the record changes. */
   digest: string;
   /** Changes when the record or any record its source's includes reach from it changes. */
   dependencyDigest: string;
 }
 
-/** Records whose stored JSON no longer matches their digest: they must be fetched again, never served. */
+/** Records whose stored JSON no longer matches their digest, found when they were read: they must be fetched again, never served. */
 export class DamagedRecordError extends Error {
   readonly code = 'record_damaged';
   readonly ids: string[];
@@ -37,7 +41,8 @@ export class DamagedRecordError extends Error {
  * The committed content of a cache, as every consumer reads it (the Astro loader and schemas,
  * the Vite plugin, the `types` command): the sources and their members with dependency
  * digests, records by id, their content types and references. Each read sees the last
- * committed sync. A record is checked against its digest whenever it is read.
+ * committed sync. A record is checked against its digest whenever it is read; a record nobody
+ * reads is not, and a sync reads only what changed: `verify()` checks them all.
  */
 export class CacheReader {
   readonly dir: string;
@@ -106,7 +111,11 @@ export class CacheReader {
     return this.#all<StoredSource>('SELECT key, kind, name, fingerprint, synced_at AS syncedAt FROM source ORDER BY key').map((row) => ({ ...row }));
   }
 
-  /** A source's members in order, with their digests; none for a source not synced. */
+  /**
+   * A source's members in order, each with its record's content type and digest and its own
+   * dependency digest (not the stamps it was listed with; see `Member`); none for a source not
+   * synced. A member whose record is missing is left out.
+   */
   members(source: string): Member[] {
     const row = this.#all<{ count: number; ids: string; dependency_digests: string }>('SELECT count, ids, dependency_digests FROM member WHERE source = ?', source)[0];
     if (!row) return [];
@@ -139,7 +148,11 @@ export class CacheReader {
     return new Map(rows.map((row) => [row.id, JSON.parse(row.json) as StoredRecord]));
   }
 
-  /** The ids of every record whose stored JSON no longer matches its digest (reads the whole cache). */
+  /**
+   * The ids of every record whose stored JSON no longer matches its digest (reads the whole
+   * cache). The only check that finds damage in records nobody reads: a sync reads only what
+   * changed (`comfortable-loader sync --verify` runs this first and repairs what it finds).
+   */
   verify(): string[] {
     const damaged: string[] = [];
     let after = '';

@@ -83,7 +83,10 @@ export class Records {
   /** Bumped by every write. */
   #version = 0;
 
-  /** `damaged` hears of a record whose stored JSON no longer matches its digest. */
+  /**
+   * `damaged` hears of a record whose stored JSON no longer matches its digest, when `body`
+   * reads it: only records this sync reads are checked, not every record of the cache.
+   */
   constructor(db: Database, damaged: (id: string) => void) {
     this.#db = db;
     this.#damaged = damaged;
