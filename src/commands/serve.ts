@@ -40,6 +40,8 @@ export async function serve(args: string[]): Promise<number> {
     port,
     host: values.host,
     ...(values.quiet ? {} : { log }),
+    // Warnings (asset files missing, a broken edit) go to stderr, --quiet or not.
+    warn: (line) => console.error(line),
     ...(values.webhook && secret ? { webhook: { url: values.webhook, secret } } : {}),
   });
   console.log(`Read API listening on ${server.url} (repositories: ${server.repositories().join(', ')})`);

@@ -1,4 +1,4 @@
-import { open, realpath } from 'node:fs/promises';
+import { open, realpath, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dirname, extname, resolve, sep } from 'node:path';
 import { ApiError } from './errors.ts';
@@ -32,25 +32,58 @@ export interface SnapshotPaths {
 
 const realOrUndefined = (path: string) => realpath(path).catch(() => undefined);
 
-/** True when `real` is, once symlinks are resolved, a snapshot file the server loads or would load. */
-async function isSnapshot(real: string, snapshots: SnapshotPaths): Promise<boolean> {
-  const files = await Promise.all([...snapshots.files()].map(realOrUndefined));
-  if (files.includes(real)) return true;
-  if (!isSnapshotName(real)) return false;
-  const folders = await Promise.all([...snapshots.folders()].map(realOrUndefined));
-  return folders.includes(dirname(real));
+/** Why a file an asset names is not served. */
+export type FileProblem = 'missing' | 'outside the folder' | 'a snapshot file';
+
+/** A snapshot's folder and the snapshot files, real paths resolved: what a file is checked against. */
+export interface FileBounds {
+  folder: string;
+  realFolder: string | undefined;
+  snapshotFiles: Set<string | undefined>;
+  snapshotFolders: Set<string | undefined>;
+}
+
+/** Resolves once what any number of files of the folder are checked against. */
+export async function fileBounds(folder: string, snapshots: SnapshotPaths): Promise<FileBounds> {
+  const [realFolder, files, folders] = await Promise.all([
+    realOrUndefined(folder),
+    Promise.all([...snapshots.files()].map(realOrUndefined)),
+    Promise.all([...snapshots.folders()].map(realOrUndefined)),
+  ]);
+  return { folder, realFolder, snapshotFiles: new Set(files), snapshotFolders: new Set(folders) };
+}
+
+/**
+ * The real path of the file `relative` names under the folder, or why it is not served: it is
+ * missing, lies outside the folder (symlinks resolved), or is a snapshot file the server loads
+ * or would load. Not checked here: that it is a regular file (see `fileProblem`).
+ */
+export async function locateFile(relative: string, bounds: FileBounds): Promise<{ real: string } | { problem: FileProblem }> {
+  if (relative.includes('\0')) return { problem: 'missing' };
+  const lexical = resolve(bounds.folder, relative);
+  if (!lexical.startsWith(bounds.folder + sep)) return { problem: 'outside the folder' };
+  const real = await realOrUndefined(lexical);
+  if (real === undefined || bounds.realFolder === undefined) return { problem: 'missing' };
+  if (!real.startsWith(bounds.realFolder + sep)) return { problem: 'outside the folder' };
+  const snapshot = bounds.snapshotFiles.has(real) || (isSnapshotName(real) && bounds.snapshotFolders.has(dirname(real)));
+  return snapshot ? { problem: 'a snapshot file' } : { real };
+}
+
+/** Why `/files` would answer 404 for the file `relative` names, or undefined when it would serve it. */
+export async function fileProblem(relative: string, bounds: FileBounds): Promise<FileProblem | undefined> {
+  const located = await locateFile(relative, bounds);
+  if ('problem' in located) return located.problem;
+  const info = await stat(located.real).catch(() => undefined);
+  return info?.isFile() ? undefined : 'missing';
 }
 
 /** The real path of the file `/files/<repo>/<relative>` may serve, or undefined (404). */
 async function servable(repositories: Repositories, snapshots: SnapshotPaths, repo: string, relative: string): Promise<string | undefined> {
   const folder = repositories.folderOf(repo);
   const pointedTo = repositories.live.get(repo)?.localFiles().has(relative) ?? false;
-  if (folder === undefined || !pointedTo || relative.includes('\0')) return undefined;
-  const lexical = resolve(folder, relative);
-  if (!lexical.startsWith(folder + sep)) return undefined;
-  const [real, realFolder] = await Promise.all([realOrUndefined(lexical), realOrUndefined(folder)]);
-  if (real === undefined || realFolder === undefined || !real.startsWith(realFolder + sep)) return undefined;
-  return (await isSnapshot(real, snapshots)) ? undefined : real;
+  if (folder === undefined || !pointedTo) return undefined;
+  const located = await locateFile(relative, await fileBounds(folder, snapshots));
+  return 'real' in located ? located.real : undefined;
 }
 
 /**

@@ -1,4 +1,4 @@
 export { startServer, diffSnapshots } from './server.ts';
-export type { ReadApiServer, ReloadEvent, ServerOptions } from './server.ts';
+export type { MissingFile, MissingFilesEvent, ReadApiServer, ReloadEvent, ServerOptions } from './server.ts';
 export { parseSnapshot, readSnapshotFile, snapshotSchema, SnapshotError, fieldTypes } from './snapshot.ts';
 export type { Snapshot, SnapshotRecord, FieldType, ContentTypeDefinition, CollectionDefinition } from './snapshot.ts';

@@ -25,7 +25,7 @@ export interface TypeInfo {
 }
 
 /** The path under the snapshot's folder of a relative asset URL; undefined for an absolute URL. */
-function localFilePath(url: string): string | undefined {
+export function localFilePath(url: string): string | undefined {
   if (/^[a-z][a-z0-9+.-]*:/i.test(url) || url.startsWith('//')) return undefined;
   return url.replace(/^\.?\//, '');
 }

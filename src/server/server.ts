@@ -1,9 +1,11 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { dirname } from 'node:path';
 import { ApiError } from './errors.ts';
 import { serveFile } from './files.ts';
 import { createHttpServer, defaultTimeouts, readBody, send, sendJson, type Timeouts } from './http.ts';
+import { findMissingFiles, type MissingFile, missingFilesWarning } from './missing-files.ts';
 import { redactKey } from './query-string.ts';
 import { checkDistinct, type ReloadEvent, Repositories, type Source } from './registry.ts';
 import { SnapshotFiles } from './reload.ts';
@@ -12,6 +14,15 @@ import { parseSnapshot, readSnapshotFile, type Snapshot } from './snapshot.ts';
 import { sendWebhook, type WebhookTarget } from './webhooks.ts';
 
 export { diffSnapshots, type ReloadEvent } from './registry.ts';
+export type { MissingFile } from './missing-files.ts';
+
+/** Emitted as `missing-files` when a loaded snapshot's assets name files `/files` would answer 404 for. */
+export interface MissingFilesEvent {
+  repository: string;
+  /** The snapshot file; the asset paths are relative to its folder. */
+  file: string;
+  missing: MissingFile[];
+}
 
 export interface ServerOptions {
   /** Snapshot files, or folders whose `*.json` files are snapshots. Watched for changes unless `watch` is false. */
@@ -26,6 +37,8 @@ export interface ServerOptions {
   watch?: boolean;
   /** Receives one line per request and per reload; default: no logging. */
   log?: (line: string) => void;
+  /** Receives warnings: asset files missing, a reload refused. Default: `log`. */
+  warn?: (line: string) => void;
   /** After each successful reload, POST `{ repository, changed, removed }` here, signed with the secret (spec §10). */
   webhook?: WebhookTarget;
   /** How long a request's headers and its body may take to arrive (default 30 s each); later, 408. */
@@ -38,7 +51,11 @@ export interface ReadApiServer {
   /** `http://host:port` */
   readonly origin: string;
   readonly port: number;
-  /** Emits `reload` (ReloadEvent) after a snapshot is swapped in, `reload-error` ({ file, error }) when a reload is refused. */
+  /**
+   * Emits `reload` (ReloadEvent) after a snapshot is swapped in, `reload-error` ({ file, error })
+   * when a reload is refused, and `missing-files` (MissingFilesEvent) when a snapshot loaded, at
+   * start (just after `startServer` resolves) or on a reload, has assets whose files are missing.
+   */
   readonly events: EventEmitter;
   /** The API ids of the repositories served. */
   repositories(): string[];
@@ -50,6 +67,7 @@ export interface ReadApiServer {
 /** Starts the local Read API on snapshot files and/or snapshot objects. */
 export async function startServer(options: ServerOptions = {}): Promise<ReadApiServer> {
   const log = options.log ?? (() => {});
+  const warn = options.warn ?? log;
   const timeouts: Timeouts = { ...defaultTimeouts, ...options.timeouts };
   const events = new EventEmitter();
   const repositories = new Repositories();
@@ -59,6 +77,25 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
   for (const file of files.files()) initial.push({ snapshot: await readSnapshotFile(file), source: { file }, label: file });
   (options.snapshots ?? []).forEach((raw, i) => initial.push({ snapshot: parseSnapshot(raw, `snapshot #${i}`), source: {}, label: `snapshot #${i}` }));
   checkDistinct(initial);
+
+  let closed = false;
+  /**
+   * Warns, once per load, about the asset files of a repository `/files` would answer 404 for. A
+   * check that a later reload overtook says nothing: that reload's own check speaks.
+   */
+  const checkFiles = async (apiId: string): Promise<void> => {
+    const repository = repositories.live.get(apiId);
+    const file = repositories.sourceOf(apiId)?.file;
+    if (!repository || file === undefined) return;
+    try {
+      const missing = await findMissingFiles(repository.snapshot, dirname(file), files);
+      if (missing.length === 0 || closed || repositories.live.get(apiId) !== repository) return;
+      warn(missingFilesWarning(apiId, file, missing));
+      events.emit('missing-files', { repository: apiId, file, missing } satisfies MissingFilesEvent);
+    } catch (error) {
+      warn(`could not check the asset files of ${apiId} beside ${file}: ${(error as Error).message}`);
+    }
+  };
 
   const notify = async (event: ReloadEvent): Promise<void> => {
     events.emit('reload', event);
@@ -125,6 +162,10 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
     server.close();
     throw error;
   }
+  // Not awaited, so the start is not slowed; after this function has returned (setImmediate
+  // runs once the awaiting caller's microtasks are done), so the CLI's first line is still its
+  // URL and a caller can listen for the event.
+  setImmediate(() => void Promise.all(repositories.apiIds().map(checkFiles)));
 
   // A broken edit keeps the old snapshot in service.
   if (options.watch !== false) {
@@ -133,9 +174,10 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
         try {
           const event = repositories.swap(await readSnapshotFile(file), { file }, file);
           log(`reloaded ${event.repository} from ${file}: ${event.changed.length} changed, ${event.removed.length} removed`);
+          await checkFiles(event.repository);
           await notify(event);
         } catch (error) {
-          log(`reload of ${file} failed, the previous snapshot stays in service: ${(error as Error).message}`);
+          warn(`reload of ${file} failed, the previous snapshot stays in service: ${(error as Error).message}`);
           events.emit('reload-error', { file, error });
         }
       })();
@@ -151,10 +193,12 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
     async replaceSnapshot(raw, label = 'replaced snapshot') {
       const snapshot = parseSnapshot(raw, label);
       const event = repositories.swap(snapshot, repositories.sourceOf(snapshot.repository.apiId) ?? {}, label);
+      await checkFiles(event.repository);
       await notify(event);
       return event;
     },
     async close() {
+      closed = true;
       files.close();
       await new Promise<void>((done) => {
         server.close(() => done());
