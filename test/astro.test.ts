@@ -124,7 +124,7 @@ describe('a build', () => {
   });
 
   it('reports a reference to nothing once in a build (news 100 is in two collections) and keeps building', () => {
-    expect(news['en_US/100'].data.fields.relatedNews[1]).toEqual({ id: '999', contentType: 'news' });
+    expect(news['en_US/100'].data.fields.relatedNews[1]).toEqual({ collection: null, id: '999', contentType: 'news' });
     // The sync's warning says it; the loaders do not say it again.
     expect(output.split('] Dangling reference: document 100, field relatedNews points to 999')).toHaveLength(2);
     expect(output).not.toContain('Reference from document 100, field relatedNews');
@@ -132,7 +132,7 @@ describe('a build', () => {
 
   it('turns assets into image objects and allows the asset host in image.remotePatterns', async () => {
     expect(news['de_DE/100'].data.fields.images).toEqual([
-      { id: '300', src: `${server.origin}/files/tiny/images/apples.svg`, width: 100, height: 80, alt: 'A basket', mimeType: 'image/svg+xml', fileName: 'apples.svg' },
+      { kind: 'image', id: '300', src: `${server.origin}/files/tiny/images/apples.svg`, width: 100, height: 80, alt: 'A basket', mimeType: 'image/svg+xml', fileName: 'apples.svg' },
     ]);
     const resolved = JSON.parse(await readFile(join(site.dir, 'resolved-config.json'), 'utf8'));
     expect(resolved.image.remotePatterns).toContainEqual({ protocol: 'http', hostname: '127.0.0.1', port: String(server.port) });
@@ -144,7 +144,7 @@ describe('a build', () => {
     expect(types).toContain('"contentType": "news";');
     for (const field of ['title', 'text', 'rating', 'author', 'relatedNews', 'images', 'place']) expect(types).toContain(`"${field}"?:`);
     expect(types).toContain('"dependencyDigest": string;');
-    expect(types).toMatch(/"author"\?: \(\{\s*"collection": "authors";\s*"id": string;\s*\}\) \| \(\{\s*"id": string;\s*"contentType": string;\s*\}\) \| null;/);
+    expect(types).toMatch(/"author"\?: \(\{\s*"collection": "authors";\s*"id": string;\s*\}\) \| \(\{\s*"collection": null;\s*"id": string;\s*"contentType": string;\s*\}\) \| null;/);
     expect(await readFile(join(site.dir, '.astro/loaders/authors.ts'), 'utf8')).toMatch(/"favourite"\?:[\s\S]*"avatar"\?:|"avatar"\?:[\s\S]*"favourite"\?:/);
     expect(await readFile(join(site.dir, '.astro/content.d.ts'), 'utf8')).toContain('import("./loaders/news.js").Entry');
     // the schema ran: the entry's content type is the literal it allows
@@ -247,18 +247,34 @@ describe('contentTypes mapping a type to a collection that holds only some of it
   it('warns once with what to do, and keeps references to the others out of Astro (no invalid reference)', async () => {
     const { output, data } = await build({ FIXTURE_OPTIONS: JSON.stringify({ contentTypes: { news: 'home', author: 'authors' } }) });
     // The alias home holds news 100 alone.
-    expect(output).toMatch(/contentTypes maps "news" to the collection "home", which holds 1 of the \d+ synced "news" documents: references to the other \d+ stay \{ id, contentType \}/);
+    expect(output).toMatch(/contentTypes maps "news" to the collection "home", which holds 1 of the \d+ synced "news" documents: references to the other \d+ stay \{ collection: null, id, contentType \}/);
     expect(output).toContain("map it to a collection loaded with comfortableLoader({ contentType: 'news' })");
     expect(output).not.toContain('Invalid content reference');
     const related = data.news.flatMap((entry: Json) => entry.data.fields.relatedNews ?? []);
-    const into = related.filter((ref: Json) => 'collection' in ref);
-    const kept = related.filter((ref: Json) => !('collection' in ref));
+    const into = related.filter((ref: Json) => ref.collection !== null);
+    const kept = related.filter((ref: Json) => ref.collection === null);
     expect(into.length).toBeGreaterThan(0);
     expect(kept.length).toBeGreaterThan(0);
     for (const ref of into) expect(ref).toEqual({ collection: 'home', id: expect.stringMatching(/\/100$/) });
-    for (const ref of kept) expect(ref).toEqual({ id: expect.not.stringMatching(/^100$/), contentType: 'news' });
-    const warned = output.match(/field relatedNews: the collection "home", to which contentTypes maps "news", does not hold \d+/g) ?? [];
-    expect(warned.length).toBeGreaterThan(0);
-    expect(new Set(warned).size).toBe(warned.length); // each once
+    for (const ref of kept) expect(ref).toEqual({ collection: null, id: expect.not.stringMatching(/^100$/), contentType: 'news' });
+    // One line for the cause, in each collection whose entries hold such references, with the number of places.
+    const lines = output.split('\n').filter((line) => line.includes('the collection "home", to which contentTypes maps "news", does not hold their documents'));
+    expect(lines.length).toBeGreaterThan(0);
+    expect(new Set(lines.map((line) => /\[([^\]]+)\] \d+ reference/.exec(line)?.[1])).size).toBe(lines.length);
+    for (const line of lines) expect(line).toMatch(/\] \d+ references? stays? \{ collection: null, id, contentType \}: .*\(document \d+, field \w+ → \d+/);
+  }, 120_000);
+
+  it('tells the references into a content type no collection holds in one line per collection, with their number', async () => {
+    const { output, data } = await build({ FIXTURE_OPTIONS: JSON.stringify({ contentTypes: { news: 'news' } }) });
+    const lines = output.split('\n').filter((line) => line.includes('no collection holds the content type "author"'));
+    // In news, 100 and 102 name author 200 and 101 names 201: three places, each counted once whatever the locales;
+    // the alias home holds 100 too.
+    expect(lines, output).toHaveLength(2);
+    const news = lines.find((line) => line.includes('[comfortable:collection:news]'))!;
+    expect(news).toContain('[comfortable:collection:news] 3 references stay { collection: null, id, contentType }');
+    expect(news).toContain("map it with the integration's contentTypes option");
+    expect(news).toMatch(/\(document 10\d, field author → 20\d, document 10\d, field author → 20\d, document 10\d, field author → 20\d\)$/);
+    expect(lines.find((line) => line.includes('[comfortable:alias:home]'))).toMatch(/\] 1 reference stays .*\(document 100, field author → 200\)$/);
+    expect(byId(data.news)['en_US/100'].data.fields.author).toEqual({ collection: null, id: '200', contentType: 'author' });
   }, 120_000);
 });

@@ -38,9 +38,9 @@ beforeAll(async () => {
   project = await mkdtemp(join(tmpdir(), 'comfortable-types-'));
   const config = { baseUrl: server.url, repository: 'tiny', apiKey: tinyKey, collections: { news: {} }, queries: { authors: { contentType: 'author' } }, cacheDir: 'cache' };
   await writeFile(join(project, 'comfortable.config.json'), JSON.stringify(config));
-  // The generated files import zod, which a project has installed.
+  // The generated files import zod (astro/zod by default), which a project has installed.
   await mkdir(join(project, 'node_modules'));
-  await symlink(fileURLToPath(new URL('../node_modules/zod', import.meta.url)), join(project, 'node_modules/zod'), 'dir');
+  for (const name of ['zod', 'astro']) await symlink(fileURLToPath(new URL(`../node_modules/${name}`, import.meta.url)), join(project, 'node_modules', name), 'dir');
 });
 
 afterAll(async () => {
@@ -58,14 +58,17 @@ describe('the types command', () => {
     expect((await readdir(schemas())).sort()).toEqual(['author.ts', 'news.ts']); // no file for assets
 
     const news = await readFile(join(schemas(), 'news.ts'), 'utf8');
-    expect(news).toContain("import { z } from 'zod';");
+    expect(news).toContain("import { z } from 'astro/zod';");
+    expect(news).not.toContain('astro:content'); // no contentTypes in the config: no reference()
     expect(news).toContain('export const newsFields = z.object({\n');
     expect(news).toContain('  title: z.string().nullable().optional(),\n');
     expect(news).toContain('  text: z.object({ html: z.string(), plain: z.string() }).nullable().optional(),\n');
     expect(news).toContain('  labels: z.array(z.string()).nullable().optional(),\n');
-    expect(news).toContain('  author: reference.nullable().optional(),\n');
-    expect(news).toContain('  relatedNews: z.array(reference).nullable().optional(),\n');
-    expect(news).toContain('  images: z.array(z.union([image, unresolved])).nullable().optional(),\n');
+    expect(news).toContain('  author: relation.nullable().optional(),\n');
+    expect(news).toContain('  relatedNews: z.array(relation).nullable().optional(),\n');
+    expect(news).toContain('  images: z.array(asset).nullable().optional(),\n');
+    expect(news).toContain("const asset = z.discriminatedUnion('kind', [\n  z.object({ kind: z.literal('image'), id: z.string(), src: z.string(), width: z.number(), height: z.number(),");
+    expect(news).toContain('const unresolved = z.object({\n  collection: z.null(),\n  id: z.string(),\n  contentType: z.string(),\n});');
     expect(news).toContain('export type NewsFields = z.infer<typeof newsFields>;');
     expect(await readFile(join(schemas(), 'author.ts'), 'utf8')).toContain('export const authorFields = z.object({\n  name: z.string().nullable().optional(),');
   });
@@ -73,11 +76,11 @@ describe('the types command', () => {
   it('reads the cache a sync left, without asking the API', async () => {
     expect((await run(cli, ['sync'])).code).toBe(0);
     const before = requests.length;
-    const { code, stdout } = await run(cli, ['types', '--out', 'schemas', '--zod', 'astro/zod']);
+    const { code, stdout } = await run(cli, ['types', '--out', 'schemas', '--zod', 'zod']);
     expect(code).toBe(0);
     expect(stdout).toContain(`Reading the cache in ${join(project, 'cache')}`);
     expect(requests.length).toBe(before);
-    expect(await readFile(join(schemas('schemas'), 'news.ts'), 'utf8')).toContain("import { z } from 'astro/zod';");
+    expect(await readFile(join(schemas('schemas'), 'news.ts'), 'utf8')).toContain("import { z } from 'zod';");
   });
 
   it('writes files that typecheck, whose schemas accept an emptied field and refuse a wrong value', async () => {
@@ -87,7 +90,11 @@ describe('the types command', () => {
 import { newsFields, type NewsFields } from './src/content/schemas/news';
 
 export const emptied: NewsFields = { title: null, images: null };
-export const ada: AuthorFields = { name: 'Ada', favourite: { collection: 'news', id: 'en_US/100' }, avatar: [{ id: '301', src: 'https://images.example.com/ada.png', alt: 'Ada' }] };
+export const ada: AuthorFields = { name: 'Ada', favourite: { collection: 'news', id: 'en_US/100' }, avatar: [{ kind: 'image', id: '301', src: 'https://images.example.com/ada.png', width: 64, height: 64, alt: 'Ada' }] };
+// Narrowed on kind, an image has its size; narrowed on collection, a relation is a reference.
+const avatar = ada.avatar?.find((asset) => asset.kind === 'image');
+export const width: number | undefined = avatar?.width;
+export const favourite: string | undefined = ada.favourite?.collection ?? undefined;
 // @ts-expect-error a title is text
 export const wrong: NewsFields = { title: 5 };
 export const parsed = [newsFields.parse({}), authorFields.parse(ada)];
@@ -102,7 +109,7 @@ export const parsed = [newsFields.parse({}), authorFields.parse(ada)];
     const { newsFields } = await import(pathToFileURL(join(schemas(), 'news.ts')).href);
     expect(newsFields.parse({})).toEqual({});
     expect(newsFields.parse({ title: null, rating: null })).toEqual({ title: null, rating: null });
-    const apples = { title: 'Apple harvest', author: { collection: 'authors', id: 'en_US/200' }, relatedNews: [{ id: '999', contentType: 'news' }], place: { lat: 47.37, lng: 8.54 } };
+    const apples = { title: 'Apple harvest', author: { collection: 'authors', id: 'en_US/200' }, relatedNews: [{ collection: null, id: '999', contentType: 'news' }], place: { lat: 47.37, lng: 8.54 } };
     expect(newsFields.parse(apples)).toEqual(apples);
     expect(() => newsFields.parse({ rating: 'five' })).toThrow();
   }, 60_000);

@@ -65,7 +65,7 @@ describe('vite build', () => {
     expect(summary.applesInGerman).toBe('Apfelernte');
     expect(summary.missing).toBeNull();
     expect(summary.appleImages).toEqual([
-      { id: '300', src: `${server.origin}/files/tiny/images/apples.svg`, width: 100, height: 80, alt: 'A basket', mimeType: 'image/svg+xml', fileName: 'apples.svg' },
+      { kind: 'image', id: '300', src: `${server.origin}/files/tiny/images/apples.svg`, width: 100, height: 80, alt: 'A basket', mimeType: 'image/svg+xml', fileName: 'apples.svg' },
     ]);
   });
 

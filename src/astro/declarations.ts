@@ -1,6 +1,8 @@
+import { z } from 'zod';
 import { openCache } from '../cache/index.ts';
+import { entrySchemaFor } from '../sync/entries.ts';
 import type { SharedSync } from '../sync/shared.ts';
-import { entrySchema, fieldsSchema, toTypeScript } from './schema.ts';
+import { toTypeScript } from './schema.ts';
 
 /** Generic declarations of the virtual modules; shipped as `comfortable-loader/virtual` for plain Vite. */
 export const genericDeclarations = `declare module 'virtual:comfortable/collections/*' {
@@ -43,7 +45,8 @@ export async function virtualModuleTypes(shared: SharedSync): Promise<string> {
     for (const { key, kind, name } of cache?.sources() ?? []) {
       const folder = { collection: 'collections', alias: 'aliases', query: 'queries' }[kind];
       const types = cache!.contentTypes([key]);
-      const variants = types.map((type) => toTypeScript(entrySchema(fieldsSchema(cache!.head.model, type), type).omit({ digest: true, dependencyDigest: true, aliases: true }), '  '));
+      // A module's entries are the sync's, with a page's cacheKey: relations are { id, contentType }.
+      const variants = types.map((type) => toTypeScript(entrySchemaFor(cache!.head.model, type).extend({ cacheKey: z.string() }), '  '));
       const entryType = variants.length ? variants.map((v) => `(${v})`).join(' | ') : 'import("comfortable-loader").Entry';
       const module = `virtual:comfortable/${folder}/${name}`;
       const common = `  type Entry = ${entryType};\n  export const locales: string[];\n  export const defaultLocale: string;\n`;

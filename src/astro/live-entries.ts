@@ -18,7 +18,7 @@ export interface ComfortableLiveRecord {
   id: string;
   locale: string;
   contentType: string;
-  /** Field values in this locale; relations are `{ collection, id }` references (mapped by `contentTypes`), or `{ id, contentType }` when no collection holds the target; assets are images. */
+  /** Field values in this locale; relations are `{ collection, id }` references (mapped by `contentTypes`), or `{ collection: null, id, contentType }` when no collection holds the target; assets as in build-time entries (`kind` image, file or unresolved). */
   fields: Record<string, unknown>;
   /** Localized fields whose value is not this locale's own → the locale it came from (null: no locale has one). */
   fallbacks: Record<string, string | null>;
@@ -148,7 +148,7 @@ export class LiveShaper {
 
   #reference(ref: { id: string; contentType: string }, locale: string): unknown {
     const collection = this.#options.contentTypes[ref.contentType];
-    return collection === undefined ? ref : { collection, id: `${locale}/${ref.id}` };
+    return collection === undefined ? { collection: null, ...ref } : { collection, id: `${locale}/${ref.id}` };
   }
 
   /** The id a reference to this record carries: the entry id when its content type is mapped, else the document id. */

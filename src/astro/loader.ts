@@ -144,7 +144,7 @@ async function loadEntries(
   for (const key of keys) for (const member of cache.members(key)) if (!members.has(member.id)) members.set(member.id, member);
 
   warnPartialMappings(cache, collection, members.values(), logger);
-  const references = new ReferenceConverter(cache, logger);
+  const references = new ReferenceConverter(cache, collection, logger);
   const renderer = new RichtextRenderer(head.model, options.render, () => cache.assetFiles(), logger);
   const aliasesOf = aliasesByDocument(cache);
   const custom = options.entryId !== undefined;
@@ -193,6 +193,7 @@ async function loadEntries(
       changed++;
     }
   }
+  references.report();
   let removed = 0;
   for (const id of [...store.keys()]) {
     if (!live.has(id)) {

@@ -8,8 +8,9 @@ import { loaderRegistry } from './registry.ts';
 /**
  * Relation fields as Astro references. A relation becomes `{ collection, id }` when the
  * integration's `contentTypes` maps its target's content type to a collection that holds the
- * target; otherwise it stays `{ id, contentType }` and is reported once, so Astro never meets a
- * reference to an entry that does not exist.
+ * target; otherwise it is `{ collection: null, id, contentType }`, so Astro never meets a
+ * reference to an entry that does not exist. Such references are told in one warning per cause
+ * and collection, with the number of places; each place once per sync.
  */
 
 /** What the conversion needs of the entries being made: their relation targets. */
@@ -22,25 +23,33 @@ export interface TargetLookup {
 
 const referenceKey = (from: string, field: string, to: string) => `${from}.${field}.${to}`;
 
-/** References reported since the last sync, by every loader: each is told once per build. */
-const reportedSince = { lastSync: '', keys: new Set<string>() };
+/**
+ * References told since the last sync, by collection (`<collection>|<reference>`), and those the
+ * sync told as dangling: a dev refresh, which makes some entries again, tells none twice.
+ */
+const reportedSince = { lastSync: '', keys: new Set<string>(), dangling: new Set<string>() };
+
+/** Places shown in a warning; the rest are counted. */
+const shownPlaces = 3;
 
 export class ReferenceConverter {
   readonly #cache: CacheReader;
   readonly #logger: LoaderContext['logger'];
-  readonly #reported: Set<string>;
+  readonly #collection: string;
   /** The documents each Astro collection holds, by what its loaders' sources list. */
   readonly #held = new Map<string, Set<string> | undefined>();
+  /** The unresolved references of this load, by cause: what the warning says, and where. */
+  readonly #unresolved = new Map<string, { why: string; places: string[] }>();
 
-  constructor(cache: CacheReader, logger: LoaderContext['logger']) {
+  constructor(cache: CacheReader, collection: string, logger: LoaderContext['logger']) {
     this.#cache = cache;
+    this.#collection = collection;
     this.#logger = logger;
     if (reportedSince.lastSync !== cache.head.lastSync) {
       // The sync has warned of the references the server cannot resolve already.
       const dangling = cache.dangling().map((ref) => referenceKey(ref.from, ref.field, ref.id));
-      Object.assign(reportedSince, { lastSync: cache.head.lastSync, keys: new Set(dangling) });
+      Object.assign(reportedSince, { lastSync: cache.head.lastSync, keys: new Set(), dangling: new Set(dangling) });
     }
-    this.#reported = reportedSince.keys;
   }
 
   /** The entry's fields with its relations converted. */
@@ -48,19 +57,35 @@ export class ReferenceConverter {
     return mapRelations(entry.fields, this.#cache.head.model[entry.contentType], (ref, field) => this.#convert(entry, field, ref, lookup));
   }
 
+  /** Warns once per cause of the unresolved references met since the last report, with their number and the first places. */
+  report(): void {
+    for (const { why, places } of this.#unresolved.values()) {
+      const more = places.length > shownPlaces ? ` and ${places.length - shownPlaces} more` : '';
+      const where = `${places.slice(0, shownPlaces).join(', ')}${more}`;
+      this.#logger.warn(`${places.length} ${places.length === 1 ? 'reference stays' : 'references stay'} { collection: null, id, contentType }: ${why} (${where})`);
+    }
+    this.#unresolved.clear();
+  }
+
   #convert(entry: Entry, field: string, ref: { id: string; contentType: string }, lookup: TargetLookup): unknown {
     const target = loaderRegistry().collectionFor(ref.contentType);
-    let why: string | undefined;
-    if (!lookup.targets.has(ref.id)) why = `${ref.id} is not in the synced content (dangling, or beyond the includes depth)`;
-    else if (!target) why = `no collection holds content type "${ref.contentType}" (map it with the integration's contentTypes option)`;
-    else if (this.#holds(target.collection, ref.id) === false) why = `the collection "${target.collection}", to which contentTypes maps "${ref.contentType}", does not hold ${ref.id}`;
-    if (why === undefined) return { collection: target!.collection, id: this.#targetId(entry, ref, target!.entryId, lookup) };
-    const key = referenceKey(entry.id, field, ref.id);
-    if (!this.#reported.has(key)) {
-      this.#reported.add(key);
-      this.#logger.warn(`Reference from document ${entry.id}, field ${field}: ${why}`);
+    let cause: [key: string, why: string] | undefined;
+    if (!lookup.targets.has(ref.id)) cause = ['not-synced', 'their documents are not in the synced content (beyond the includes depth of the sources)'];
+    else if (!target) cause = [`unmapped:${ref.contentType}`, `no collection holds the content type "${ref.contentType}"; map it with the integration's contentTypes option`];
+    else if (this.#holds(target.collection, ref.id) === false) {
+      cause = [`not-held:${target.collection}`, `the collection "${target.collection}", to which contentTypes maps "${ref.contentType}", does not hold their documents`];
     }
-    return ref;
+    if (cause === undefined) return { collection: target!.collection, id: this.#targetId(entry, ref, target!.entryId, lookup) };
+    const reference = referenceKey(entry.id, field, ref.id);
+    const key = `${this.#collection}|${reference}`;
+    if (!reportedSince.keys.has(key) && !reportedSince.dangling.has(reference)) {
+      reportedSince.keys.add(key);
+      const [causeKey, why] = cause;
+      const group = this.#unresolved.get(causeKey) ?? { why, places: [] };
+      group.places.push(`document ${entry.id}, field ${field} → ${ref.id}`);
+      this.#unresolved.set(causeKey, group);
+    }
+    return { collection: null, ...ref };
   }
 
   /** Whether a collection holds a document; undefined while no loader of it has loaded (it is then taken to hold it). */
@@ -93,7 +118,7 @@ export function warnPartialMappings(cache: CacheReader, collection: string, memb
     if (held >= synced) continue;
     logger.warn(
       `contentTypes maps "${type}" to the collection "${collection}", which holds ${held} of the ${synced} synced "${type}" documents: ` +
-        `references to the other ${synced - held} stay { id, contentType } (each reported once). To hold every "${type}", ` +
+        `references to the other ${synced - held} stay { collection: null, id, contentType }. To hold every "${type}", ` +
         `map it to a collection loaded with comfortableLoader({ contentType: '${type}' }).`,
     );
   }

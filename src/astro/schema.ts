@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { CacheReader } from '../cache/index.ts';
-import { entryMetaSchema, imageSchema } from '../sync/entries.ts';
+import { assetSchema, entryMetaSchema } from '../sync/entries.ts';
 import type { Model } from '../sync/records.ts';
 
 /**
@@ -9,17 +9,25 @@ import type { Model } from '../sync/records.ts';
  */
 
 export const astroReferenceSchema = z.object({ collection: z.string(), id: z.string() });
-/** A relation or asset whose target is not synced (or no collection holds it). */
-export const unresolvedSchema = z.object({ id: z.string(), contentType: z.string() });
+/**
+ * A relation whose target no collection holds (not synced, a content type `contentTypes` does not
+ * map, a collection that holds only some of the type): `collection` is null, so a page narrows
+ * on it (`if (author?.collection) await getEntry(author)`).
+ */
+export const unresolvedSchema = z.object({ collection: z.null(), id: z.string(), contentType: z.string() });
 export const relationSchema = z.union([astroReferenceSchema, unresolvedSchema]);
 
+/** How a resolved reference to a collection is written: Astro's own shape by default. */
+export type ReferenceTo = (collection: string) => z.ZodType;
+const referenceObject: ReferenceTo = (collection) => z.object({ collection: z.literal(collection), id: z.string() });
+
 /** A relation to one of some collections: typed with their names, so `getEntry(reference)` knows the entry type. */
-function relationTo(collections: string[] | undefined): z.ZodType {
+function relationTo(collections: string[] | undefined, reference: ReferenceTo): z.ZodType {
   if (!collections?.length) return relationSchema;
-  return z.union([z.object({ collection: z.literal(collections), id: z.string() }), unresolvedSchema]);
+  return z.union([...collections.map(reference), unresolvedSchema]);
 }
 
-function fieldSchema(field: Model[string][string], collections?: string[]): z.ZodType {
+function fieldSchema(field: Model[string][string], collections: string[] | undefined, reference: ReferenceTo): z.ZodType {
   switch (field.kind) {
     case 'text':
     case 'date':
@@ -36,9 +44,9 @@ function fieldSchema(field: Model[string][string], collections?: string[]): z.Zo
     case 'select':
       return field.multiple ? z.array(z.string()) : z.string();
     case 'relation':
-      return field.multiple ? z.array(relationTo(collections)) : relationTo(collections);
+      return field.multiple ? z.array(relationTo(collections, reference)) : relationTo(collections, reference);
     case 'asset':
-      return z.array(z.union([imageSchema, unresolvedSchema]));
+      return z.array(assetSchema);
     default:
       return z.unknown();
   }
@@ -46,11 +54,12 @@ function fieldSchema(field: Model[string][string], collections?: string[]): z.Zo
 
 /**
  * The fields of one content type; every field may be null or missing, so an emptied field never
- * breaks a build. `targets` (relation field → collections) types relations as references to them.
+ * breaks a build. `targets` (relation field → collections) types relations as references to them,
+ * each written by `reference` (the `types` command writes Astro's `reference('<collection>')`).
  */
-export function fieldsSchema(model: Model, contentType: string, targets: Record<string, string[]> = {}) {
+export function fieldsSchema(model: Model, contentType: string, targets: Record<string, string[]> = {}, reference: ReferenceTo = referenceObject) {
   const shape: Record<string, z.ZodType> = {};
-  for (const [name, field] of Object.entries(model[contentType] ?? {})) shape[name] = fieldSchema(field, targets[name]).nullable().optional();
+  for (const [name, field] of Object.entries(model[contentType] ?? {})) shape[name] = fieldSchema(field, targets[name], reference).nullable().optional();
   return z.object(shape);
 }
 
@@ -109,6 +118,8 @@ export function toTypeScript(schema: z.ZodType, indent = ''): string {
       return 'boolean';
     case 'unknown':
       return 'unknown';
+    case 'null':
+      return 'null';
     case 'literal':
       return (def.values as unknown[]).map((v) => JSON.stringify(v)).join(' | ');
     case 'nullable':

@@ -1,15 +1,24 @@
 import { access, readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigError } from '../sync/config.ts';
+import { z } from 'zod';
+import { ConfigError, configProblem } from '../sync/config.ts';
 
 export const configNames = ['comfortable.config.ts', 'comfortable.config.mjs', 'comfortable.config.js', 'comfortable.config.json'];
+
+/** What a config file holds: the sync config, and the integration's `contentTypes` (for `types`) when it names them. */
+export interface ConfigFile {
+  file: string;
+  config: unknown;
+  contentTypes?: Record<string, string>;
+}
 
 /**
  * Loads a sync config file: JSON, or a module whose default export (or `sync` export) is the
  * config. Without a path, the first of `comfortable.config.{ts,mjs,js,json}` in the folder.
+ * A `contentTypes` member (content type → Astro collection) is taken apart from the sync config.
  */
-export async function loadConfigFile(path: string | undefined, cwd = process.cwd()): Promise<{ file: string; config: unknown }> {
+export async function loadConfigFile(path: string | undefined, cwd = process.cwd()): Promise<ConfigFile> {
   let file: string | undefined;
   if (path) file = resolve(cwd, path);
   else {
@@ -24,14 +33,26 @@ export async function loadConfigFile(path: string | undefined, cwd = process.cwd
   }
   if (!(await access(file).then(() => true, () => false))) throw new ConfigError('--config', `Config file not found: ${file}`);
   if (file.endsWith('.json')) {
+    let config: unknown;
     try {
-      return { file, config: JSON.parse(await readFile(file, 'utf8')) };
+      config = JSON.parse(await readFile(file, 'utf8'));
     } catch (error) {
       throw new ConfigError('--config', `Config file ${file} is not valid JSON: ${(error as Error).message}`);
     }
+    return withContentTypes(file, config);
   }
   const module = (await import(pathToFileURL(file).href)) as { default?: unknown; sync?: unknown };
   const config = module.sync ?? module.default;
   if (typeof config !== 'object' || config === null) throw new ConfigError('--config', `Config file ${file} must export the sync config as default (or as "sync")`);
-  return { file, config };
+  return withContentTypes(file, config);
+}
+
+const contentTypesSchema = z.object({ contentTypes: z.record(z.string().min(1), z.string().min(1), { error: 'expected content type → collection, such as { post: "posts" }' }) });
+
+function withContentTypes(file: string, config: unknown): ConfigFile {
+  if (typeof config !== 'object' || config === null || !('contentTypes' in config)) return { file, config };
+  const { contentTypes, ...rest } = config as { contentTypes: unknown };
+  const parsed = contentTypesSchema.safeParse({ contentTypes }, { reportInput: true });
+  if (!parsed.success) throw configProblem(parsed.error);
+  return { file, config: rest, contentTypes: parsed.data.contentTypes };
 }

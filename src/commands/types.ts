@@ -1,13 +1,12 @@
 import { access, mkdir, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { z } from 'zod';
-import { fieldsSchema, relationSchema, unresolvedSchema } from '../astro/schema.ts';
+import { z } from 'zod';
+import { fieldsSchema, referenceTargets, relationSchema, unresolvedSchema } from '../astro/schema.ts';
 import { CacheError, type CacheReader, openCache } from '../cache/index.ts';
-import type { Model } from '../sync/records.ts';
 import { ConfigError, parseSyncConfig, type SyncConfig } from '../sync/config.ts';
 import { defaultCacheDir, sync, type SyncLogger } from '../sync/engine.ts';
-import { imageSchema } from '../sync/entries.ts';
+import { assetSchema } from '../sync/entries.ts';
 import { loadConfigFile } from './config-file.ts';
 import { usageError } from './usage.ts';
 
@@ -16,6 +15,8 @@ import { usageError } from './usage.ts';
  * type, from the cache of the config (synced first when there is none). The files are meant to
  * be committed and edited; every field is nullable and optional, as in the loader's own schema,
  * so an editor emptying a field never breaks a build. Existing files are kept unless --force.
+ * With the config's `contentTypes` (content type → Astro collection, as the integration has
+ * it), a relation into a mapped type is Astro's `reference('<collection>')`.
  */
 
 const defaultOut = 'src/content/schemas';
@@ -23,9 +24,15 @@ const defaultOut = 'src/content/schemas';
 /** Shared value schemas get a name in the file instead of being repeated in every field. */
 const named = new Map<z.ZodType, string>([
   [unresolvedSchema, 'unresolved'],
-  [relationSchema, 'reference'],
-  [imageSchema, 'image'],
+  [relationSchema, 'relation'],
+  [assetSchema, 'asset'],
 ]);
+
+const comments: Record<string, string> = {
+  unresolved: '/** A relation no collection holds (not synced, or a content type no collection is mapped to): `collection` is null. */',
+  relation: '/** A relation into a content type no collection is mapped to (the contentTypes option), or unresolved. */',
+  asset: "/** An asset: an image (with the size <Image> needs), another file, or one not synced; narrow on `kind`. */",
+};
 
 export async function typesCommand(args: string[]): Promise<number> {
   let values: { config?: string; out?: string; zod?: string; force?: boolean };
@@ -36,20 +43,20 @@ export async function typesCommand(args: string[]): Promise<number> {
   }
   const logger: SyncLogger = { info: (m) => console.log(m), warn: (m) => console.error(`warning: ${m}`) };
   try {
-    const { file, config: input } = await loadConfigFile(values.config);
+    const { file, config: input, contentTypes } = await loadConfigFile(values.config);
     const config = parseSyncConfig(input);
-    const { model } = (await cachedContent({ ...config, cacheDir: resolve(config.cacheDir ?? defaultCacheDir()) }, logger)).head;
+    const cache = await cachedContent({ ...config, cacheDir: resolve(config.cacheDir ?? defaultCacheDir()) }, logger);
     const out = resolve(values.out ?? defaultOut);
     await mkdir(out, { recursive: true });
     const written: string[] = [];
     const kept: string[] = [];
-    for (const contentType of Object.keys(model).filter((t) => !t.startsWith('_')).sort()) {
+    for (const contentType of Object.keys(cache.head.model).filter((t) => !t.startsWith('_')).sort()) {
       const target = join(out, `${contentType.replace(/[^A-Za-z0-9_-]/g, '-')}.ts`);
       if (!values.force && (await access(target).then(() => true, () => false))) {
         kept.push(relative(process.cwd(), target));
         continue;
       }
-      await writeFile(target, schemaFile(model, contentType, values.zod ?? 'zod', file));
+      await writeFile(target, schemaFile(cache, contentType, { zodModule: values.zod ?? 'astro/zod', configFile: file, contentTypes }));
       written.push(relative(process.cwd(), target));
     }
     console.log(`Wrote ${written.length} schema files${written.length ? `: ${written.join(', ')}` : ''}`);
@@ -78,16 +85,27 @@ async function cachedContent(config: SyncConfig & { cacheDir: string }, logger: 
 }
 
 /** The source of one content type's schema file. */
-export function schemaFile(model: Model, contentType: string, zodModule: string, configFile: string): string {
+export function schemaFile(cache: CacheReader, contentType: string, options: { zodModule: string; configFile: string; contentTypes?: Record<string, string> }): string {
   const name = identifier(contentType);
   const used = new Set<string>();
-  const body = zodSource(fieldsSchema(model, contentType), used, '', true);
-  const shared = [...named].filter(([, n]) => used.has(n)).map(([schema, n]) => `const ${n} = ${zodSource(schema, new Set(), '', false, n)};\n`);
+  const references = new Map<z.ZodType, string>();
+  const reference = (collection: string) => {
+    const marker = z.object({ collection: z.literal(collection), id: z.string() });
+    references.set(marker, collection);
+    return marker;
+  };
+  const targets = referenceTargets(cache, contentType, (type) => options.contentTypes?.[type]);
+  const printer: Printer = { used, references };
+  const body = zodSource(fieldsSchema(cache.head.model, contentType, targets, reference), printer, '', true);
+  const shared = [...named].filter(([, n]) => used.has(n)).map(([schema, n]) => `${comments[n]}\nconst ${n} = ${zodSource(schema, { used: new Set(), references }, '', true, n)};\n`);
   const type = name[0]!.toUpperCase() + name.slice(1);
-  return `// The fields of the content type "${contentType}", from the content synced with ${relative(process.cwd(), configFile) || configFile}
+  const from = relative(process.cwd(), options.configFile) || options.configFile;
+  const imports = [...(printer.usesReference ? ["import { reference } from 'astro:content';"] : []), `import { z } from '${options.zodModule}';`];
+  return `// The fields of the content type "${contentType}", from the content synced with ${from}
 // by \`comfortable-loader types\`. Commit this file and edit it: running the command again keeps
 // it (unless --force). Every field may be null or missing, so an emptied field never breaks types.
-import { z } from '${zodModule}';
+// In src/content.config.ts: schema: entrySchema(${name}Fields), with entrySchema from 'comfortable-loader/astro'.
+${imports.join('\n')}
 
 ${shared.join('')}${shared.length ? '\n' : ''}export const ${name}Fields = ${body};
 
@@ -102,37 +120,58 @@ function identifier(apiId: string): string {
   return /^[0-9]/.test(name) ? `_${name}` : name;
 }
 
-const key = (name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? name : JSON.stringify(name));
+const key = (name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? name : quote(name));
+const quote = (text: string) => `'${text.replace(/[\\']/g, '\\$&')}'`;
 
-/** Prints a zod schema of the kinds `fieldsSchema` builds as zod source; the top object one field a line. */
-function zodSource(schema: z.ZodType, used: Set<string>, indent: string, multiline: boolean, self?: string): string {
+/** What printing a schema found: the named schemas it used, and the references it wrote. */
+interface Printer {
+  used: Set<string>;
+  references: Map<z.ZodType, string>;
+  usesReference?: boolean;
+}
+
+/**
+ * Prints a zod schema of the kinds `fieldsSchema` builds as zod source; with `multiline`, an
+ * object one field a line and a union one option a line.
+ */
+function zodSource(schema: z.ZodType, printer: Printer, indent: string, multiline: boolean, self?: string): string {
   const name = named.get(schema);
   if (name && name !== self) {
-    used.add(name);
-    if (name === 'reference') used.add('unresolved');
+    printer.used.add(name);
+    if (name === 'relation') printer.used.add('unresolved');
     return name;
   }
+  const collection = printer.references.get(schema);
+  if (collection !== undefined) {
+    printer.usesReference = true;
+    return `reference(${quote(collection)})`;
+  }
   const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
-  const inner = (s: unknown) => zodSource(s as z.ZodType, used, indent, false);
+  const inner = (s: unknown) => zodSource(s as z.ZodType, printer, indent, false);
   switch (def.type) {
     case 'string':
     case 'number':
     case 'boolean':
+    case 'null':
     case 'unknown':
       return `z.${def.type}()`;
     case 'literal':
-      return `z.literal(${(def.values as unknown[]).map((v) => JSON.stringify(v)).join(', ')})`;
+      return `z.literal(${(def.values as unknown[]).map((v) => (typeof v === 'string' ? quote(v) : JSON.stringify(v))).join(', ')})`;
     case 'nullable':
     case 'optional':
       return `${inner(def.innerType)}.${def.type}()`;
     case 'array':
       return `z.array(${inner(def.element)})`;
-    case 'union':
-      return `z.union([${(def.options as unknown[]).map(inner).join(', ')}])`;
+    case 'union': {
+      const options = (def.options as unknown[]).map(inner);
+      const head = typeof def.discriminator === 'string' ? `z.discriminatedUnion(${quote(def.discriminator)}, [` : 'z.union([';
+      if (!multiline) return `${head}${options.join(', ')}])`;
+      return `${head}\n${options.map((option) => `${indent}  ${option},\n`).join('')}${indent}])`;
+    }
     case 'record':
       return `z.record(z.string(), ${inner(def.valueType)})`;
     case 'object': {
-      const fields = Object.entries(def.shape as Record<string, z.ZodType>).map(([k, v]) => [key(k), zodSource(v, used, `${indent}  `, false)]);
+      const fields = Object.entries(def.shape as Record<string, z.ZodType>).map(([k, v]) => [key(k), zodSource(v, printer, `${indent}  `, false)]);
       if (fields.length === 0) return 'z.object({})';
       if (!multiline) return `z.object({ ${fields.map(([k, v]) => `${k}: ${v}`).join(', ')} })`;
       return `z.object({\n${fields.map(([k, v]) => `${indent}  ${k}: ${v},\n`).join('')}${indent}})`;

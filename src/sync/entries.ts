@@ -15,17 +15,41 @@ export type EntryReference = z.infer<typeof referenceSchema>;
 export const richtextSchema = z.object({ html: z.string(), plain: z.string() });
 export const locationSchema = z.object({ lat: z.number(), lng: z.number() });
 
-/** An asset as an image: works with `astro:assets` `<Image>` (remote `src` with `width` and `height`). */
+/**
+ * An asset whose file has a width and a height: what `astro:assets` `<Image>` needs for a remote
+ * `src`. Assets are told apart by `kind`: `image`, `file` (no size known: a PDF, an SVG without
+ * one) or `unresolved` (the asset was not synced: dangling, or beyond the includes).
+ */
 export const imageSchema = z.object({
+  kind: z.literal('image'),
   id: z.string(),
   src: z.string(),
-  width: z.number().optional(),
-  height: z.number().optional(),
+  width: z.number(),
+  height: z.number(),
   alt: z.string(),
   mimeType: z.string().optional(),
   fileName: z.string().optional(),
 });
 export type Image = z.infer<typeof imageSchema>;
+
+/** An asset whose file has no known size. */
+export const assetFileSchema = z.object({
+  kind: z.literal('file'),
+  id: z.string(),
+  src: z.string(),
+  alt: z.string(),
+  mimeType: z.string().optional(),
+  fileName: z.string().optional(),
+});
+export type AssetFile = z.infer<typeof assetFileSchema>;
+
+/** An asset that was not synced: its id, as the document refers to it. */
+export const unresolvedAssetSchema = z.object({ kind: z.literal('unresolved'), id: z.string(), contentType: z.string() });
+export type UnresolvedAsset = z.infer<typeof unresolvedAssetSchema>;
+
+/** A value of an asset field: narrow it on `kind` (`images.find((asset) => asset.kind === 'image')`). */
+export const assetSchema = z.discriminatedUnion('kind', [imageSchema, assetFileSchema, unresolvedAssetSchema]);
+export type Asset = z.infer<typeof assetSchema>;
 
 /** Schemas of the field values of each kind, for building entry schemas. */
 export const fieldValueSchemas = {
@@ -38,7 +62,7 @@ export const fieldValueSchemas = {
   location: locationSchema,
   select: z.union([z.string(), z.array(z.string())]),
   relation: z.union([referenceSchema, z.array(referenceSchema)]),
-  asset: z.array(imageSchema),
+  asset: z.array(assetSchema),
   json: z.unknown(),
 } as const;
 
@@ -50,7 +74,7 @@ export const entryMetaSchema = z.object({
 });
 
 /** An entry with loosely typed fields; `entrySchemaFor` builds a precise one from the model. */
-export const entrySchema = z.object({
+const looseEntrySchema = z.object({
   id: z.string(),
   locale: z.string(),
   contentType: z.string(),
@@ -59,7 +83,7 @@ export const entrySchema = z.object({
   /** Localized fields whose value is not this locale's own → the locale it came from (null: no locale has one). */
   fallbacks: z.record(z.string(), z.string().nullable()),
 });
-export type Entry = z.infer<typeof entrySchema>;
+export type Entry = z.infer<typeof looseEntrySchema>;
 /** An entry of a `virtual:comfortable/...` module: with the `cacheKey` of a page that shows it (see `pageKey`). */
 export type VirtualEntry = Entry & { cacheKey: string };
 
@@ -73,7 +97,7 @@ export function entrySchemaFor(model: Model, contentType: string) {
     if (kind === 'relation') schema = field.multiple ? z.array(referenceSchema) : referenceSchema;
     shape[name] = schema.nullable().optional();
   }
-  return entrySchema.extend({ contentType: z.literal(contentType), fields: z.object(shape) });
+  return looseEntrySchema.extend({ contentType: z.literal(contentType), fields: z.object(shape) });
 }
 
 /** Whether a value is a relation as an entry holds it: `{ id, contentType }`, nothing else. */
@@ -101,24 +125,22 @@ export function mapRelations(fields: Record<string, unknown>, typeModel: Model[s
 export function entryOf(record: StoredRecord, locale: string, locales: Locales, assets: (id: string) => StoredRecord | undefined, model?: Model): Entry {
   const chain = fallbackChains(locales).get(locale) ?? [locale, locales.defaultLocale];
   const { fields, fallbacks } = localizeRecord(record, chain, model?.[record.contentType]);
-  const image = (ref: EntryReference): Image | EntryReference => {
-    const asset = assets(ref.id);
-    if (!asset) return ref; // dangling: kept as a reference
-    const { fields: assetFields } = localizeRecord(asset, chain);
+  const asset = (ref: EntryReference): Asset => {
+    const stored = assets(ref.id);
+    if (!stored) return { kind: 'unresolved', id: ref.id, contentType: ref.contentType }; // dangling, or beyond the includes
+    const { fields: assetFields } = localizeRecord(stored, chain);
     const file = (assetFields.file ?? {}) as { url?: string; width?: number; height?: number; mimeType?: string; fileName?: string };
-    const alt = (assetFields.description || assetFields.title || '') as string;
-    return {
-      id: asset.id,
-      src: file.url ?? '',
-      ...(file.width !== undefined ? { width: file.width } : {}),
-      ...(file.height !== undefined ? { height: file.height } : {}),
-      alt,
+    const about = {
+      alt: (assetFields.description || assetFields.title || '') as string,
       ...(file.mimeType ? { mimeType: file.mimeType } : {}),
       ...(file.fileName ? { fileName: file.fileName } : {}),
     };
+    const { width, height } = file;
+    if (typeof width === 'number' && typeof height === 'number' && width > 0 && height > 0) return { kind: 'image', id: stored.id, src: file.url ?? '', width, height, ...about };
+    return { kind: 'file', id: stored.id, src: file.url ?? '', ...about };
   };
   for (const [name, value] of Object.entries(fields)) {
-    if (Array.isArray(value) && value.length > 0 && value.every((v) => isRef(v) && v.contentType === '_asset')) fields[name] = value.map(image);
+    if (Array.isArray(value) && value.length > 0 && value.every((v) => isRef(v) && v.contentType === '_asset')) fields[name] = value.map(asset);
   }
   return {
     id: record.id,

@@ -10,17 +10,19 @@ export type { Locales, LocalizedFields } from './locales.ts';
 export { normalizeRecord, referencesOf, referenceList, digestOf } from './records.ts';
 export type { StoredRecord, Model, FieldKind, Ref } from './records.ts';
 export {
-  entrySchema,
   entrySchemaFor,
   entryMetaSchema,
   entryOf,
   loadEntries,
   imageSchema,
+  assetFileSchema,
+  unresolvedAssetSchema,
+  assetSchema,
   referenceSchema as entryReferenceSchema,
   richtextSchema,
   locationSchema,
   fieldValueSchemas,
 } from './entries.ts';
-export type { Entry, EntryReference, Image, VirtualEntry } from './entries.ts';
+export type { Asset, AssetFile, Entry, EntryReference, Image, UnresolvedAsset, VirtualEntry } from './entries.ts';
 export { cacheKeys, pageKey } from './page-keys.ts';
 export type { KeyPart } from './page-keys.ts';

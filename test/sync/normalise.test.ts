@@ -96,13 +96,13 @@ describe('normalisation into records', () => {
     expect(log.warns).toContain(warning);
   });
 
-  it('turns assets into image objects with src, size and alt text in each locale', () => {
-    const apples = { id: '3001', src: 'https://images.example.com/apples.jpg', width: 800, height: 600, mimeType: 'image/jpeg', fileName: 'apples.jpg' };
+  it('turns assets into image objects (kind image) with src, size and alt text in each locale', () => {
+    const apples = { kind: 'image', id: '3001', src: 'https://images.example.com/apples.jpg', width: 800, height: 600, mimeType: 'image/jpeg', fileName: 'apples.jpg' };
     expect(entry('1001', 'en_US').fields.cover).toEqual([{ ...apples, alt: 'A basket of apples' }]);
     expect(entry('1001', 'de_DE').fields.cover).toEqual([{ ...apples, alt: 'Ein Korb Äpfel' }]);
     expect(entry('1001', 'de_CH').fields.cover).toEqual([{ ...apples, alt: 'Ein Korb Äpfel' }]);
     // Without a description the title is the alt text; a localized asset field follows its locale.
-    const bananas = { id: '3002', src: 'https://images.example.com/bananas.png', width: 400, height: 300, alt: 'Bananas', mimeType: 'image/png', fileName: 'bananas.png' };
+    const bananas = { kind: 'image', id: '3002', src: 'https://images.example.com/bananas.png', width: 400, height: 300, alt: 'Bananas', mimeType: 'image/png', fileName: 'bananas.png' };
     expect(entry('1001', 'de_DE').fields.gallery).toEqual([bananas]);
     expect(entry('1001', 'en_US').fields.gallery).toEqual([{ ...apples, alt: 'A basket of apples' }, bananas]);
     expect(records.get('3001')!.contentType).toBe('_asset');
