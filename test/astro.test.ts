@@ -243,6 +243,32 @@ describe('the next builds', () => {
   }, 120_000);
 });
 
+describe('an edited schema module', () => {
+  const titleModule = () => join(site.dir, 'src/schemas/title.ts');
+
+  it('makes the next build validate every entry again, through a relative import and a tsconfig alias', async () => {
+    const original = await readFile(titleModule(), 'utf8');
+    try {
+      // src/content.config.ts imports ./schemas/home.ts, which imports @schemas/title: Astro hashes neither.
+      await writeFile(titleModule(), original.replace('toUpperCase', 'toLowerCase'));
+      const lower = await build();
+      expect(report(lower.output, 'comfortable:alias:home')).toMatchObject({ updated: 3, unchanged: 0 });
+      expect(byId(lower.data.home)['en_US/100'].data.fields).toEqual({ title: 'apple harvest' });
+
+      await writeFile(titleModule(), "import { z } from 'astro/zod';\n\nexport const title = z.number();\n");
+      const { code, output } = await runAstro(site.dir, ['build'], env());
+      expect(code).not.toBe(0);
+      expect(output).toMatch(/home → en_US\/100 data does not match collection schema|\*\*title\*\*: Invalid input: expected number/);
+    } finally {
+      await writeFile(titleModule(), original);
+    }
+    const restored = await build();
+    expect(byId(restored.data.home)['en_US/100'].data.fields).toEqual({ title: 'APPLE HARVEST' });
+    // Once the schemas are as they were, nothing is validated again.
+    expect(report((await build()).output, 'comfortable:alias:home')).toMatchObject({ updated: 0, unchanged: 3 });
+  }, 180_000);
+});
+
 describe('contentTypes mapping a type to a collection that holds only some of its documents', () => {
   it('warns once with what to do, and keeps references to the others out of Astro (no invalid reference)', async () => {
     const { output, data } = await build({ FIXTURE_OPTIONS: JSON.stringify({ contentTypes: { news: 'home', author: 'authors' } }) });

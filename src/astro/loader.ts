@@ -6,6 +6,7 @@ import { type Entry, entryOf } from '../sync/entries.ts';
 import { referenceList, type StoredRecord } from '../sync/records.ts';
 import { sharedSync } from '../sync/shared.ts';
 import { cacheKeys } from '../sync/page-keys.ts';
+import { contentConfigDigest } from './config-modules.ts';
 import { loaderError } from './errors.ts';
 import type { ComfortableLiveRecord } from './live-entries.ts';
 import { ReferenceConverter, warnPartialMappings } from './references.ts';
@@ -126,7 +127,7 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
 const readBatch = 500;
 
 async function loadEntries(
-  { store, meta, logger, parseData, generateDigest, collection }: LoaderContext,
+  { store, meta, logger, parseData, generateDigest, collection, config }: LoaderContext,
   cache: CacheReader,
   keys: string[],
   options: ComfortableLoaderOptions,
@@ -134,8 +135,19 @@ async function loadEntries(
 ): Promise<void> {
   const head = cache.head;
   const locales = options.locales ?? head.locales.locales.map((l) => l.key);
-  // Options, a new package version or a changed model (a field seen localized) change what entries look like: start clean.
-  const fingerprint = hash({ packageVersion, keys, locales, source: head.fingerprint, entryId: options.entryId ? String(options.entryId) : 'default', render: options.render ?? 'first', references: loaderRegistry().referenceFingerprint(), model: head.model });
+  // Options, a new package version or a changed model (a field seen localized) change what entries look
+  // like, and an edited schema module what they must pass: start clean.
+  const fingerprint = hash({
+    packageVersion,
+    keys,
+    locales,
+    source: head.fingerprint,
+    entryId: options.entryId ? String(options.entryId) : 'default',
+    render: options.render ?? 'first',
+    references: loaderRegistry().referenceFingerprint(),
+    model: head.model,
+    schemas: contentConfigDigest(config.root, config.srcDir),
+  });
   if (meta.get('fingerprint') !== fingerprint) {
     store.clear();
     meta.set('fingerprint', fingerprint);
