@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -26,6 +26,23 @@ const minimum = /^>=(\d+)\.(\d+)$/.exec(JSON.parse(readFileSync(join(root, 'pack
 const localBinary = join(root, '.tools/node22-min/node_modules/.bin/node');
 const minNode = process.env.COMFORTABLE_MIN_NODE || (existsSync(localBinary) ? localBinary : undefined);
 const noBinary = 'no Node 22.19 binary: set COMFORTABLE_MIN_NODE, or run .ci/run, which installs one into .tools/node22-min';
+
+/** A Node older than the package allows (the machine's own Node 20, say), from COMFORTABLE_OLD_NODE or the usual places. */
+function olderNode(): string | undefined {
+  const allowed = (version: string) => {
+    const [major = 0, minor = 0] = version.replace(/^v/, '').split('.').map(Number);
+    return major > Number(minimum[1]) || (major === Number(minimum[1]) && minor >= Number(minimum[2]));
+  };
+  for (const candidate of [process.env.COMFORTABLE_OLD_NODE, '/usr/bin/node', '/usr/local/bin/node']) {
+    if (!candidate || !existsSync(candidate)) continue;
+    try {
+      if (!allowed(execFileSync(candidate, ['-v'], { encoding: 'utf8' }).trim())) return candidate;
+    } catch {
+      // not a Node that runs here
+    }
+  }
+  return undefined;
+}
 
 const cleanups: string[] = [];
 let server: ReadApiServer | undefined;
@@ -96,5 +113,24 @@ export default {
     const cache = openCache(join(project, 'cache'));
     expect(cache?.head.repository).toBe('tiny');
     expect(cache!.members('collection:news').length).toBeGreaterThan(0);
+  });
+});
+
+describe('a Node older than the package allows', () => {
+  it('gets one sentence that names both versions from the CLI, and from an import of the package, not a dependency failing', { timeout: 60_000 }, async (context) => {
+    const old = olderNode();
+    if (!old) return context.skip('no Node older than the package allows on this machine: set COMFORTABLE_OLD_NODE');
+    const version = (await run(old, ['-v'], root)).stdout.trim().replace(/^v/, '');
+    const sentence = `comfortable-loader needs Node.js ${minimum[1]}.${minimum[2]} or newer, and this is Node.js ${version}: install a newer Node.js (24 LTS, say) and run it again.`;
+    const cli = await buildCli();
+    const { code, stdout, stderr } = await run(old, [cli, 'sync'], root);
+    expect(stderr).toBe(`${sentence}\n`);
+    expect(stdout).toBe('');
+    expect(code).toBe(1);
+
+    const imported = await run(old, ['--input-type=module', '-e', `await import(${JSON.stringify(join(cli, '../index.js'))})`], root);
+    expect(imported.code).not.toBe(0);
+    expect(imported.stderr).toContain(sentence);
+    expect(imported.stderr).not.toContain("reading 'bind'");
   });
 });

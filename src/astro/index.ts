@@ -1,3 +1,4 @@
+import '../node-check.ts';
 export { comfortable, comfortable as default, parseIntegrationOptions, remotePatterns } from './integration.ts';
 export type { ComfortableIntegrationOptions } from './integration.ts';
 export { comfortableLoader, defaultEntryId } from './loader.ts';

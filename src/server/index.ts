@@ -1,3 +1,4 @@
+import '../node-check.ts';
 export { startServer, diffSnapshots } from './server.ts';
 export type { MissingFile, MissingFilesEvent, ReadApiServer, ReloadEvent, ServerOptions } from './server.ts';
 export { parseSnapshot, readSnapshotFile, snapshotSchema, SnapshotError, fieldTypes } from './snapshot.ts';

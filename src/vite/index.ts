@@ -1,3 +1,4 @@
+import '../node-check.ts';
 export { comfortableVite, comfortableVite as comfortable, comfortableVite as default, virtualModule, parseVirtualId, virtualPrefix } from './plugin.ts';
 export type { ComfortableViteOptions } from './plugin.ts';
 export { refreshMiddleware, defaultRefreshPath } from './refresh.ts';

@@ -1,0 +1,25 @@
+import { serve } from './serve.ts';
+import { syncCommand } from './sync.ts';
+import { typesCommand } from './types.ts';
+import { usage, usageError } from './usage.ts';
+
+/** Runs the command `argv` names; resolves with the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serve(rest);
+    case 'sync':
+      return syncCommand(rest);
+    case 'types':
+      return typesCommand(rest);
+    case undefined:
+    case '--help':
+    case '-h':
+    case 'help':
+      console.log(usage);
+      return command === undefined ? 2 : 0;
+    default:
+      return usageError(`unknown command ${JSON.stringify(command)}`);
+  }
+}
