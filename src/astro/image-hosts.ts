@@ -1,5 +1,4 @@
 import type { AstroConfig, AstroIntegrationLogger } from 'astro';
-import { isRemoteAllowed } from 'astro/assets/utils';
 import { openCache } from '../cache/index.ts';
 
 /**
@@ -47,6 +46,8 @@ export class ImageHosts {
   readonly #cacheDir: string;
   readonly #logger: AstroIntegrationLogger;
   #image: AstroConfig['image'] | undefined;
+  /** Astro's own check, loaded with the config (so that importing this package needs no Astro). */
+  #isRemoteAllowed: typeof import('astro/assets/utils').isRemoteAllowed | undefined;
   readonly #warned = new Set<string>();
 
   constructor(cacheDir: string, logger: AstroIntegrationLogger) {
@@ -62,15 +63,17 @@ export class ImageHosts {
   }
 
   /** The resolved config's image settings, which a build adds hosts to. */
-  resolved(image: AstroConfig['image']): void {
+  async resolved(image: AstroConfig['image']): Promise<void> {
     this.#image = image;
+    this.#isRemoteAllowed = (await import('astro/assets/utils')).isRemoteAllowed;
   }
 
   /** Origins of `origins` that the image settings do not allow. */
   #notAllowed(origins: string[]): string[] {
     const image = this.#image;
-    if (!image) return [];
-    return origins.filter((origin) => !isRemoteAllowed(`${origin}/`, { domains: image.domains, remotePatterns: image.remotePatterns }));
+    const allowed = this.#isRemoteAllowed;
+    if (!image || !allowed) return [];
+    return origins.filter((origin) => !allowed(`${origin}/`, { domains: image.domains, remotePatterns: image.remotePatterns }));
   }
 
   /** A build, after the content sync: allows the hosts of the synced assets before the pages are built. */

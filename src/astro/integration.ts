@@ -1,8 +1,10 @@
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AstroIntegration } from 'astro';
 import { defaultBaseUrl } from '../api/client.ts';
 import { z } from 'zod';
 import { ConfigError, configProblem, syncConfigSchema } from '../sync/config.ts';
+import { readEnv, withEnv } from '../sync/env.ts';
 import type { SyncLogger } from '../sync/engine.ts';
 import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import { comfortableVite } from '../vite/plugin.ts';
@@ -11,10 +13,10 @@ import { virtualModuleTypes } from './declarations.ts';
 import { ImageHosts } from './image-hosts.ts';
 import { loaderRegistry } from './registry.ts';
 
-export interface ComfortableIntegrationOptions extends SharedConfig {
+export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
   /** Content type → the collection in `content.config.ts` that holds it, so relations become `reference()`s to it. */
   contentTypes?: Record<string, string>;
-  /** Secret for the signed dev refresh endpoint; without it the endpoint is off. Read it from the environment. */
+  /** Secret for the signed dev refresh endpoint; without it the endpoint is off. Default: `CMFT_REFRESH_SECRET`. */
   refreshSecret?: string;
   /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
   refreshPath?: string;
@@ -28,32 +30,56 @@ const integrationSchema = syncConfigSchema
   })
   .partial({ collections: true, aliases: true, queries: true });
 
-/** Checks the options when the Astro config loads; a ConfigError names the option and what is allowed. */
-export function parseIntegrationOptions(options: unknown): ComfortableIntegrationOptions {
+/** What the options must be when `comfortable()` is called: the connection may still come from the environment. */
+const givenSchema = integrationSchema.partial({ repository: true, apiKey: true });
+
+/**
+ * Checks the options, the connection included (the environment's already filled in); a
+ * ConfigError names the option and what is allowed.
+ */
+export function parseIntegrationOptions(options: unknown): ComfortableIntegrationOptions & SharedConfig {
   const result = integrationSchema.safeParse(options);
   if (!result.success) throw configProblem(result.error, 'comfortable.');
-  return options as ComfortableIntegrationOptions;
+  return options as ComfortableIntegrationOptions & SharedConfig;
+}
+
+/**
+ * The mode Astro runs in, which picks the `.env.<mode>` files as Vite does: `--mode` when given,
+ * else NODE_ENV as Astro sets it before it loads the config (production for build and check,
+ * development for dev).
+ */
+function astroMode(command: string): string {
+  const { argv } = process;
+  const at = argv.indexOf('--mode');
+  const flag = at >= 0 ? argv[at + 1] : argv.find((arg) => arg.startsWith('--mode='))?.slice('--mode='.length);
+  return flag || process.env.NODE_ENV || (command === 'dev' ? 'development' : 'production');
 }
 
 /**
  * The Astro integration: connection, cache and failure policy for every `comfortableLoader()`,
  * the Vite plugin for `virtual:comfortable/...` imports, remote image patterns for the hosts of
- * the synced assets (see image-hosts.ts), and the signed dev refresh endpoint.
+ * the synced assets (see image-hosts.ts), and the signed dev refresh endpoint. Options it is
+ * not given are read from `CMFT_BASE_URL`, `CMFT_REPOSITORY`, `CMFT_API_KEY` and
+ * `CMFT_REFRESH_SECRET`, in the environment or in `.env` files (as Vite reads them, for the
+ * mode Astro runs in), so `comfortable()` with a `.env` is a whole setup.
  *
  * @example
- * integrations: [comfortable({
- *   baseUrl: process.env.CMFT_BASE_URL, repository: 'demo', apiKey: process.env.CMFT_API_KEY,
- *   contentTypes: { post: 'posts', author: 'authors' }, refreshSecret: process.env.CMFT_REFRESH_SECRET,
- * })]
+ * integrations: [comfortable({ contentTypes: { post: 'posts', author: 'authors' } })]
  */
-export function comfortable(options: ComfortableIntegrationOptions): AstroIntegration {
-  const { contentTypes = {}, refreshSecret, refreshPath = defaultRefreshPath, ...config } = parseIntegrationOptions(options);
+export function comfortable(options: ComfortableIntegrationOptions = {}): AstroIntegration {
+  const given = givenSchema.safeParse(options);
+  if (!given.success) throw configProblem(given.error, 'comfortable.');
   const shared = sharedSync();
   let hosts: ImageHosts | undefined;
+  let refresh: { secret: string | undefined; path: string } | undefined;
   return {
     name: 'comfortable-loader',
     hooks: {
       'astro:config:setup': ({ config: astroConfig, updateConfig, logger, command }) => {
+        const envDir = astroConfig.vite?.envDir ?? fileURLToPath(astroConfig.root);
+        const env = readEnv(envDir === false ? false : resolve(fileURLToPath(astroConfig.root), envDir), astroMode(command));
+        const { contentTypes = {}, refreshSecret, refreshPath = defaultRefreshPath, ...config } = parseIntegrationOptions(withEnv(options, env));
+        refresh = { secret: refreshSecret, path: refreshPath };
         const syncLogger: SyncLogger = { info: (m) => logger.info(m), warn: (m) => logger.warn(m) };
         const cacheDir = config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir));
         shared.configure({ ...config, cacheDir }, syncLogger);
@@ -62,7 +88,7 @@ export function comfortable(options: ComfortableIntegrationOptions): AstroIntegr
         updateConfig({ image: { remotePatterns: hosts.atSetup(config.baseUrl ?? defaultBaseUrl, command) }, vite: { plugins: [comfortableVite()] } });
       },
       'astro:config:done': async ({ config: astroConfig, injectTypes }) => {
-        hosts?.resolved(astroConfig.image);
+        await hosts?.resolved(astroConfig.image);
         injectTypes({ filename: 'comfortable.d.ts', content: await virtualModuleTypes(shared) });
       },
       'astro:build:start': () => {
@@ -72,14 +98,15 @@ export function comfortable(options: ComfortableIntegrationOptions): AstroIntegr
         // One subscription per dev server, ended with it: it sees the first sync and every refresh.
         const unsubscribe = shared.onResult(() => hosts?.afterSync());
         server.httpServer?.once('close', unsubscribe);
-        if (!refreshSecret) {
-          logger.info('Dev refresh is off: set the refreshSecret option to enable the signed endpoint');
+        if (!refresh?.secret) {
+          logger.info('Dev refresh is off: set CMFT_REFRESH_SECRET (or the refreshSecret option) to enable the signed endpoint');
           return;
         }
+        const { secret, path } = refresh;
         server.middlewares.use(
           refreshMiddleware({
-            secret: refreshSecret,
-            path: refreshPath,
+            secret,
+            path,
             run: async (payload) => {
               const result = await shared.refresh(changedIds(payload));
               const sources = changedSources(result.changeset);
@@ -90,7 +117,7 @@ export function comfortable(options: ComfortableIntegrationOptions): AstroIntegr
             },
           }),
         );
-        logger.info(`Dev refresh endpoint: POST ${refreshPath} (signed with refreshSecret)`);
+        logger.info(`Dev refresh endpoint: POST ${path} (signed with the refresh secret)`);
       },
     },
   };

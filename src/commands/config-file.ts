@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { ConfigError, configProblem } from '../sync/config.ts';
+import { readEnv, withEnv } from '../sync/env.ts';
 
 export const configNames = ['comfortable.config.ts', 'comfortable.config.mjs', 'comfortable.config.js', 'comfortable.config.json'];
 
@@ -17,8 +18,20 @@ export interface ConfigFile {
  * Loads a sync config file: JSON, or a module whose default export (or `sync` export) is the
  * config. Without a path, the first of `comfortable.config.{ts,mjs,js,json}` in the folder.
  * A `contentTypes` member (content type → Astro collection) is taken apart from the sync config.
+ *
+ * The `CMFT_*` variables of the folder's `.env` files (as Vite reads them, for the mode in
+ * NODE_ENV, default development) join the environment before the file loads, so a config that
+ * reads `process.env.CMFT_API_KEY` finds it; the connection options the config leaves out are
+ * taken from them (`CMFT_BASE_URL`, `CMFT_REPOSITORY`, `CMFT_API_KEY`).
  */
 export async function loadConfigFile(path: string | undefined, cwd = process.cwd()): Promise<ConfigFile> {
+  const env = readEnv(cwd, process.env.NODE_ENV || 'development');
+  for (const [name, value] of Object.entries(env)) process.env[name] ??= value;
+  const loaded = await loadFile(path, cwd);
+  return { ...loaded, config: withEnv(loaded.config as object, env, ['baseUrl', 'repository', 'apiKey']) };
+}
+
+async function loadFile(path: string | undefined, cwd: string): Promise<ConfigFile> {
   let file: string | undefined;
   if (path) file = resolve(cwd, path);
   else {

@@ -3,6 +3,7 @@ import type { Plugin } from 'vite';
 import type { SyncResult } from '../sync/engine.ts';
 import { loadEntries } from '../sync/entries.ts';
 import { cacheKeys } from '../sync/page-keys.ts';
+import { readEnv, withEnv } from '../sync/env.ts';
 import { changedIds, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import { refreshMiddleware } from './refresh.ts';
 
@@ -17,8 +18,8 @@ import { refreshMiddleware } from './refresh.ts';
 
 export const virtualPrefix = 'virtual:comfortable/';
 
-export interface ComfortableViteOptions extends SharedConfig {
-  /** Enables the signed dev refresh endpoint (see README). */
+export interface ComfortableViteOptions extends Partial<SharedConfig> {
+  /** Enables the signed dev refresh endpoint (see README). Default: `CMFT_REFRESH_SECRET`. */
   refreshSecret?: string;
   refreshPath?: string;
 }
@@ -66,7 +67,8 @@ export async function virtualModule(result: SyncResult, id: string): Promise<str
  */
 export function comfortableVite(options?: ComfortableViteOptions): Plugin {
   const shared = sharedSync();
-  const { refreshSecret, refreshPath, ...config } = options ?? ({} as ComfortableViteOptions);
+  const { refreshPath, ...given } = options ?? ({} as ComfortableViteOptions);
+  let refreshSecret = given.refreshSecret;
   let latest: Promise<SyncResult> | undefined;
   const current = () => (latest ??= shared.acquire('vite'));
 
@@ -75,9 +77,13 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
     configResolved(resolved) {
       // Plain Vite: the cache goes inside Vite's cache folder unless configured, and the sync
       // logs through Vite (Astro's integration configures both itself and passes no options).
+      // Options it is not given come from CMFT_* in the environment or Vite's .env files for its mode.
       if (!options) return;
+      const { refreshSecret: secret, ...config } = withEnv(given, readEnv(resolved.envDir, resolved.mode));
+      refreshSecret = secret;
       const logger = { info: (message: string) => resolved.logger.info(message), warn: (message: string) => resolved.logger.warn(message) };
-      shared.configure({ ...config, cacheDir: config.cacheDir ?? join(resolved.cacheDir, 'comfortable') }, logger);
+      // Checked with the sources when the first sync starts: a missing repository or key is named then.
+      shared.configure({ ...config, cacheDir: config.cacheDir ?? join(resolved.cacheDir, 'comfortable') } as SharedConfig, logger);
     },
     resolveId: {
       filter: { id: /^virtual:comfortable\// },
