@@ -1,13 +1,14 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderRichtext, RichtextRenderer } from '../src/astro/rendered.ts';
 import { closeAllPools } from '../src/api/transport.ts';
-import type { ReadApiServer } from '../src/server/index.ts';
+import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { copyFixture, runAstro } from './helpers/astro.ts';
-import { startTiny, tinyKey, tinySnapshot } from './helpers/server.ts';
+import { snapshotFolder, tinyKey, tinySnapshot } from './helpers/server.ts';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -90,7 +91,9 @@ describe('RichtextRenderer', () => {
       const html = `<img src='${ok}'><img src="${double}"><img alt="x" src='${single}'><img src=${bare} alt="y">`;
       const entry = { id: '1', contentType: 'post', fields: { body: { html, plain: '' } } };
       await renderer.prepare([entry]);
-      const rendered = renderer.render(entry)!;
+      const { rendered: made, unfetched } = renderer.render(entry);
+      const rendered = made!;
+      expect(unfetched).toEqual([double, single, bare]);
       expect(rendered.metadata.imagePaths).toEqual([ok]);
       expect(rendered.html).toContain(`<img src="${double}">`);
       expect(rendered.html).toContain(`<img alt="x" src='${single}'>`);
@@ -106,10 +109,12 @@ describe('render(entry) in a built site', () => {
   let server: ReadApiServer;
   let site: { dir: string; remove(): Promise<void> };
   let output: string;
+  /** The folder the server serves the snapshot and its files from. */
+  let folder: string;
   const page = (id: string) => readFile(join(site.dir, `dist/news/${id}/index.html`), 'utf8');
+  const build = () => runAstro(site.dir, ['build'], { CMFT_BASE_URL: server.url, CMFT_API_KEY: tinyKey });
 
   beforeAll(async () => {
-    server = await startTiny();
     const snapshot = tinySnapshot();
     const news = snapshot.documents.find((d: Json) => d.meta.id === '100');
     // A relative src that an asset's file points to is answered absolute by the server.
@@ -119,9 +124,10 @@ describe('render(entry) in a built site', () => {
     // An asset whose file is missing (its URL answers 404), synced because news 101 shows it.
     snapshot.assets.push({ ...structuredClone(apples), meta: { ...apples.meta, id: '302' }, fields: { ...apples.fields, file: { ...apples.fields.file, url: 'images/gone.svg', fileName: 'gone.svg' } } });
     snapshot.documents.find((d: Json) => d.meta.id === '101').fields.images = [{ meta: { id: '302', contentType: '_asset' } }];
-    await server.replaceSnapshot(snapshot);
+    folder = dirname(snapshotFolder(await mkdtemp(join(tmpdir(), 'rendered-')), snapshot));
+    server = await startServer({ paths: [join(folder, 'tiny.json')], watch: false });
     site = await copyFixture('astro-rendered', 'rendered-test');
-    const built = await runAstro(site.dir, ['build'], { CMFT_BASE_URL: server.url, CMFT_API_KEY: tinyKey });
+    const built = await build();
     expect(built.code, built.output).toBe(0);
     output = built.output;
   }, 120_000);
@@ -130,6 +136,7 @@ describe('render(entry) in a built site', () => {
     await server?.close();
     await closeAllPools();
     await site?.remove();
+    if (folder) await rm(dirname(folder), { recursive: true, force: true });
   });
 
   it('renders the first richtext field, with its headings for a table of contents', async () => {
@@ -163,4 +170,18 @@ describe('render(entry) in a built site', () => {
     expect(await page('en_US/100')).toContain(`<img src="${server.origin}/files/tiny/images/gone.svg" alt="Gone">`);
     expect(output, output).toContain(`Image ${server.origin}/files/tiny/images/gone.svg in field text of document 100 cannot be fetched (HTTP 404): it is left as it is, not optimised`);
   });
+
+  it('warns again in every build that leaves it so, and optimises it in the first build after it can be fetched', async () => {
+    const warning = `Image ${server.origin}/files/tiny/images/gone.svg in field text of document 100 cannot be fetched (HTTP 404)`;
+    const again = await build();
+    expect(again.code, again.output).toBe(0);
+    expect(again.output).toContain(warning);
+    expect(await page('en_US/100')).toContain(`<img src="${server.origin}/files/tiny/images/gone.svg" alt="Gone">`);
+
+    await copyFile(join(folder, 'images/apples.svg'), join(folder, 'images/gone.svg'));
+    const fixed = await build();
+    expect(fixed.code, fixed.output).toBe(0);
+    expect(fixed.output).not.toContain('cannot be fetched');
+    expect(await page('en_US/100')).toMatch(/<img [^>]*src="\/_astro\/gone_[\w-]+\.svg"[^>]*alt="Gone"|<img [^>]*alt="Gone"[^>]*src="\/_astro\/gone_[\w-]+\.svg"/);
+  }, 120_000);
 });

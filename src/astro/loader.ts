@@ -199,9 +199,12 @@ async function loadEntries(
         aliases: aliasesOf.get(member.id) ?? [],
       };
       const parsed = await parseData({ id: storeId, data: data as unknown as Record<string, unknown> });
-      const rendered = renderer.render(entry);
+      const { rendered, unfetched } = renderer.render(entry);
+      // An image left unoptimised because it could not be fetched: a digest no build computes makes
+      // the next build make this entry again, which asks for the image again (and warns again).
+      const stored = unfetched.length > 0 ? `${digest}|unfetched` : digest;
       // Astro optimises the images of rendered HTML only for entries with a file path: this one names the entry.
-      store.set({ id: storeId, data: parsed, digest, ...(rendered ? { rendered, filePath: `comfortable/${collection}/${storeId}` } : {}) });
+      store.set({ id: storeId, data: parsed, digest: stored, ...(rendered ? { rendered, filePath: `comfortable/${collection}/${storeId}` } : {}) });
       changed++;
     }
   }

@@ -89,10 +89,13 @@ export function renderRichtext(html: string, files: AssetFiles, usable: (url: st
   return { html: out, metadata: { headings, imagePaths: [...new Set(imagePaths)] } };
 }
 
-/** Why each image URL checked cannot be fetched (absent when it can), per process: a URL is asked once. */
+/**
+ * The checks of image URLs under way or passed, per process: a URL that can be fetched is asked
+ * once; one that cannot is asked again by the next load (a dev refresh), as it may be fixed.
+ */
 const checked = new Map<string, Promise<string | undefined>>();
 
-/** Asks each URL once (HEAD, or GET when HEAD is refused) whether it can be fetched; returns why not, by URL. */
+/** Asks each URL (HEAD, or GET when HEAD is refused) whether it can be fetched; returns why not, by URL. */
 async function unfetchable(urls: Iterable<string>): Promise<Map<string, string>> {
   const failures = new Map<string, string>();
   await Promise.all(
@@ -100,7 +103,9 @@ async function unfetchable(urls: Iterable<string>): Promise<Map<string, string>>
       let reason = checked.get(url);
       if (!reason) checked.set(url, (reason = reasonUnfetchable(url)));
       const why = await reason;
-      if (why !== undefined) failures.set(url, why);
+      if (why === undefined) return;
+      failures.set(url, why);
+      checked.delete(url);
     }),
   );
   return failures;
@@ -177,14 +182,20 @@ export class RichtextRenderer {
     if (urls.length > 0) for (const [url, why] of await unfetchable(urls)) this.#failures.set(url, why);
   }
 
-  /** The entry's rendered field, or undefined when it has none. */
-  render(entry: RenderableEntry): Rendered | undefined {
+  /**
+   * The entry's rendered field (undefined when it has none), and the asset images it leaves
+   * unoptimised because they cannot be fetched: an entry with any is to be made again by the
+   * next build, which asks for them again.
+   */
+  render(entry: RenderableEntry): { rendered: Rendered | undefined; unfetched: string[] } {
     const field = this.fieldOf(entry.contentType);
     const html = field === undefined ? undefined : richtextOf(entry.fields[field]);
-    if (html === undefined) return undefined;
-    return renderRichtext(html, this.#assetFiles(), (url) => {
+    const unfetched: string[] = [];
+    if (html === undefined) return { rendered: undefined, unfetched };
+    const rendered = renderRichtext(html, this.#assetFiles(), (url) => {
       const why = this.#failures.get(url);
       if (why === undefined) return true;
+      unfetched.push(url);
       const key = `${entry.id}|${field}|${url}`;
       if (!this.#warned.has(key)) {
         this.#warned.add(key);
@@ -192,6 +203,7 @@ export class RichtextRenderer {
       }
       return false;
     });
+    return { rendered, unfetched };
   }
 
   #assetFiles(): AssetFiles {
