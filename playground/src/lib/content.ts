@@ -2,17 +2,17 @@ import { type CollectionEntry, type CollectionKey, getCollection, getEntry } fro
 import { type KeyPart, pageKey } from 'comfortable-loader/astro';
 import { locales } from './i18n';
 
-/** A relation field's value: a reference, or `{ id, contentType }` when its target is not synced (dangling). */
-export type Relation = { collection: string; id: string } | { id: string; contentType: string };
+/** A relation field's value: a reference, or `{ collection: null, id, contentType }` when no collection holds its target (dangling). */
+export type Relation = { collection: string; id: string } | { collection: null; id: string; contentType: string };
 
-/** An asset field's item: an image, or `{ id, contentType }` when the asset is missing. */
-export type ImageItem = { id: string; src: string; width?: number; height?: number; alt: string } | { id: string; contentType: string };
+/** An asset field's item: an image (with its size), another file, or an asset that was not synced. */
+export type ImageItem = { kind: 'image'; id: string; src: string; width: number; height: number; alt: string } | { kind: 'file'; id: string; src: string; alt: string } | { kind: 'unresolved'; id: string; contentType: string };
 
 export type Post = CollectionEntry<'posts'>;
 
 /** Resolves a reference with `getEntry`; a dangling relation resolves to nothing instead of failing. */
 export async function resolve<C extends CollectionKey>(collection: C, relation: Relation | null | undefined): Promise<CollectionEntry<C> | undefined> {
-  if (!relation || !('collection' in relation) || relation.collection !== collection) return undefined;
+  if (relation?.collection !== collection) return undefined;
   return (await getEntry(relation as { collection: C; id: string })) as CollectionEntry<C> | undefined;
 }
 
@@ -34,14 +34,13 @@ export async function postsIn(locale: string): Promise<Post[]> {
 
 /** The first image of an asset field. */
 export function firstImage(items: ImageItem[] | null | undefined) {
-  return items?.find((item): item is Extract<ImageItem, { src: string }> => 'src' in item && item.src !== '');
+  return items?.find((item) => item.kind === 'image');
 }
 
 /** Props for `<Image>`: the image scaled down to `width`, keeping its aspect ratio. */
-export function fit(image: { src: string; width?: number; height?: number; alt: string }, width: number) {
-  const w = Math.min(width, image.width ?? width);
-  const h = image.width && image.height ? Math.round((w * image.height) / image.width) : w;
-  return { src: image.src, width: w, height: h, alt: image.alt };
+export function fit(image: { src: string; width: number; height: number; alt: string }, width: number) {
+  const w = Math.min(width, image.width);
+  return { src: image.src, width: w, height: Math.round((w * image.height) / image.width), alt: image.alt };
 }
 
 /**
