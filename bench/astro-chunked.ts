@@ -12,10 +12,10 @@ import { astroBuild, buildDist, contentLines, loaderAstroConfig, loaderContentCo
  * reports wall and CPU time, peak RSS (/usr/bin/time -v), Astro's time for the content sync
  * (loaders and store) and the size of the chunked store. There is no baseline to set a ratio
  * against: the single-file store, the alternative, cannot hold this much (one string of the
- * whole store, past what Node allows; see the README's "Large stores").
+ * whole store, past what Node allows; see docs/astro.md, "Large stores").
  *
  * Why cold only by default: `npm run bench` includes this build at full size, because "a
- * 100,000-document store builds" is what the README says. But on the 2-core machine it was
+ * 100,000-document store builds" is what docs/astro.md says. But on the 2-core machine it was
  * written on, that one build took about ten minutes, most of it Astro splitting the store into
  * parts (it measures the UTF-8 length of the store one character at a time), and a build with
  * no change spends the same again (Astro writes the whole store on every build). A second build

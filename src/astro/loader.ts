@@ -58,7 +58,7 @@ export interface ComfortableEntryData extends ComfortableLiveRecord {
   /**
    * The `cacheKey` of a page that shows this document: changes when the document changes, or
    * anything it references, or anything those reference, or any document that references it
-   * (see the README's "Incremental builds"). For a page of several entries, `pageKey(entries)`.
+   * (see docs/astro.md, "Incremental builds"). For a page of several entries, `pageKey(entries)`.
    */
   cacheKey: string;
   /** The API ids of the synced aliases that point to this document, such as `['home']`. */

@@ -12,7 +12,7 @@ Commands:
   types   Write a zod schema file per content type (default into src/content/schemas) from the
           cache, to commit and edit; existing files are kept unless --force.
 
-Exit codes: 0 done, 1 failed, 2 bad usage or config. See README.md.`;
+Exit codes: 0 done, 1 failed, 2 bad usage or config. See docs/sync.md and docs/server.md.`;
 
 /** Prints a usage problem and returns exit code 2. */
 export function usageError(message: string): number {

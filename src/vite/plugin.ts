@@ -19,7 +19,7 @@ import { refreshMiddleware } from './refresh.ts';
 export const virtualPrefix = 'virtual:comfortable/';
 
 export interface ComfortableViteOptions extends Partial<SharedConfig> {
-  /** Enables the signed dev refresh endpoint (see README). Default: `CMFT_REFRESH_SECRET`. */
+  /** Enables the signed dev refresh endpoint (see docs/astro.md, "Dev refresh"). Default: `CMFT_REFRESH_SECRET`. */
   refreshSecret?: string;
   refreshPath?: string;
 }
