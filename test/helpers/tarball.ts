@@ -1,13 +1,14 @@
 import { execFile, spawn } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readdir, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { copyDemo } from './playground.ts';
 
 /**
  * The package as a user gets it: packed by `npm pack` into a tarball, and a site of their own
  * that installs that tarball. The package is packed from a copy of this checkout (what `npm
- * pack` reads: package.json, the tsconfigs, src, types, README and CHANGELOG), so that the
+ * pack` reads: package.json, the tsconfigs, src, types, docs, README and CHANGELOG), so that the
  * build `npm pack` runs (`prepack`, `prepare`) never rewrites the `dist/` other tests read.
  */
 
@@ -19,7 +20,7 @@ export async function packTarball(): Promise<{ tarball: string; files: string[];
   await mkdir(join(root, 'test/.tmp'), { recursive: true });
   // Inside the repository, so that the build finds TypeScript and @types/node in its node_modules.
   const dir = await mkdtemp(join(root, 'test/.tmp/tarball-'));
-  for (const name of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'src', 'types']) {
+  for (const name of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'src', 'types', 'docs']) {
     await cp(join(root, name), join(dir, name), { recursive: true });
   }
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir, '--no-audit', '--no-fund'], { cwd: dir, maxBuffer: 16 * 1024 * 1024 });
@@ -48,12 +49,26 @@ export async function installSite(dir: string, tarball: string, astroVersion: st
 }
 
 /** Runs `astro build` in a site; resolves with its exit code and everything it printed. */
-export function astroBuild(dir: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+export function astroBuild(dir: string, env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  return astro(dir, ['build'], env);
+}
+
+/** Runs `astro <args>` in a site, as a user's shell would (no CMFT_* but those given); resolves with its exit code and everything it printed. */
+export function astro(dir: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  return runIn(dir, [join(dir, 'node_modules/astro/bin/astro.mjs'), ...args], env);
+}
+
+/** Runs the installed package's CLI in a site: `comfortable-loader <args>`. */
+export function packageCli(dir: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  return runIn(dir, [join(dir, 'node_modules/comfortable-loader/dist/cli.js'), ...args], env);
+}
+
+function runIn(dir: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const clean: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) if (!/^(VITEST|NODE_ENV$|TEST$|CMFT_)/.test(name)) clean[name] = value;
-  Object.assign(clean, { ASTRO_TELEMETRY_DISABLED: '1', ASTRO_DISABLE_UPDATE_CHECK: 'true', ...env });
+  for (const [name, value] of Object.entries(process.env)) if (!/^(VITEST|NODE_ENV$|TEST$|CI$|CMFT_)/.test(name)) clean[name] = value;
+  Object.assign(clean, { ASTRO_TELEMETRY_DISABLED: '1', ASTRO_DISABLE_UPDATE_CHECK: 'true', NO_COLOR: '1', ...env });
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(dir, 'node_modules/astro/bin/astro.mjs'), 'build'], { cwd: dir, env: clean, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { cwd: dir, env: clean, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -61,3 +76,19 @@ export function astroBuild(dir: string, env: Record<string, string>): Promise<{ 
     child.once('close', (code) => resolve({ code, output }));
   });
 }
+
+/** The demo snapshot and its images, copied into `dir`, less its deliberate dangling reference (a warning a build rightly prints); returns the snapshot's path. */
+export async function demoWithoutDangling(dir: string): Promise<string> {
+  const path = await copyDemo(dir);
+  const snapshot = JSON.parse(await readFile(path, 'utf8'));
+  for (const document of snapshot.documents) {
+    const related = document.fields.relatedPosts as { meta: { id: string } }[] | undefined;
+    if (related) document.fields.relatedPosts = related.filter((ref) => ref.meta.id !== '100000000000000999');
+  }
+  await writeFile(path, JSON.stringify(snapshot));
+  return path;
+}
+
+/** The tsconfig.json of a site made with create-astro. */
+export const astroTsconfig = JSON.stringify({ extends: 'astro/tsconfigs/strict', include: ['.astro/types.d.ts', '**/*'], exclude: ['dist'] }, null, 2);
+

@@ -1,0 +1,186 @@
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ReadApiServer, startServer } from '../src/server/index.ts';
+import { readmeFiles } from './helpers/readme.ts';
+import { demoKey } from './helpers/server.ts';
+import { astro, astroTsconfig, demoWithoutDangling, installSite, packageCli, packTarball } from './helpers/tarball.ts';
+
+/**
+ * The README, followed as a new user follows it: the packed package in a fresh Astro 7 site, a
+ * `.env` with the connection, and every file the README names (its code blocks with a
+ * `title`) pasted as they stand, against the demo content on the local Read API (less its
+ * deliberate dangling reference, a warning a build rightly prints). `astro check` finds no
+ * error and `astro build` prints no warning from the package, before and after the README's
+ * "Types you own" (`comfortable-loader types`, and the content config that uses its files); and
+ * `astro add comfortable-loader` gives a setup that builds.
+ */
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const astroVersion = JSON.parse(readFileSync(join(root, 'node_modules/astro/package.json'), 'utf8')).version as string;
+const files = readmeFiles();
+const typesSection = 'Types you own';
+
+let server: ReadApiServer;
+let packed: Awaited<ReturnType<typeof packTarball>>;
+let dir: string;
+
+/** Writes files into the site. */
+async function paste(entries: { path: string; text: string }[], into = dir): Promise<void> {
+  for (const { path, text } of entries) {
+    await mkdir(join(into, path, '..'), { recursive: true });
+    await writeFile(join(into, path), text);
+  }
+}
+
+/** The README's `.env`, with the values of this test's server. */
+function dotEnv(text: string): string {
+  const values: Record<string, string> = { CMFT_REPOSITORY: 'demo', CMFT_API_KEY: demoKey, CMFT_BASE_URL: server.url };
+  const names = [...text.matchAll(/^#?\s*(CMFT_\w+)=/gm)].map((match) => match[1]!);
+  expect(names.sort()).toEqual(Object.keys(values).sort());
+  return Object.entries(values).map(([name, value]) => `${name}=${value}\n`).join('');
+}
+
+/** The warnings of Astro's output that come from the package or name it (colours stripped). */
+function packageWarnings(output: string): string[] {
+  const entries = stripVTControlCharacters(output).split(/\n(?=\S*\d\d:\d\d:\d\d )/);
+  return entries.filter((entry) => /\[WARN\]/.test(entry) && /comfortable/.test(entry));
+}
+
+/** `astro check` passes with no error and no warning. */
+async function check(site = dir): Promise<string> {
+  const { code, output } = await astro(site, ['check']);
+  expect(output).toMatch(/- 0 errors\n- 0 warnings/);
+  expect(code, output).toBe(0);
+  expect(packageWarnings(output)).toEqual([]);
+  return output;
+}
+
+const page = (path: string) => readFile(join(dir, 'dist', path, 'index.html'), 'utf8');
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'readme-site-'));
+  [server, packed] = await Promise.all([
+    demoWithoutDangling(join(dir, 'content')).then((snapshot) => startServer({ paths: [snapshot], port: 0, watch: false })),
+    packTarball(),
+  ]);
+  await installSite(dir, packed.tarball, astroVersion);
+  await writeFile(join(dir, 'tsconfig.json'), astroTsconfig);
+}, 120_000);
+
+afterAll(async () => {
+  await server?.close();
+  await Promise.all([dir, packed?.dir].filter(Boolean).map((path) => rm(path!, { recursive: true, force: true })));
+});
+
+describe('the README, followed in a fresh Astro 7 site', () => {
+  it('names the files of a whole site: .env, the two configs, a list, a post, an author and an alias page', () => {
+    const paths = files.filter((file) => file.section !== typesSection).map((file) => file.path);
+    expect(paths).toEqual([
+      '.env',
+      'astro.config.mjs',
+      'src/content.config.ts',
+      'src/lib/posts.ts',
+      'src/pages/[locale]/index.astro',
+      'src/pages/[locale]/posts/[slug].astro',
+      'src/pages/[locale]/authors/[slug].astro',
+      'src/pages/[locale]/about.astro',
+    ]);
+  });
+
+  it('passes astro check with 0 errors', { timeout: 180_000 }, async () => {
+    const setup = files.filter((file) => file.section !== typesSection);
+    await paste(setup.map((file) => (file.path === '.env' ? { ...file, text: dotEnv(file.text) } : file)));
+    await check();
+  });
+
+  it('builds without a warning from the package, into the pages the README describes', { timeout: 180_000 }, async () => {
+    const { code, output } = await astro(dir, ['build']);
+    expect(code, output).toBe(0);
+    expect(packageWarnings(output)).toEqual([]);
+    expect(output).not.toMatch(/Invalid content reference|Sourcemap/i);
+
+    const list = await page('en_US');
+    const titles = [...list.matchAll(/<li><a href="\/en_US\/posts\/[^"]+\/">([^<]+)<\/a><\/li>/g)].map((match) => match[1]);
+    expect(titles.length).toBeGreaterThan(10);
+    expect(titles).not.toEqual([...titles].sort()); // newest first, not by title or id
+
+    const post = await page('en_US/posts/the-slow-boat-to-the-fjords');
+    expect(post).toContain('<h1>The Slow Boat to the Fjords');
+    expect(post).toMatch(/<img [^>]*src="\/_astro\/[^"]+"/); // the cover, optimised by <Image>
+    expect(post).toMatch(/By <a href="\/en_US\/authors\/[^"]+\/">[^<]+<\/a>/); // the author, a reference getEntry resolved
+    expect(post).toContain('<h2 id="twenty-three-landings">Twenty-three landings</h2>'); // the body, through render()
+    expect(post).toContain('<a href="#twenty-three-landings">Twenty-three landings</a>'); // its table of contents
+
+    const author = /By <a href="(\/en_US\/authors\/[^"]+\/)"/.exec(post)![1]!;
+    expect(await page(author.slice(1, -1))).toContain('The Slow Boat to the Fjords');
+    expect(await page('de_CH/about')).toMatch(/<h1>[^<]+<\/h1>/);
+    // A fallback is marked: de_CH has no title of its own for some posts.
+    const swiss = await Promise.all((await readdir(join(dir, 'dist/de_CH/posts'))).map((slug) => page(`de_CH/posts/${slug}`)));
+    expect(swiss.some((html) => html.includes('(shown in de_DE)') || html.includes('(shown in en_US)'))).toBe(true);
+  });
+
+  it('follows "Types you own": types writes reference() schemas, and the typed content config checks and builds', { timeout: 240_000 }, async () => {
+    const typed = files.filter((file) => file.section === typesSection);
+    expect(typed.map((file) => file.path)).toEqual(['comfortable.config.mjs', 'src/content.config.ts']);
+    await paste(typed.filter((file) => file.path === 'comfortable.config.mjs'));
+    const types = await packageCli(dir, ['types']);
+    expect(types.code, types.output).toBe(0);
+    expect(types.output).toContain('Wrote 4 schema files');
+    const post = await readFile(join(dir, 'src/content/schemas/post.ts'), 'utf8');
+    expect(post).toContain("author: z.union([reference('authors'), unresolved]).nullable().optional(),");
+    expect(post).toContain("category: z.union([reference('categories'), unresolved]).nullable().optional(),");
+
+    await paste(typed.filter((file) => file.path === 'src/content.config.ts'));
+    await check();
+    const { code, output } = await astro(dir, ['build']);
+    expect(code, output).toBe(0);
+    expect(packageWarnings(output)).toEqual([]);
+    expect(await page('en_US/posts/the-slow-boat-to-the-fjords')).toMatch(/By <a href="\/en_US\/authors\/[^"]+\/">/);
+  });
+});
+
+describe('astro add comfortable-loader', () => {
+  let registry: Server;
+
+  afterAll(() => registry?.close());
+
+  it('adds the integration as astro add writes it, which builds with a .env', { timeout: 180_000 }, async () => {
+    // A registry of one package, as npm's answers it: what astro add asks before it edits the config.
+    const manifest = readFileSync(join(dir, 'node_modules/comfortable-loader/package.json'), 'utf8');
+    const asked: string[] = [];
+    registry = createServer((request, response) => {
+      asked.push(request.url!);
+      if (request.url === '/comfortable-loader/latest') response.writeHead(200, { 'content-type': 'application/json' }).end(manifest);
+      else response.writeHead(404).end('{}');
+    });
+    await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve));
+    const site = join(dir, 'added');
+    await installSite(site, packed.tarball, astroVersion);
+    await paste(
+      [
+        { path: 'tsconfig.json', text: astroTsconfig },
+        { path: 'astro.config.mjs', text: "import { defineConfig } from 'astro/config';\n\nexport default defineConfig({});\n" },
+        { path: '.env', text: `CMFT_REPOSITORY=demo\nCMFT_API_KEY=${demoKey}\nCMFT_BASE_URL=${server.url}\n` },
+        ...files.filter((file) => file.path === 'src/content.config.ts').slice(0, 1),
+      ],
+      site,
+    );
+    const added = await astro(site, ['add', 'comfortable-loader', '--yes'], { npm_config_registry: `http://127.0.0.1:${(registry.address() as AddressInfo).port}` });
+    expect(added.code, added.output).toBe(0);
+    expect(asked).toContain('/comfortable-loader/latest');
+    const config = await readFile(join(site, 'astro.config.mjs'), 'utf8');
+    expect(config).toContain("import comfortableLoader from 'comfortable-loader';");
+    expect(config).toMatch(/integrations: \[comfortableLoader\(\)\]/);
+
+    const { code, output } = await astro(site, ['build']);
+    expect(code, output).toBe(0);
+    expect(output).toMatch(/\[comfortable:collection:posts\] 26 documents × 3 locales/);
+  });
+});
