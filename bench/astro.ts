@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { closeAllPools } from '../src/api/index.ts';
 import { comfortableLoader } from '../src/astro/loader.ts';
 import { loaderRegistry } from '../src/astro/registry.ts';
@@ -86,6 +87,8 @@ async function loaderEntries(baseUrl: string, cacheDir: string): Promise<Record<
     logger: { info: quiet, warn: quiet, error: quiet, debug: quiet },
     parseData: async ({ data }: { data: unknown }) => data,
     generateDigest: (value: unknown) => String(value),
+    // No content config there: the loader's digest of the schema modules is empty.
+    config: { root: pathToFileURL(`${cacheDir}/`), srcDir: pathToFileURL(`${cacheDir}/src/`) },
   } as never);
   await closeAllPools();
   return Object.fromEntries([...entries].map(([id, entry]) => [id, entry.data]));
