@@ -33,14 +33,7 @@ export const imageSchema = z.object({
 export type Image = z.infer<typeof imageSchema>;
 
 /** An asset whose file has no known size. */
-export const assetFileSchema = z.object({
-  kind: z.literal('file'),
-  id: z.string(),
-  src: z.string(),
-  alt: z.string(),
-  mimeType: z.string().optional(),
-  fileName: z.string().optional(),
-});
+export const assetFileSchema = imageSchema.omit({ width: true, height: true }).extend({ kind: z.literal('file') });
 export type AssetFile = z.infer<typeof assetFileSchema>;
 
 /** An asset that was not synced: its id, as the document refers to it. */

@@ -1,4 +1,4 @@
-import { type ChildProcessByStdio, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -10,6 +10,7 @@ import { DatabaseSync } from '../../src/cache/sqlite.ts';
 import { sync } from '../../src/sync/engine.ts';
 import { loadEntries } from '../../src/sync/entries.ts';
 import { SharedSync } from '../../src/sync/shared.ts';
+import { tryRun } from '../helpers/cache-processes.ts';
 import { syncProcess } from '../helpers/cli.ts';
 import { cacheContent, configFor, docOf, key, recorder, recordsOf, serve, startProxy, tempDir, touch } from '../helpers/magazine.ts';
 
@@ -227,16 +228,6 @@ describe('a record whose stored bytes no longer match its digest is never served
     expect(openCache(dir)!.verify()).toEqual([]);
   });
 });
-
-/** Runs a shell command as root; undefined when it cannot (not root, no mount). */
-function tryRun(command: string, args: string[]): boolean {
-  try {
-    execFileSync(command, args, { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('a cache folder that cannot be written', () => {
   it('fails with a message naming the folder, and leaves the cache as it was', async (context) => {

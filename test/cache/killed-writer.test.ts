@@ -1,10 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openCache } from '../../src/cache/index.ts';
 import { sync } from '../../src/sync/engine.ts';
-import { canTrace, openCacheInProcess, syncKilledWhenRemoving } from '../helpers/cache-processes.ts';
+import { canTrace, openCacheInProcess, syncKilledWhenRemoving, tryRun } from '../helpers/cache-processes.ts';
 import { syncProcess } from '../helpers/cli.ts';
 import { configFor, docOf, recorder, serve, startProxy, tempDir, touch } from '../helpers/magazine.ts';
 
@@ -98,13 +97,3 @@ describe('a reader opened after a sync killed (SIGKILL) while it wrote', () => {
     expect(openCache(writable)).toBeUndefined();
   });
 });
-
-/** Runs a command as root; false when it cannot (not root, no mount). */
-function tryRun(command: string, args: string[]): boolean {
-  try {
-    execFileSync(command, args, { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -48,3 +48,13 @@ export function syncKilledWhenRemoving(config: object, path: string): Promise<{ 
     });
   });
 }
+
+/** Runs a command (one that needs root, such as mount); false when it cannot. */
+export function tryRun(command: string, args: string[]): boolean {
+  try {
+    execFileSync(command, args, { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
