@@ -63,4 +63,21 @@ describe('contentConfigDigest', () => {
     const site = await project({ 'src/content.config.mjs': "import './missing.js';\nexport const collections = {};" });
     expect(site.digest()).toMatch(/^[\w-]{20}$/);
   });
+
+  it('follows the paths of a base config the tsconfig extends, and is the same in another checkout', async () => {
+    const files = {
+      'tsconfig.json': '{ "extends": ["astro/tsconfigs/strict", "./config/tsconfig.base"] }',
+      'config/tsconfig.base.json': '{ "compilerOptions": { "paths": { "@schemas/*": ["../src/schemas/*"] } } }',
+      'src/content.config.ts': "import { post } from '@schemas/post';",
+      'src/schemas/post.ts': 'export const post = 1;',
+    };
+    const site = await project(files);
+    const first = site.digest();
+    const elsewhere = root;
+    const copy = await project(files); // the same project in another folder
+    expect(copy.digest()).toBe(first);
+    await copy.write('src/schemas/post.ts', 'export const post = 2;');
+    expect(copy.digest()).not.toBe(first);
+    await rm(elsewhere, { recursive: true, force: true });
+  });
 });

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -43,7 +43,9 @@ export function contentConfigDigest(root: URL, srcDir: URL): string {
       if (target && !seen.has(target)) pending.push(target);
     }
   }
-  const parts = [...seen].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([file, text]) => `${file}\u0000${text}`);
+  // Paths relative to the project: a cache restored into another checkout (CI) keeps its digest.
+  const project = fileURLToPath(root);
+  const parts = [...seen].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([file, text]) => `${relative(project, file)}\u0000${text}`);
   return hash('sha1', parts.join('\u0000'), 'base64url').slice(0, 20);
 }
 
@@ -52,19 +54,36 @@ interface Aliases {
   paths: [prefix: string, suffix: string | undefined, targets: string[]][];
 }
 
-/** The `paths` of `tsconfig.json` in the root (comments allowed), as prefix → targets. */
+/**
+ * The `paths` of the project's `tsconfig.json` (comments allowed), as prefix → targets, from the
+ * file itself or the nearest file it `extends` by a relative path that has them (a base config).
+ */
 function tsconfigPaths(root: string): Aliases | undefined {
+  let file = join(root, 'tsconfig.json');
+  for (let depth = 0; depth < 8; depth++) {
+    const options = compilerOptionsOf(file);
+    if (!options) return undefined;
+    if (options.paths) {
+      const paths = Object.entries(options.paths).map(([pattern, targets]): Aliases['paths'][number] => {
+        const star = pattern.indexOf('*');
+        return star < 0 ? [pattern, undefined, targets] : [pattern.slice(0, star), pattern.slice(star + 1), targets];
+      });
+      return { baseDir: resolve(dirname(file), options.baseUrl ?? '.'), paths };
+    }
+    const base = [options.extends ?? []].flat().reverse().find((path) => path.startsWith('.'));
+    if (!base) return undefined;
+    file = resolve(dirname(file), base.endsWith('.json') ? base : `${base}.json`);
+  }
+  return undefined;
+}
+
+/** A tsconfig file's compiler options and what it extends; undefined when it cannot be read. */
+function compilerOptionsOf(file: string): { baseUrl?: string; paths?: Record<string, string[]>; extends?: string | string[] } | undefined {
   try {
-    const text = readFileSync(join(root, 'tsconfig.json'), 'utf8');
+    const text = readFileSync(file, 'utf8');
     // JSON with comments and trailing commas, as tsconfig.json may be written.
     const json = JSON.parse(text.replace(/("(?:\\.|[^"\\])*")|\/\/[^\n]*|\/\*[\s\S]*?\*\//g, (_, string: string | undefined) => string ?? '').replace(/,(\s*[}\]])/g, '$1'));
-    const options = (json?.compilerOptions ?? {}) as { baseUrl?: string; paths?: Record<string, string[]> };
-    if (!options.paths) return undefined;
-    const paths = Object.entries(options.paths).map(([pattern, targets]): Aliases['paths'][number] => {
-      const star = pattern.indexOf('*');
-      return star < 0 ? [pattern, undefined, targets] : [pattern.slice(0, star), pattern.slice(star + 1), targets];
-    });
-    return { baseDir: resolve(root, options.baseUrl ?? '.'), paths };
+    return { ...(json?.compilerOptions ?? {}), extends: json?.extends };
   } catch {
     return undefined;
   }

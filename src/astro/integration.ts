@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { AstroIntegration } from 'astro';
 import { defaultBaseUrl } from '../api/client.ts';
 import { z } from 'zod';
-import { ConfigError, configProblem, syncConfigSchema } from '../sync/config.ts';
+import { ConfigError, configProblem, contentTypesSchema, syncConfigSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../sync/env.ts';
 import type { SyncLogger } from '../sync/engine.ts';
 import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
@@ -24,7 +24,7 @@ export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
 
 const integrationSchema = syncConfigSchema
   .extend({
-    contentTypes: z.record(z.string().min(1), z.string().min(1)).optional(),
+    contentTypes: contentTypesSchema.optional(),
     refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
     refreshPath: z.string().regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh').optional(),
   })
@@ -45,14 +45,13 @@ export function parseIntegrationOptions(options: unknown): ComfortableIntegratio
 
 /**
  * The mode Astro runs in, which picks the `.env.<mode>` files as Vite does: `--mode` when given,
- * else NODE_ENV as Astro sets it before it loads the config (production for build and check,
- * development for dev).
+ * else development for `astro dev` and production for the other commands, as Astro has it.
  */
 function astroMode(command: string): string {
   const { argv } = process;
   const at = argv.indexOf('--mode');
   const flag = at >= 0 ? argv[at + 1] : argv.find((arg) => arg.startsWith('--mode='))?.slice('--mode='.length);
-  return flag || process.env.NODE_ENV || (command === 'dev' ? 'development' : 'production');
+  return flag || (command === 'dev' ? 'development' : 'production');
 }
 
 /**

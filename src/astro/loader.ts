@@ -1,7 +1,7 @@
 import type { Loader, LoaderContext } from 'astro/loaders';
 import type { CacheHead, CacheReader, Member } from '../cache/index.ts';
 import { hash, type SourceOptions } from '../sync/config.ts';
-import { packageVersion } from '../sync/engine.ts';
+import { packageVersion, type SyncResult } from '../sync/engine.ts';
 import { type Entry, entryOf } from '../sync/entries.ts';
 import { referenceList, type StoredRecord } from '../sync/records.ts';
 import { sharedSync } from '../sync/shared.ts';
@@ -115,7 +115,7 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
         // In a refresh from the dev endpoint, its sync has just run: read that, start no other.
         const refreshed = (context.refreshContextData as { comfortable?: unknown } | undefined)?.comfortable !== undefined;
         const result = await (refreshed ? shared.current() : shared.acquire(`load:${name}`));
-        await shared.read(result, ({ cache }) => loadEntries(context, cache, keys, options, entryId));
+        await shared.read(result, (round) => loadEntries(context, round.cache, schemaDigest(round, context.config), keys, options, entryId));
       } catch (error) {
         throw loaderError(error, shared); // with a hint naming the option to check
       }
@@ -123,12 +123,21 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
   } satisfies Loader;
 }
 
+/** The digest of the content config's modules, worked out once per sync round for all its loaders. */
+const schemaDigests = new WeakMap<SyncResult, string>();
+function schemaDigest(round: SyncResult, config: LoaderContext['config']): string {
+  let digest = schemaDigests.get(round);
+  if (digest === undefined) schemaDigests.set(round, (digest = contentConfigDigest(config.root, config.srcDir)));
+  return digest;
+}
+
 /** Documents read from the cache at once: enough to keep statements few, few enough to keep memory flat. */
 const readBatch = 500;
 
 async function loadEntries(
-  { store, meta, logger, parseData, generateDigest, collection, config }: LoaderContext,
+  { store, meta, logger, parseData, generateDigest, collection }: LoaderContext,
   cache: CacheReader,
+  schemas: string,
   keys: string[],
   options: ComfortableLoaderOptions,
   entryId: (input: EntryIdInput) => string,
@@ -146,7 +155,7 @@ async function loadEntries(
     render: options.render ?? 'first',
     references: loaderRegistry().referenceFingerprint(),
     model: head.model,
-    schemas: contentConfigDigest(config.root, config.srcDir),
+    schemas,
   });
   if (meta.get('fingerprint') !== fingerprint) {
     store.clear();

@@ -170,14 +170,15 @@ export class RichtextRenderer {
     return field !== undefined && this.#model[contentType]?.[field]?.kind === 'richtext' ? field : undefined;
   }
 
-  /** Checks, once each, the images of assets in the rendered fields of these entries. */
+  /** Checks, once each in a load, the images of assets in the rendered fields of these entries. */
   async prepare(entries: Iterable<RenderableEntry>): Promise<void> {
     const files = this.#assetFiles();
     const urls: string[] = [];
     for (const entry of entries) {
       const html = richtextOf(entry.fields[this.fieldOf(entry.contentType) ?? '']);
       if (html === undefined) continue;
-      for (const src of imageSources(html)) if (files.has(src)) urls.push(src);
+      // A URL that failed in this load is not asked again (a load makes its entries in batches).
+      for (const src of imageSources(html)) if (files.has(src) && !this.#failures.has(src)) urls.push(src);
     }
     if (urls.length > 0) for (const [url, why] of await unfetchable(urls)) this.#failures.set(url, why);
   }

@@ -2,7 +2,7 @@ import { access, readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { ConfigError, configProblem } from '../sync/config.ts';
+import { ConfigError, configProblem, contentTypesSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../sync/env.ts';
 
 export const configNames = ['comfortable.config.ts', 'comfortable.config.mjs', 'comfortable.config.js', 'comfortable.config.json'];
@@ -60,12 +60,12 @@ async function loadFile(path: string | undefined, cwd: string): Promise<ConfigFi
   return withContentTypes(file, config);
 }
 
-const contentTypesSchema = z.object({ contentTypes: z.record(z.string().min(1), z.string().min(1), { error: 'expected content type → collection, such as { post: "posts" }' }) });
+const withContentTypesSchema = z.object({ contentTypes: contentTypesSchema });
 
 function withContentTypes(file: string, config: unknown): ConfigFile {
   if (typeof config !== 'object' || config === null || !('contentTypes' in config)) return { file, config };
   const { contentTypes, ...rest } = config as { contentTypes: unknown };
-  const parsed = contentTypesSchema.safeParse({ contentTypes }, { reportInput: true });
+  const parsed = withContentTypesSchema.safeParse({ contentTypes }, { reportInput: true });
   if (!parsed.success) throw configProblem(parsed.error);
   return { file, config: rest, contentTypes: parsed.data.contentTypes };
 }

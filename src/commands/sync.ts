@@ -1,8 +1,7 @@
-import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CacheError, type CacheReader, DamagedRecordError, openCache } from '../cache/index.ts';
 import { ConfigError, parseSyncConfig, type SyncConfig } from '../sync/config.ts';
-import { defaultCacheDir, sync, type SyncHints, type SyncLogger, type SyncResult } from '../sync/engine.ts';
+import { cacheDirOf, sync, type SyncHints, type SyncLogger, type SyncResult } from '../sync/engine.ts';
 import { loadConfigFile } from './config-file.ts';
 import { usageError } from './usage.ts';
 
@@ -77,7 +76,7 @@ async function verifiedSync(config: SyncConfig, logger: SyncLogger): Promise<{ r
     const result = await sync(config, logger);
     return { result, verified: { checked: result.cache.recordCount(), damaged: [], repaired: [], removed: [], rebuilt: false } };
   }
-  const dir = resolve(config.cacheDir ?? defaultCacheDir());
+  const dir = cacheDirOf(config);
   let checked = 0;
   let damaged: string[] = [];
   let hints: SyncHints;

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { fieldsSchema, referenceTargets, relationSchema, unresolvedSchema } from '../astro/schema.ts';
 import { CacheError, type CacheReader, openCache } from '../cache/index.ts';
 import { ConfigError, parseSyncConfig, type SyncConfig } from '../sync/config.ts';
-import { defaultCacheDir, sync, type SyncLogger } from '../sync/engine.ts';
+import { cacheDirOf, sync, type SyncLogger } from '../sync/engine.ts';
 import { assetSchema } from '../sync/entries.ts';
 import { loadConfigFile } from './config-file.ts';
 import { usageError } from './usage.ts';
@@ -45,7 +45,7 @@ export async function typesCommand(args: string[]): Promise<number> {
   try {
     const { file, config: input, contentTypes } = await loadConfigFile(values.config);
     const config = parseSyncConfig(input);
-    const cache = await cachedContent({ ...config, cacheDir: resolve(config.cacheDir ?? defaultCacheDir()) }, logger);
+    const cache = await cachedContent({ ...config, cacheDir: cacheDirOf(config) }, logger);
     const out = resolve(values.out ?? defaultOut);
     await mkdir(out, { recursive: true });
     const written: string[] = [];

@@ -46,7 +46,7 @@ const querySchema = sourceOptionsSchema.extend({
 
 export const syncConfigSchema = z.strictObject({
   /** The Read API base URL. Default `https://api.cmft.io/v1`. */
-  baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as https://api.cmft.io/v1' }).default(defaultBaseUrl),
+  baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as https://api.cmft.io/v1 (the integration and the CLI read CMFT_BASE_URL)' }).default(defaultBaseUrl),
   /** The repository's API id. */
   repository: z.string({ error: 'expected the repository API id, such as "demo" (the integration and the CLI read CMFT_REPOSITORY)' }).min(1),
   /** A Read API key of the repository; read it from the environment. Never written anywhere. */
@@ -72,6 +72,9 @@ export const syncConfigSchema = z.strictObject({
   /** Called after each committed sync with what changed. */
   onSync: z.custom<(changeset: Changeset) => unknown>((v) => typeof v === 'function', 'expected a function').optional(),
 });
+
+/** The integration's (and the `types` command's) map of content type → the Astro collection that holds it. */
+export const contentTypesSchema = z.record(z.string().min(1), z.string().min(1), { error: 'expected content type → collection, such as { post: "posts" }' });
 
 export type SyncConfigInput = z.input<typeof syncConfigSchema>;
 export type SyncConfig = z.output<typeof syncConfigSchema> & { onError: 'fail' | 'use-cache' };

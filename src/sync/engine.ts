@@ -75,6 +75,9 @@ export interface SyncHints {
  */
 export const defaultCacheDir = (root = process.cwd()) => resolve(root, 'node_modules/.cache/comfortable-loader');
 
+/** The cache folder of a config: its `cacheDir`, else the default, as an absolute path. */
+export const cacheDirOf = (config: Pick<SyncConfig, 'cacheDir'>) => resolve(config.cacheDir ?? defaultCacheDir());
+
 export const consoleLogger: SyncLogger = {
   info: (message) => console.log(message),
   warn: (message) => console.warn(`warning: ${message}`),
@@ -90,7 +93,7 @@ const fingerprintOf = (config: SyncConfig) => hash({ baseUrl: config.baseUrl.rep
 /** Runs one sync; see `SyncConfig` for the options. */
 export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogger = consoleLogger, hints: SyncHints = {}): Promise<SyncResult> {
   const config = parseSyncConfig(input);
-  const dir = resolve(config.cacheDir ?? defaultCacheDir());
+  const dir = cacheDirOf(config);
   const warnings: string[] = [];
   const warn = (message: string) => {
     warnings.push(message);

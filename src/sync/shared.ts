@@ -55,7 +55,7 @@ export class SharedSync {
   /** The sync config of the next round: the configured options plus every registered source. */
   config(): SyncConfig {
     if (!this.#config) {
-      throw new Error('comfortable-loader is not configured: add the comfortable() integration to astro.config (or the comfortable() Vite plugin) with baseUrl, repository and apiKey');
+      throw new Error('comfortable-loader is not configured: add the comfortable() integration to astro.config (or the comfortable() Vite plugin), with CMFT_REPOSITORY and CMFT_API_KEY in .env or the environment (or the repository and apiKey options)');
     }
     const pick = (kind: SourceKind) => Object.fromEntries([...this.#sources.values()].filter((s) => s.kind === kind).map((s) => [s.name, s.options]));
     return parseSyncConfig({ ...this.#config, collections: pick('collection'), aliases: pick('alias'), queries: pick('query') });
