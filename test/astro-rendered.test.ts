@@ -105,6 +105,31 @@ describe('RichtextRenderer', () => {
   });
 });
 
+describe('RichtextRenderer, a load in batches', () => {
+  it('asks for an image that fails once in a load, and again in the next load', async () => {
+    let asked = 0;
+    const http = createServer((request, response) => {
+      asked++;
+      response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/gone.png`;
+      const model = { post: { body: { kind: 'richtext' as const, localized: false } } };
+      const entry = (id: string) => ({ id, contentType: 'post', fields: { body: { html: `<img src="${url}">`, plain: '' } } });
+      const load = () => new RichtextRenderer(model, undefined, () => new Map([[url, { width: 1, height: 1 }]]), { warn: () => {} });
+      const first = load();
+      for (const batch of [['1', '2'], ['3']]) await first.prepare(batch.map(entry));
+      expect(asked).toBe(1);
+      expect(first.render(entry('3')).unfetched).toEqual([url]);
+      await load().prepare([entry('1')]);
+      expect(asked).toBe(2);
+    } finally {
+      http.close();
+    }
+  });
+});
+
 describe('render(entry) in a built site', () => {
   let server: ReadApiServer;
   let site: { dir: string; remove(): Promise<void> };
