@@ -11,6 +11,7 @@ import { comfortableVite } from '../vite/plugin.ts';
 import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';
 import { virtualModuleTypes } from './declarations.ts';
 import { ImageHosts } from './image-hosts.ts';
+import { IncrementalBuild } from './incremental.ts';
 import { loaderRegistry } from './registry.ts';
 
 export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
@@ -20,6 +21,11 @@ export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
   refreshSecret?: string;
   /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
   refreshPath?: string;
+  /**
+   * With `experimental.incrementalBuild`: keep `dist/` between builds and remove what a build no
+   * longer produces, instead of Astro emptying it and copying every reused page back. Default true.
+   */
+  incrementalOutput?: boolean;
 }
 
 const integrationSchema = syncConfigSchema
@@ -27,6 +33,7 @@ const integrationSchema = syncConfigSchema
     contentTypes: contentTypesSchema.optional(),
     refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
     refreshPath: z.string().regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh').optional(),
+    incrementalOutput: z.boolean().optional(),
   })
   .partial({ collections: true, aliases: true, queries: true });
 
@@ -71,27 +78,35 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
   const shared = sharedSync();
   let hosts: ImageHosts | undefined;
   let refresh: { secret: string | undefined; path: string } | undefined;
+  const incremental = new IncrementalBuild();
   return {
     name: 'comfortable-loader',
     hooks: {
-      'astro:config:setup': ({ config: astroConfig, updateConfig, logger, command }) => {
+      'astro:config:setup': ({ config: astroConfig, updateConfig, injectScript, logger, command }) => {
         const envDir = astroConfig.vite?.envDir ?? fileURLToPath(astroConfig.root);
         const env = readEnv(envDir === false ? false : resolve(fileURLToPath(astroConfig.root), envDir), astroMode(command));
-        const { contentTypes = {}, refreshSecret, refreshPath = defaultRefreshPath, ...config } = parseIntegrationOptions(withEnv(options, env));
+        const { contentTypes = {}, refreshSecret, refreshPath = defaultRefreshPath, incrementalOutput = true, ...config } = parseIntegrationOptions(withEnv(options, env));
         refresh = { secret: refreshSecret, path: refreshPath };
         const syncLogger: SyncLogger = { info: (m) => logger.info(m), warn: (m) => logger.warn(m) };
         const cacheDir = config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir));
         shared.configure({ ...config, cacheDir }, syncLogger);
         loaderRegistry().setContentTypes(contentTypes);
         hosts = new ImageHosts(cacheDir, logger);
-        updateConfig({ image: { remotePatterns: hosts.atSetup(config.baseUrl ?? defaultBaseUrl, command) }, vite: { plugins: [comfortableVite()] } });
+        const incrementalSetup = incremental.setup(astroConfig, command, incrementalOutput, logger);
+        if (incrementalSetup) injectScript('page-ssr', incrementalSetup.script);
+        updateConfig({ image: { remotePatterns: hosts.atSetup(config.baseUrl ?? defaultBaseUrl, command) }, vite: { plugins: [comfortableVite()], ...incrementalSetup?.config?.vite } });
       },
       'astro:config:done': async ({ config: astroConfig, injectTypes }) => {
+        incremental.resolved(astroConfig);
         await hosts?.resolved(astroConfig.image);
         injectTypes({ filename: 'comfortable.d.ts', content: await virtualModuleTypes(shared) });
       },
-      'astro:build:start': () => {
+      'astro:build:start': async () => {
         hosts?.beforePages();
+        await incremental.start();
+      },
+      'astro:build:done': async ({ assets }) => {
+        await incremental.done(assets);
       },
       'astro:server:setup': ({ server, refreshContent, logger }) => {
         // One subscription per dev server, ended with it: it sees the first sync and every refresh.
