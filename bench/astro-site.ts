@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { closeSync, openSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -22,13 +23,16 @@ import { comfortableLoader } from 'comfortable-loader/astro';
 export const collections = { all: defineCollection({ loader: comfortableLoader({ collection: 'all' }) }) };
 `;
 
-/** A generated site's `astro.config.mjs`: the integration on the bench repository; `extra` lines go before it. */
-export function loaderAstroConfig(baseUrl: string, extra: string[] = []): string {
+/**
+ * A generated site's `astro.config.mjs`: the integration on the bench repository; `extra` lines
+ * go before it, `options` (source text, such as `incrementalOutput: false`) into its options.
+ */
+export function loaderAstroConfig(baseUrl: string, extra: string[] = [], options = ''): string {
   return `import { defineConfig } from 'astro/config';
 import comfortable from 'comfortable-loader/astro';
 export default defineConfig({
   cacheDir: './.cache',
-${extra.map((line) => `  ${line}\n`).join('')}  integrations: [comfortable({ baseUrl: ${JSON.stringify(baseUrl)}, repository: 'bench', apiKey: 'bench-key', contentTypes: ${JSON.stringify(contentTypes)} })],
+${extra.map((line) => `  ${line}\n`).join('')}  integrations: [comfortable({ baseUrl: ${JSON.stringify(baseUrl)}, repository: 'bench', apiKey: 'bench-key', contentTypes: ${JSON.stringify(contentTypes)}${options ? `, ${options}` : ''} })],
 });
 `;
 }
@@ -70,11 +74,23 @@ export async function buildDist(): Promise<number> {
 export async function astroBuild(site: string, cold: boolean, out: string, label: string, extraEnv: Record<string, string> = {}): Promise<Build> {
   if (cold) for (const sub of ['dist', '.astro', '.cache']) await rm(join(site, sub), { recursive: true, force: true });
   const timeFile = join(out, 'time.txt');
+  const logFile = join(out, `${label}.log`);
+  // Into a file, not a pipe: Astro exits as soon as it is done, before a pipe has taken its last
+  // lines (30,000 page lines), and a file takes every line as it is written.
+  const fd = openSync(logFile, 'w');
   const started = performance.now();
-  const { code, stdout, stderr } = await run('/usr/bin/time', ['-v', '-o', timeFile, process.execPath, astroBin, 'build'], site, extraEnv);
+  let code: number | null;
+  try {
+    code = await new Promise<number | null>((resolve, reject) => {
+      const child = spawn('/usr/bin/time', ['-v', '-o', timeFile, process.execPath, astroBin, 'build'], { cwd: site, env: { ...env, ...extraEnv }, stdio: ['ignore', fd, fd] });
+      child.once('error', reject);
+      child.once('close', resolve);
+    });
+  } finally {
+    closeSync(fd);
+  }
   const ms = performance.now() - started;
-  const log = stdout + stderr;
-  await writeFile(join(out, `${label}.log`), log);
+  const log = await readFile(logFile, 'utf8');
   if (code !== 0) throw new Error(`astro build in ${site} exited with ${code}:\n${log.slice(-4000)}`);
   const time = await readFile(timeFile, 'utf8');
   const field = (name: string) => Number(new RegExp(`${name}: ([\\d.]+)`).exec(time)?.[1]);

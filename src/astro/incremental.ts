@@ -1,7 +1,7 @@
 import { relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AstroConfig, AstroIntegrationLogger } from 'astro';
-import { finish, type Prepared, prepare } from './output.ts';
+import { finish, type Prepared, prepare, type Scan, scan } from './output.ts';
 
 /**
  * The integration's part in Astro's incremental builds (`experimental.incrementalBuild`):
@@ -22,6 +22,8 @@ export class IncrementalBuild {
   #logger: AstroIntegrationLogger | undefined;
   /** Whether `dist/` is kept between builds here (decided at config setup). */
   #keep = false;
+  /** What dist/ holds, read while Astro syncs the content. */
+  #scan: Promise<Scan> | undefined;
   #prepared: Prepared | undefined;
 
   /**
@@ -41,16 +43,19 @@ export class IncrementalBuild {
     return { config: { vite: { build: { emptyOutDir: false } } }, script: imageServiceScript };
   }
 
-  /** The resolved config (`astro:config:done`), whose folders are final. */
+  /** The resolved config (`astro:config:done`), whose folders are final: what dist/ holds is read meanwhile. */
   resolved(config: AstroConfig): void {
-    if (this.#config) this.#config = config;
+    if (!this.#config) return;
+    this.#config = config;
+    if (!this.#keep) return;
+    this.#scan = scan(folder(config.outDir), folder(config.cacheDir));
+    this.#scan.catch(() => {}); // awaited at build start
   }
 
   /** At build start: `dist/` made ready. */
   async start(): Promise<void> {
-    const config = this.#config;
-    if (!config || !this.#keep) return;
-    this.#prepared = await prepare(fileURLToPath(config.outDir).replace(/[\\/]$/, ''), fileURLToPath(config.cacheDir).replace(/[\\/]$/, ''));
+    if (!this.#scan) return;
+    this.#prepared = await prepare(await this.#scan);
     if (this.#prepared.fallback) this.#logger?.warn(`${this.#prepared.fallback}: dist/ was emptied as Astro empties it, and every page Astro reuses is copied back by Astro`);
   }
 
@@ -60,7 +65,7 @@ export class IncrementalBuild {
     const config = this.#config;
     if (!prepared || !config) return;
     const produced = [...assets.values()].flat().map((url) => relative(prepared.outDir, fileURLToPath(url)).split(sep).join('/'));
-    const gone = await finish(prepared, fileURLToPath(config.cacheDir), produced);
+    const gone = await finish(prepared, folder(config.cacheDir), produced);
     const count = (n: number) => n.toLocaleString('en-US');
     this.#logger?.info(
       `dist/: ${count(prepared.kept)} pages kept from the last build, ${count(prepared.restored)} restored from Astro's cache, ` +
@@ -68,6 +73,9 @@ export class IncrementalBuild {
     );
   }
 }
+
+/** A folder's path without a trailing separator. */
+const folder = (url: URL) => fileURLToPath(url).replace(/[\\/]$/, '');
 
 /** Why `dist/` is left to Astro, or undefined when it can be kept between builds. */
 function leftToAstro(config: AstroConfig): string | undefined {
