@@ -144,12 +144,21 @@ interface Measured {
   reused: string[];
 }
 
-/** The edit rounds: dist/ kept by the integration, dist/ removed first (CI), and Astro's default. */
+/**
+ * The edit rounds, each of another article: three with dist/ kept by the integration, three with
+ * dist/ removed first (CI), and one as Astro builds by default. The targets take the median of
+ * three, as the floor does: on a shared machine one build's wall time moves by a quarter.
+ */
+const kinds = {
+  kept: { name: 'one edit, dist kept', label: 'one-edit-dist-kept', env: {}, removeDist: false },
+  ci: { name: 'one edit, cache folder only (CI)', label: 'one-edit-ci', env: {}, removeDist: true },
+  astro: { name: "one edit, Astro's default (for information)", label: 'one-edit-astro-default', env: { BENCH_ASTRO_DEFAULT: '1' }, removeDist: false },
+} as const;
 const rounds = [
-  { name: 'one edit, dist kept', label: 'one-edit-dist-kept', env: {}, removeDist: false },
-  { name: 'one edit, cache folder only (CI)', label: 'one-edit-ci', env: {}, removeDist: true },
-  { name: "one edit, Astro's default (for information)", label: 'one-edit-astro-default', env: { BENCH_ASTRO_DEFAULT: '1' }, removeDist: false },
-] as const;
+  ...[1, 2, 3].map((n) => ({ ...kinds.kept, kind: 'kept' as const, name: `${kinds.kept.name} ${n}`, label: `${kinds.kept.label}-${n}` })),
+  ...[1, 2, 3].map((n) => ({ ...kinds.ci, kind: 'ci' as const, name: `${kinds.ci.name} ${n}`, label: `${kinds.ci.label}-${n}` })),
+  { ...kinds.astro, kind: 'astro' as const },
+];
 
 async function main(): Promise<void> {
   await rm(out, { recursive: true, force: true });
@@ -197,7 +206,7 @@ async function main(): Promise<void> {
     const floor = median(floors.map((f) => f.build.ms));
 
     const edited = pickArticles(snapshot, rounds.length);
-    const editRounds: Measured[] = [];
+    const editRounds: (Measured & { kind: string })[] = [];
     for (const [i, round] of rounds.entries()) {
       const keysBefore = documentKeys(site);
       snapshot = edit(snapshot, edited[i]!);
@@ -207,7 +216,7 @@ async function main(): Promise<void> {
       console.log(`  article ${id} edited (English title, revision, updatedAt), snapshot swapped in ${seconds(performance.now() - started)}`);
       if (round.removeDist) await rm(join(site, 'dist'), { recursive: true, force: true });
       const measured = await measure(round.name, site, false, round.label, round.env);
-      editRounds.push(measured);
+      editRounds.push({ ...measured, kind: round.kind });
 
       // What should have been rendered: the pages of the documents whose key changed.
       const keysAfter = documentKeys(site);
@@ -275,20 +284,23 @@ async function main(): Promise<void> {
 
     console.log('');
     for (const { line: text, ok } of verdicts) console.log(`${text}: ${ok ? 'yes' : 'NO'}`);
-    const [kept, ci, byDefault] = editRounds as [Measured, Measured, Measured];
+    const ofKind = (kind: string) => editRounds.filter((round) => round.kind === kind);
     const targets = [
-      { round: kept, floorTimes: 1.2, coldShare: 0.25 },
-      { round: ci, floorTimes: 1.5, coldShare: 0.3 },
+      { kind: 'kept', floorTimes: 1.2, coldShare: 0.25 },
+      { kind: 'ci', floorTimes: 1.5, coldShare: 0.3 },
     ];
     let missed = false;
-    for (const { round, floorTimes, coldShare } of targets) {
-      const met = round.build.ms <= floorTimes * floor && round.build.ms < coldShare * baseline.ms;
+    for (const { kind, floorTimes, coldShare } of targets) {
+      const wall = median(ofKind(kind).map((round) => round.build.ms));
+      const cpu = median(ofKind(kind).map((round) => round.build.cpuMs));
+      const met = wall <= floorTimes * floor && wall < coldShare * baseline.ms;
       missed ||= !met;
       console.log(
-        `${round.name}: within ${floorTimes}× the floor (${(round.build.ms / floor).toFixed(2)}×, floor ${seconds(floor)} median) and under ` +
-          `${coldShare * 100}% of a cold build (${percent(round.build.ms, baseline.ms)} wall, ${percent(round.build.cpuMs, baseline.cpuMs)} CPU): ${met ? 'met' : 'MISSED'}`,
+        `${kinds[kind as 'kept' | 'ci'].name}, median of ${ofKind(kind).length}: ${seconds(wall)}, within ${floorTimes}× the floor (${(wall / floor).toFixed(2)}×, floor ${seconds(floor)} median) ` +
+          `and under ${coldShare * 100}% of a cold build (${percent(wall, baseline.ms)} wall, ${percent(cpu, baseline.cpuMs)} CPU): ${met ? 'met' : 'MISSED'}`,
       );
     }
+    const byDefault = ofKind('astro')[0]!;
     console.log(`  for information, Astro's default (dist/ emptied, reused pages copied back): ${percent(byDefault.build.ms, baseline.ms)} wall of a cold build`);
     if (verdicts.some((v) => !v.ok) || missed) process.exitCode = 1;
   } finally {

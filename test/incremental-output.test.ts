@@ -1,4 +1,4 @@
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -172,6 +172,18 @@ describe('what is left to Astro gives a correct build too, and says why', () => 
     const { output } = await build(sites.kept);
     expect(output).toMatch(/dist\/: [\d,]+ pages kept from the last build, 1 restored from Astro's cache/);
     expect(differences(await tree(sites.kept), lastClean)).toEqual([]);
+  });
+
+  it("a page of dist/ that is a link to Astro's copy, edited in place: the copy is dropped and the page rendered", { timeout: 120_000 }, async () => {
+    // The CI site's pages came back from Astro's cache as links to its copies.
+    const page = join(sites.ci, 'dist/en_US/authors/index.html');
+    const copy = join(sites.ci, 'node_modules/.astro/dist/en_US/authors/index.html');
+    expect((await stat(page)).ino).toBe((await stat(copy)).ino);
+    await writeFile(page, `${await readFile(page, 'utf8')}<!-- edited by hand -->`); // in place: the copy too
+    const { rendered } = await build(sites.ci);
+    expect(rendered).toContain('/en_US/authors/index.html');
+    expect(differences(await tree(sites.ci), lastClean)).toEqual([]);
+    expect(await readFile(copy, 'utf8')).not.toContain('edited by hand');
   });
 
   it("Astro's incremental cache laid out otherwise: dist/ emptied as Astro does", { timeout: 120_000 }, async () => {

@@ -1,5 +1,5 @@
-import { constants } from 'node:fs';
-import { copyFile, mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { constants, copyFileSync, linkSync, mkdirSync } from 'node:fs';
+import { mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import pLimit from 'p-limit';
 
@@ -11,9 +11,13 @@ import pLimit from 'p-limit';
  * - Astro is told to leave `dist/` alone (`vite.build.emptyOutDir: false`, see incremental.ts);
  * - `scan` reads, while Astro syncs the content, what `dist/` holds and which pages Astro may
  *   reuse (those its manifest keys); `prepare`, when the build starts, empties `dist/` as Astro
- *   would, except for those pages that are as the last build left them, and copies the others
- *   of them from Astro's cache all at once: Astro finds them in place and renders only the
- *   pages whose key changed;
+ *   would, except for those pages that are as the last build left them, and links the others
+ *   (in CI, all of them) to their copies in Astro's cache: Astro finds them in place and
+ *   renders only the pages whose key changed. A hard link costs a fraction of a copy (30,000
+ *   pages: 2 to 4 s against 4 to 9 s on the benchmark's machine). Astro writes a page it
+ *   renders again in place, into both names, which is what it then writes into its copy too; a
+ *   page modified in `dist/` (by hand) whose link is Astro's copy takes that copy with it: the
+ *   copy is removed, and Astro renders the page;
  * - `finish`, after the build, removes the pages kept or copied that the build no longer
  *   produced, so `dist/` holds exactly what a clean build would, and records which pages the
  *   build left, and when: a page modified since (by hand) is replaced by the next build.
@@ -41,6 +45,8 @@ export interface Scan {
   present: string[];
   /** The reusable pages in `dist/` that are as the last build left them. */
   intact: Set<string>;
+  /** Reusable pages modified since the last build whose copy in Astro's cache is the same file: that copy is no good. */
+  spoilt: Set<string>;
 }
 
 /** What `prepare` did: the pages it left in `dist/`, kept or copied, and the files of the last build it removed. */
@@ -124,21 +130,53 @@ async function filesUnder(dir: string): Promise<string[]> {
 export async function scan(outDir: string, cacheDir: string): Promise<Scan> {
   const [reusable, record, present] = await Promise.all([manifestPages(cacheDir), readRecord(cacheDir, outDir), filesUnder(outDir)]);
   const intact = new Set<string>();
-  if (record && reusable instanceof Set) {
-    const left = new Set(record.pages);
+  const spoilt = new Set<string>();
+  if (reusable instanceof Set) {
+    const left = new Set(record?.pages ?? []);
     const limit = pLimit(concurrency);
     await Promise.all(
       present
-        .filter((file) => left.has(file) && reusable.has(file))
+        .filter((file) => reusable.has(file))
         .map((file) =>
           limit(async () => {
             const now = await stat(join(outDir, file)).catch(() => undefined);
-            if (now?.isFile() && now.mtimeMs <= record.finishedAt) intact.add(file);
+            if (record && left.has(file) && now?.isFile() && now.mtimeMs <= record.finishedAt) intact.add(file);
+            else if (now && (await sameFile(now, join(copiesDir(cacheDir), file)))) spoilt.add(file);
           }),
         ),
     );
   }
-  return { outDir, cacheDir, reusable, present, intact };
+  return { outDir, cacheDir, reusable, present, intact, spoilt };
+}
+
+/** Whether a file (its stats) and a path are one file (hard links of each other). */
+const sameFile = (file: { dev: number; ino: number }, path: string) => stat(path).then((other) => other.dev === file.dev && other.ino === file.ino, () => false);
+
+/**
+ * Links pages of Astro's cache into `dist/` (copies them where a link cannot be made: another
+ * file system); returns those linked (Astro renders those it has no copy of). One after the
+ * other, without waiting between them: on the benchmark's machine this took half the time of
+ * the same calls made 64 at a time while Astro synced the content.
+ */
+function restore(outDir: string, cacheDir: string, files: string[]): string[] {
+  const made = new Set<string>();
+  return files.filter((file) => {
+    const [source, target] = [join(copiesDir(cacheDir), file), join(outDir, file)];
+    const folder = dirname(target);
+    try {
+      if (!made.has(folder)) mkdirSync(folder, { recursive: true });
+      made.add(folder);
+      try {
+        linkSync(source, target);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false; // no copy in the cache
+        copyFileSync(source, target, constants.COPYFILE_FICLONE);
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** Removes files of `dir` and then the folders they leave empty (up to `dir`, which stays). */
@@ -164,28 +202,16 @@ async function emptyAsAstro(dir: string): Promise<void> {
 }
 
 /** When the build starts: `dist/` as Astro would start it, less the copying of every page it reuses. */
-export async function prepare({ outDir, cacheDir, reusable, present, intact }: Scan): Promise<Prepared> {
+export async function prepare({ outDir, cacheDir, reusable, present, intact, spoilt }: Scan): Promise<Prepared> {
   if (!(reusable instanceof Set)) {
     await emptyAsAstro(outDir);
     return { outDir, kept: 0, restored: 0, removed: present, pages: new Set(), fallback: `Astro's incremental cache is not laid out as this package knows it (${manifestFile(cacheDir)}: ${reusable.problem})` };
   }
   const outdated = present.filter((file) => !intact.has(file));
   await removeFiles(outDir, outdated);
-  const limit = pLimit(concurrency);
-  const restored = (
-    await Promise.all(
-      [...reusable]
-        .filter((file) => !intact.has(file))
-        .map((file) =>
-          limit(async () => {
-            const target = join(outDir, file);
-            await mkdir(dirname(target), { recursive: true });
-            // A clone where the file system can make one; no copy in the cache: Astro renders the page.
-            return copyFile(join(copiesDir(cacheDir), file), target, constants.COPYFILE_FICLONE).then(() => file, () => undefined);
-          }),
-        ),
-    )
-  ).filter((file): file is string => file !== undefined);
+  // Copies modified with their page in dist/ go too: Astro renders those pages.
+  await Promise.all([...spoilt].map((file) => rm(join(copiesDir(cacheDir), file), { force: true })));
+  const restored = restore(outDir, cacheDir, [...reusable].filter((file) => !intact.has(file) && !spoilt.has(file)));
   const pages = new Set([...intact, ...restored]);
   return { outDir, kept: intact.size, restored: restored.length, removed: outdated.filter((file) => !pages.has(file)), pages };
 }
