@@ -18,7 +18,18 @@ function hasAnyTag(record: PreparedRecord, tags: ReadonlySet<string>): boolean {
   return false;
 }
 
-/** The documents of a collection in its own order, for a locale; kept for the snapshot. */
+/** A collection's candidates before its conditions: its listed documents that exist, in listed order, or every document in the default order. */
+function memberBase(repository: PreparedRepository, collection: CollectionDefinition): PreparedRecord[] {
+  if (!collection.members) return repository.defaultOrder;
+  const listed: PreparedRecord[] = [];
+  for (const id of collection.members) {
+    const record = repository.byId.get(id);
+    if (record && record.contentType !== '_asset') listed.push(record);
+  }
+  return listed;
+}
+
+/** The documents of a collection in its own order (its sorting, else its listed order, else the default order), for a locale; kept for the snapshot. */
 export function collectionMembers(repository: PreparedRepository, collection: CollectionDefinition, view: LocaleView): PreparedRecord[] {
   const key = `${collection.apiId}:${view}`;
   const done = repository.indexes.collections.get(key);
@@ -26,7 +37,7 @@ export function collectionMembers(repository: PreparedRepository, collection: Co
   const filters = collection.filters?.length ? compileFilters(repository, collection.filters, view) : undefined;
   const includeTags = collection.includeTags?.length ? new Set(collection.includeTags) : undefined;
   const excludeTags = collection.excludeTags?.length ? new Set(collection.excludeTags) : undefined;
-  const matching = repository.defaultOrder.filter(
+  const matching = memberBase(repository, collection).filter(
     (record) =>
       (!collection.contentType || record.contentType === collection.contentType) &&
       (!includeTags || hasAnyTag(record, includeTags)) &&

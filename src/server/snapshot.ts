@@ -71,6 +71,8 @@ const collectionSchema = z.strictObject({
   includeTags: tagList.optional(),
   excludeTags: tagList.optional(),
   sorting: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
+  /** The collection's documents by id, in their order; ids of no document in the snapshot are no members. */
+  members: z.array(documentId).optional(),
 });
 
 export const snapshotSchema = z.strictObject({
@@ -267,6 +269,13 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
     if (collection.contentType && !types.has(collection.contentType)) {
       fail(['collections', i, 'contentType'], `unknown content type ${JSON.stringify(collection.contentType)}`);
     }
+    // A listed id that is no document (deleted since, or an asset) is simply no member; a repeated one is a mistake.
+    const listed = new Map<string, number>();
+    collection.members?.forEach((id, j) => {
+      const first = listed.get(id);
+      if (first !== undefined) fail(['collections', i, 'members', j], `duplicate member ${id} (also at ${jsonPath(['collections', i, 'members', first])})`);
+      listed.set(id, j);
+    });
   });
   const aliases = new Set<string>();
   snapshot.aliases.forEach((alias, i) => {
