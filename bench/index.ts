@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
  * To add a benchmark, add its file to the list.
  */
 
-const scripts = ['server.ts', 'client.ts', 'live.ts', 'astro.ts', 'astro-incremental.ts', 'astro-chunked.ts', 'sync.ts'];
+const scripts = ['server.ts', 'client.ts', 'live.ts', 'astro.ts', 'astro-incremental.ts', 'astro-chunked.ts', 'sync.ts', 'pull.ts'];
 const resultsFile = fileURLToPath(new URL('RESULTS.md', import.meta.url));
 /** Lines of output RESULTS.md keeps, all scripts together, so that the file stays under ~400 lines. */
 const outputBudget = 320;

@@ -7,12 +7,14 @@ import { ConfigError, configProblem, contentTypesSchema, syncConfigSchema } from
 import { readEnv, withEnv } from '../sync/env.ts';
 import type { SyncLogger } from '../sync/engine.ts';
 import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
+import type { ReloadEvent } from '../server/registry.ts';
 import { comfortableVite } from '../vite/plugin.ts';
 import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';
 import { virtualModuleTypes } from './declarations.ts';
 import { ImageHosts } from './image-hosts.ts';
 import { IncrementalBuild } from './incremental.ts';
 import { loaderRegistry } from './registry.ts';
+import { type ServedSnapshot, serveSnapshot } from './snapshot.ts';
 
 export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
   /** Content type → the collection in `content.config.ts` that holds it, so relations become `reference()`s to it. */
@@ -26,6 +28,11 @@ export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
    * longer produces, instead of Astro emptying it and copying every reused page back. Default true.
    */
   incrementalOutput?: boolean;
+  /**
+   * A snapshot file (`comfortable-loader pull` writes one) to serve in-process instead of asking
+   * the CMS: no key, no network. Relative to the project root. Default: `CMFT_SNAPSHOT`.
+   */
+  snapshot?: string;
 }
 
 const integrationSchema = syncConfigSchema
@@ -34,6 +41,7 @@ const integrationSchema = syncConfigSchema
     refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
     refreshPath: z.string().regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh').optional(),
     incrementalOutput: z.boolean().optional(),
+    snapshot: z.string().min(1, 'expected the path of a snapshot file, such as content/acme.json').optional(),
   })
   .partial({ collections: true, aliases: true, queries: true });
 
@@ -79,13 +87,23 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
   let hosts: ImageHosts | undefined;
   let refresh: { secret: string | undefined; path: string } | undefined;
   const incremental = new IncrementalBuild();
+  let served: ServedSnapshot | undefined;
   return {
     name: 'comfortable-loader',
     hooks: {
-      'astro:config:setup': ({ config: astroConfig, updateConfig, injectScript, logger, command }) => {
-        const envDir = astroConfig.vite?.envDir ?? fileURLToPath(astroConfig.root);
-        const env = readEnv(envDir === false ? false : resolve(fileURLToPath(astroConfig.root), envDir), astroMode(command));
-        const { contentTypes = {}, refreshSecret, refreshPath = defaultRefreshPath, incrementalOutput = true, ...config } = parseIntegrationOptions(withEnv(options, env));
+      'astro:config:setup': async ({ config: astroConfig, updateConfig, injectScript, logger, command }) => {
+        const root = fileURLToPath(astroConfig.root);
+        const envDir = astroConfig.vite?.envDir ?? root;
+        const env = readEnv(envDir === false ? false : resolve(root, envDir), astroMode(command));
+        const filled = withEnv(options, env);
+        if (filled.snapshot) {
+          await served?.server.close(); // a restarted dev server sets up again
+          served = await serveSnapshot(resolve(root, filled.snapshot), { repository: filled.repository, watch: command === 'dev', warn: (line) => logger.warn(line) });
+          logger.info(`Serving the snapshot ${filled.snapshot} in-process at ${served.baseUrl}: the CMS is not asked`);
+          if (served.portNote) logger.warn(served.portNote);
+        }
+        const connection = served && { baseUrl: served.baseUrl, repository: served.repository, apiKey: served.apiKey };
+        const { contentTypes = {}, refreshSecret, refreshPath = defaultRefreshPath, incrementalOutput = true, snapshot: _, ...config } = parseIntegrationOptions({ ...filled, ...connection });
         refresh = { secret: refreshSecret, path: refreshPath };
         const syncLogger: SyncLogger = { info: (m) => logger.info(m), warn: (m) => logger.warn(m) };
         const cacheDir = config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir));
@@ -107,29 +125,37 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
       },
       'astro:build:done': async ({ assets }) => {
         await incremental.done(assets);
+        await served?.server.close();
       },
       'astro:server:setup': ({ server, refreshContent, logger }) => {
         // One subscription per dev server, ended with it: it sees the first sync and every refresh.
         const unsubscribe = shared.onResult(() => hosts?.afterSync());
         server.httpServer?.once('close', unsubscribe);
+        const run = async (payload: unknown) => {
+          const result = await shared.refresh(changedIds(payload));
+          const sources = changedSources(result.changeset);
+          const loaders = loaderRegistry().loadersFor(sources);
+          if (loaders.length > 0 && refreshContent) await refreshContent({ loaders, context: { comfortable: { sources, payload } } });
+          logger.info(`Refreshed ${sources.length} changed sources (${loaders.join(', ') || 'no loaders'})`);
+          return { sources, loaders, records: result.changeset.records };
+        };
+        if (served) {
+          // The snapshot file changed (a new pull, an edit): what changed is refreshed, as a webhook would have it.
+          const { server: api } = served;
+          const onReload = (event: ReloadEvent) => void run(event).catch((error: Error) => logger.error(`Refresh after the snapshot changed failed: ${error.message}`));
+          api.events.on('reload', onReload);
+          server.httpServer?.once('close', () => {
+            api.events.off('reload', onReload);
+            void api.close();
+          });
+        }
         if (!refresh?.secret) {
           logger.info('Dev refresh is off: set CMFT_REFRESH_SECRET (or the refreshSecret option) to enable the signed endpoint');
           return;
         }
         const { secret, path } = refresh;
         server.middlewares.use(
-          refreshMiddleware({
-            secret,
-            path,
-            run: async (payload) => {
-              const result = await shared.refresh(changedIds(payload));
-              const sources = changedSources(result.changeset);
-              const loaders = loaderRegistry().loadersFor(sources);
-              if (loaders.length > 0 && refreshContent) await refreshContent({ loaders, context: { comfortable: { sources, payload } } });
-              logger.info(`Refreshed ${sources.length} changed sources (${loaders.join(', ') || 'no loaders'})`);
-              return { sources, loaders, records: result.changeset.records };
-            },
-          }),
+          refreshMiddleware({ secret, path, run }),
         );
         logger.info(`Dev refresh endpoint: POST ${path} (signed with the refresh secret)`);
       },

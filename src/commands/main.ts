@@ -1,3 +1,4 @@
+import { pullCommand } from './pull.ts';
 import { serve } from './serve.ts';
 import { syncCommand } from './sync.ts';
 import { typesCommand } from './types.ts';
@@ -11,6 +12,8 @@ export async function main(argv: string[]): Promise<number> {
       return serve(rest);
     case 'sync':
       return syncCommand(rest);
+    case 'pull':
+      return pullCommand(rest);
     case 'types':
       return typesCommand(rest);
     case undefined:

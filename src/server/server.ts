@@ -41,6 +41,8 @@ export interface ServerOptions {
   warn?: (line: string) => void;
   /** After each successful reload, POST `{ repository, changed, removed }` here, signed with the secret (spec §10). */
   webhook?: WebhookTarget;
+  /** Let the process exit while the server listens (an in-process server of a build tool). Default false. */
+  unref?: boolean;
   /** How long a request's headers and its body may take to arrive (default 30 s each); later, 408. */
   timeouts?: Partial<Timeouts>;
 }
@@ -152,6 +154,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
     server.once('error', reject);
     server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolveListen());
   });
+  if (options.unref) server.unref();
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address === '::' ? '::1' : address.address}]` : address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
   const origin = `http://${host}:${address.port}`;

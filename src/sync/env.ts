@@ -14,6 +14,7 @@ export const envOptions = {
   CMFT_REPOSITORY: 'repository',
   CMFT_API_KEY: 'apiKey',
   CMFT_REFRESH_SECRET: 'refreshSecret',
+  CMFT_SNAPSHOT: 'snapshot',
 } as const;
 
 type EnvOption = (typeof envOptions)[keyof typeof envOptions];

@@ -79,7 +79,7 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
       // logs through Vite (Astro's integration configures both itself and passes no options).
       // Options it is not given come from CMFT_* in the environment or Vite's .env files for its mode.
       if (!options) return;
-      const { refreshSecret: secret, ...config } = withEnv(given, readEnv(resolved.envDir, resolved.mode));
+      const { refreshSecret: secret, ...config } = withEnv(given, readEnv(resolved.envDir, resolved.mode), ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
       refreshSecret = secret;
       const logger = { info: (message: string) => resolved.logger.info(message), warn: (message: string) => resolved.logger.warn(message) };
       // Checked with the sources when the first sync starts: a missing repository or key is named then.

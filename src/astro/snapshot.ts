@@ -1,0 +1,50 @@
+import { hash } from 'node:crypto';
+import { access } from 'node:fs/promises';
+import { type ReadApiServer, startServer } from '../server/server.ts';
+import { readSnapshotFile } from '../server/snapshot.ts';
+import { ConfigError } from '../sync/config.ts';
+
+/**
+ * The integration's `snapshot` option: a snapshot file (as `comfortable-loader pull` writes it)
+ * served by the local Read API in the Astro process, so dev and build need neither the CMS nor a
+ * key. The server listens on a port derived from the snapshot's path, so the content's URLs (and
+ * with them the cache and the incremental build's keys) stay the same from one build to the
+ * next; when that port is taken, a free one serves, and the cache starts over once.
+ */
+
+export interface ServedSnapshot {
+  baseUrl: string;
+  repository: string;
+  apiKey: string;
+  server: ReadApiServer;
+  /** Set when the usual port was taken. */
+  portNote?: string;
+}
+
+/** 20000–29999: below Linux's ephemeral range, so an outgoing connection does not hold it. */
+export function snapshotPort(file: string): number {
+  return 20_000 + (Number.parseInt(hash('sha1', file, 'hex').slice(0, 8), 16) % 10_000);
+}
+
+export async function serveSnapshot(file: string, options: { repository?: string | undefined; watch: boolean; warn: (line: string) => void }): Promise<ServedSnapshot> {
+  if (!(await access(file).then(() => true, () => false))) {
+    throw new ConfigError('comfortable.snapshot', `Invalid option comfortable.snapshot: no snapshot at ${file}; make one with npx comfortable-loader pull (or unset CMFT_SNAPSHOT)`);
+  }
+  const snapshot = await readSnapshotFile(file);
+  const { apiId, apiKeys } = snapshot.repository;
+  if (options.repository !== undefined && options.repository !== apiId) {
+    throw new ConfigError('comfortable.snapshot', `Invalid option comfortable.snapshot: ${file} holds the repository "${apiId}", not "${options.repository}" (the repository option or CMFT_REPOSITORY)`);
+  }
+  const start = (port: number) => startServer({ paths: [file], port, watch: options.watch, unref: !options.watch, warn: options.warn });
+  const port = snapshotPort(file);
+  let server: ReadApiServer;
+  let portNote: string | undefined;
+  try {
+    server = await start(port);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    server = await start(0);
+    portNote = `port ${port}, where this snapshot is usually served, is taken (another build or dev server?): serving on ${server.port}, so the content cache is fetched again`;
+  }
+  return { baseUrl: server.url, repository: apiId, apiKey: apiKeys[0]!, server, ...(portNote ? { portNote } : {}) };
+}

@@ -1,0 +1,153 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join, sep } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import pLimit from 'p-limit';
+import { fetch } from 'undici';
+import type { SnapshotRecord } from './records.ts';
+
+/**
+ * `pull --assets`: each asset's file downloaded beside the snapshot and its `fields.file.url`
+ * made relative, so the local server serves it under `/files/<repo>/`. A file's path comes from
+ * its URL: a local server's `/files/<repo>/<path>` keeps `<path>`; any other URL goes under
+ * `files/<host>/<path>`. An asset whose revision and URL are those of the previous snapshot,
+ * and whose file is there whole, is not downloaded again. Downloads land in temporary files
+ * and move into place only when all are done; the API key is never sent with them.
+ */
+
+type File = { url: string; fileName: string; size?: number };
+
+export interface FileOutcome {
+  downloaded: string[];
+  kept: string[];
+  /** Asset id → why its file could not be downloaded (the asset keeps its remote URL). */
+  failed: Map<string, string>;
+  /** Absolute URL → the relative path now serving it, for richtext images. */
+  moved: Map<string, string>;
+  /** Relative paths the snapshot now uses. */
+  paths: Set<string>;
+  /** Moves the downloaded files into place. */
+  commit(): Promise<void>;
+  /** Removes the downloaded files (the pull failed). */
+  discard(): Promise<void>;
+}
+
+const isAbsolute = (url: string) => /^[a-z][a-z0-9+.-]*:/i.test(url);
+
+/** The relative path a file URL is kept under, or undefined when its path cannot be one. */
+export function localPath(url: string, serverOrigin: string, repository: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return undefined;
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return undefined;
+  const own = `/files/${encodeURIComponent(repository)}/`;
+  const raw = parsed.origin === serverOrigin && parsed.pathname.startsWith(own) ? parsed.pathname.slice(own.length) : `files/${parsed.host.replace(':', '_')}${parsed.pathname}`;
+  let segments: string[];
+  try {
+    segments = raw.split('/').map(decodeURIComponent);
+  } catch {
+    return undefined;
+  }
+  if (segments.some((s) => s === '' || s === '.' || s === '..' || /[\\\0]/.test(s) || s.includes('/'))) return undefined;
+  return segments.join('/');
+}
+
+export async function syncFiles(options: {
+  assets: SnapshotRecord[];
+  previous: Map<string, SnapshotRecord>;
+  dir: string;
+  serverOrigin: string;
+  repository: string;
+  concurrency: number;
+  timeoutMs?: number;
+  onProgress?: (done: number, total: number) => void;
+}): Promise<FileOutcome> {
+  const { assets, previous, dir } = options;
+  const outcome: Omit<FileOutcome, 'commit' | 'discard'> = { downloaded: [], kept: [], failed: new Map(), moved: new Map(), paths: new Set() };
+  const staged: { temp: string; path: string }[] = [];
+  const limit = pLimit(options.concurrency);
+  const suffix = `.pull-${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
+  let done = 0;
+  const work = assets.map((asset) =>
+    limit(async () => {
+      const file = asset.fields.file as File | undefined;
+      if (!file || !isAbsolute(file.url)) return;
+      const path = localPath(file.url, options.serverOrigin, options.repository);
+      const before = previous.get(asset.meta.id);
+      const beforeFile = before?.fields.file as File | undefined;
+      try {
+        if (path === undefined) throw new Error(`its URL ${file.url} gives no file path`);
+        if (outcome.paths.has(path)) throw new Error(`another asset's file has the path ${path}`);
+        outcome.paths.add(path);
+        const target = join(dir, ...path.split('/'));
+        if (!target.startsWith(dir + sep)) throw new Error(`its path ${path} leaves ${dir}`);
+        const size = before?.meta.revision === asset.meta.revision && beforeFile?.url === path ? await sizeOf(target) : undefined;
+        if (size !== undefined && (file.size === undefined || size === file.size)) {
+          outcome.kept.push(asset.meta.id);
+        } else {
+          await mkdir(dirname(target), { recursive: true });
+          staged.push({ temp: target + suffix, path: target });
+          await download(file.url, target + suffix, options.timeoutMs ?? 60_000);
+          outcome.downloaded.push(asset.meta.id);
+        }
+        outcome.moved.set(file.url, path);
+        file.url = path;
+      } catch (error) {
+        if (path !== undefined) outcome.paths.delete(path);
+        outcome.failed.set(asset.meta.id, (error as Error).message);
+      } finally {
+        options.onProgress?.(++done, assets.length);
+      }
+    }),
+  );
+  try {
+    await Promise.all(work);
+  } catch (error) {
+    await Promise.all(staged.map(({ temp }) => rm(temp, { force: true })));
+    throw error;
+  }
+  return {
+    ...outcome,
+    commit: async () => {
+      for (const { temp, path } of staged) {
+        try {
+          await rename(temp, path);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error; // a failed download left no file
+        }
+      }
+    },
+    discard: async () => {
+      await Promise.all(staged.map(({ temp }) => rm(temp, { force: true })));
+    },
+  };
+}
+
+async function sizeOf(path: string): Promise<number | undefined> {
+  try {
+    return (await stat(path)).size;
+  } catch {
+    return undefined;
+  }
+}
+
+async function download(url: string, to: string, timeoutMs: number): Promise<void> {
+  const response = await fetch(url, { redirect: 'follow', signal: AbortSignal.timeout(timeoutMs) }).catch((error: Error) => {
+    throw new Error(`${url} could not be fetched: ${(error.cause as Error | undefined)?.message ?? error.message}`);
+  });
+  if (response.status !== 200 || !response.body) {
+    await response.body?.cancel();
+    throw new Error(`${url} answered ${response.status}`);
+  }
+  try {
+    await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream), createWriteStream(to));
+  } catch (error) {
+    await rm(to, { force: true });
+    throw new Error(`downloading ${url} failed: ${(error as Error).message}`);
+  }
+}

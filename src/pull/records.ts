@@ -1,0 +1,107 @@
+import type { ApiRecord } from '../wire/schemas.ts';
+import { isLocaleMap } from '../sync/records.ts';
+
+/**
+ * Wire records as a snapshot holds them: references reduced to `{ meta: { id, contentType } }`
+ * (assets embedded by `embedAssets` handed out and replaced by their references), meta in the
+ * snapshot's order without the repository (the server fills it in), timestamps in UTC.
+ */
+
+export interface SnapshotRecord {
+  fields: Record<string, unknown>;
+  meta: { id: string; contentType: string; revision: number; tags: string[]; createdAt: string; updatedAt: string };
+}
+
+type Ref = { meta: { id: string; contentType: string } };
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+export function isReference(value: unknown): value is Ref & { fields?: Record<string, unknown> } {
+  return isObject(value) && isObject(value.meta) && typeof value.meta.id === 'string' && typeof value.meta.contentType === 'string';
+}
+
+const utc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
+
+/** A timestamp as the snapshot format has it: kept when it is one, else read and written in UTC. */
+function timestamp(value: string | undefined, fallback: string): string {
+  if (value && utc.test(value)) return value;
+  const parsed = value ? Date.parse(value) : Number.NaN;
+  return Number.isNaN(parsed) ? fallback : new Date(parsed).toISOString();
+}
+
+export function snapshotMeta(meta: ApiRecord['meta']): SnapshotRecord['meta'] {
+  const createdAt = timestamp(meta.createdAt, new Date(0).toISOString());
+  return {
+    id: meta.id,
+    contentType: meta.contentType,
+    revision: meta.revision ?? 0,
+    tags: meta.tags ?? [],
+    createdAt,
+    updatedAt: timestamp(meta.updatedAt, createdAt),
+  };
+}
+
+/**
+ * A document as answered with `locale=all` and `embedAssets`, as a snapshot record: each
+ * embedded asset goes to `embedded` and is replaced by its reference.
+ */
+export function snapshotDocument(record: ApiRecord, locales: ReadonlySet<string>, embedded: (asset: ApiRecord) => void): SnapshotRecord {
+  const reduce = (value: unknown): unknown => {
+    if (isReference(value)) {
+      if (value.fields && value.meta.contentType === '_asset') embedded(value as ApiRecord);
+      return { meta: { id: value.meta.id, contentType: value.meta.contentType } };
+    }
+    if (Array.isArray(value) && value.some(isReference)) return value.map(reduce);
+    return value;
+  };
+  const fields: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(record.fields)) {
+    fields[name] = isLocaleMap(value, locales) ? Object.fromEntries(Object.entries(value).map(([locale, v]) => [locale, reduce(v)])) : reduce(value);
+  }
+  return { fields, meta: snapshotMeta(record.meta) };
+}
+
+const fileKeys = ['url', 'fileName', 'mimeType', 'size', 'width', 'height'] as const;
+
+/**
+ * An asset as a snapshot holds it: `title` and `description` by locale (a plain value is the
+ * default locale's), `file` with the keys the format knows. Other fields cannot be kept; their
+ * names go to `dropped`.
+ */
+export function snapshotAsset(record: ApiRecord, locales: ReadonlySet<string>, defaultLocale: string, dropped: (name: string) => void): SnapshotRecord {
+  const fields: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(record.fields)) {
+    if (name === 'title' || name === 'description') {
+      if (value === null || value === undefined || isObject(value)) fields[name] = value ?? null;
+      else if (typeof value === 'string') fields[name] = { [defaultLocale]: value };
+      else dropped(name);
+      if (isObject(value) && Object.keys(value).length > 0 && !isLocaleMap(value, locales)) dropped(name);
+    } else if (name === 'file' && isObject(value)) {
+      const file: Record<string, unknown> = {};
+      for (const key of fileKeys) if (value[key] !== undefined && value[key] !== null) file[key] = value[key];
+      fields.file = file;
+    } else {
+      dropped(name);
+    }
+  }
+  return { fields, meta: snapshotMeta(record.meta) };
+}
+
+/** The ids of the assets a document references, in order. */
+export function assetIdsOf(record: SnapshotRecord): string[] {
+  const ids: string[] = [];
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) value.forEach(visit);
+    else if (isReference(value)) {
+      if (value.meta.contentType === '_asset') ids.push(value.meta.id);
+    } else if (isObject(value)) Object.values(value).forEach(visit);
+  };
+  for (const value of Object.values(record.fields)) {
+    if (Array.isArray(value) || isObject(value)) visit(value);
+  }
+  return ids;
+}
+
+/** Ids compared as the numbers they are (up to 20 digits). */
+export const byId = (a: { meta: { id: string } }, b: { meta: { id: string } }): number =>
+  a.meta.id.length - b.meta.id.length || (a.meta.id < b.meta.id ? -1 : a.meta.id > b.meta.id ? 1 : 0);
