@@ -95,7 +95,9 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         const root = fileURLToPath(astroConfig.root);
         const envDir = astroConfig.vite?.envDir ?? root;
         const env = readEnv(envDir === false ? false : resolve(root, envDir), astroMode(command));
-        const filled = withEnv(options, env);
+        // An empty CMFT_SNAPSHOT (or snapshot option) means the CMS, so CI can set it by condition.
+        const filled: ComfortableIntegrationOptions = withEnv(options, env);
+        if (!filled.snapshot) delete filled.snapshot;
         if (filled.snapshot) {
           await served?.server.close(); // a restarted dev server sets up again
           served = await serveSnapshot(resolve(root, filled.snapshot), { repository: filled.repository, watch: command === 'dev', warn: (line) => logger.warn(line) });
