@@ -8,7 +8,7 @@ import type { SyncConfig } from '../sync/config.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import { type FileOutcome, syncFiles } from './files.ts';
 import { inferContentTypes } from './infer.ts';
-import { assetIdsOf, byId, type SnapshotRecord, snapshotAsset, snapshotDocument } from './records.ts';
+import { byId, type SnapshotRecord, snapshotAsset, snapshotDocument } from './records.ts';
 import { newLocalKey, readPrevious, snapshotText, writeAtomically } from './snapshot-file.ts';
 
 /**
@@ -74,7 +74,12 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   let documents: SnapshotRecord[] = [];
   const embedded = new Map<string, ApiRecord>();
   const raw: ApiRecord[] = [];
-  const take = (record: ApiRecord, keys: ReadonlySet<string>) => documents.push(snapshotDocument(record, keys, (asset) => embedded.set(asset.meta.id, asset)));
+  const referenced = new Set<string>();
+  const onAsset = (id: string, record: ApiRecord | undefined) => {
+    referenced.add(id);
+    if (record) embedded.set(id, record);
+  };
+  const take = (record: ApiRecord, keys: ReadonlySet<string>) => documents.push(snapshotDocument(record, keys, onAsset));
   for await (const page of client.pages('documents', { locale: 'all', embedAssets: true, pageSize: config.pageSize })) {
     // With the locales known, each page is taken while the next ones arrive.
     if (listed) for (const record of page.data) take(record, listed.keys);
@@ -86,7 +91,7 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   for (const record of raw) take(record, localeKeys);
   documents = documents.sort(byId);
 
-  const assets = await referencedAssets(client, documents, embedded, localeKeys, locales.defaultLocale, warn);
+  const assets = await referencedAssets(client, referenced, embedded, localeKeys, locales.defaultLocale, warn);
   const collections = await memberLists(client, config.collections, locales.locales.map((l) => l.key), warn);
   const aliases = await aliasTargets(client, Array.isArray(config.aliases) ? config.aliases : Object.keys(config.aliases));
   const { contentTypes, warnings: typeWarnings } = inferContentTypes(documents, localeKeys);
@@ -188,13 +193,12 @@ function guessLocales(meta: RepositoryMeta, records: ApiRecord[], warn: (m: stri
 /** Every asset the documents reference: those embedded in the answers, the others asked one by one (the API lists no assets). */
 async function referencedAssets(
   client: ReadApiClient,
-  documents: SnapshotRecord[],
+  ids: Set<string>,
   embedded: Map<string, ApiRecord>,
   locales: ReadonlySet<string>,
   defaultLocale: string,
   warn: (m: string) => void,
 ): Promise<SnapshotRecord[]> {
-  const ids = new Set(documents.flatMap(assetIdsOf));
   const missing = [...ids].filter((id) => !embedded.has(id));
   const fetched = await Promise.all(
     missing.map((id) =>

@@ -42,21 +42,27 @@ export function snapshotMeta(meta: ApiRecord['meta']): SnapshotRecord['meta'] {
 }
 
 /**
- * A document as answered with `locale=all` and `embedAssets`, as a snapshot record: each
- * embedded asset goes to `embedded` and is replaced by its reference.
+ * A document as answered with `locale=all` and `embedAssets`, made a snapshot record in place
+ * (the answer is the pull's own): each reference to an asset goes to `asset`, with the record
+ * when it came embedded, and is reduced to its reference.
  */
-export function snapshotDocument(record: ApiRecord, locales: ReadonlySet<string>, embedded: (asset: ApiRecord) => void): SnapshotRecord {
+export function snapshotDocument(record: ApiRecord, locales: ReadonlySet<string>, asset: (id: string, embedded: ApiRecord | undefined) => void): SnapshotRecord {
   const reduce = (value: unknown): unknown => {
     if (isReference(value)) {
-      if (value.fields && value.meta.contentType === '_asset') embedded(value as ApiRecord);
-      return { meta: { id: value.meta.id, contentType: value.meta.contentType } };
+      const { id, contentType } = value.meta;
+      if (contentType === '_asset') asset(id, value.fields ? (value as ApiRecord) : undefined);
+      return value.fields || Object.keys(value).length > 1 || Object.keys(value.meta).length > 2 ? { meta: { id, contentType } } : value;
     }
-    if (Array.isArray(value) && value.some(isReference)) return value.map(reduce);
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) if (isReference(value[i])) value[i] = reduce(value[i]);
+    }
     return value;
   };
-  const fields: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(record.fields)) {
-    fields[name] = isLocaleMap(value, locales) ? Object.fromEntries(Object.entries(value).map(([locale, v]) => [locale, reduce(v)])) : reduce(value);
+  const { fields } = record;
+  for (const name in fields) {
+    const value = fields[name];
+    if (isLocaleMap(value, locales)) for (const locale in value) value[locale] = reduce(value[locale]);
+    else fields[name] = reduce(value);
   }
   return { fields, meta: snapshotMeta(record.meta) };
 }
@@ -85,21 +91,6 @@ export function snapshotAsset(record: ApiRecord, locales: ReadonlySet<string>, d
     }
   }
   return { fields, meta: snapshotMeta(record.meta) };
-}
-
-/** The ids of the assets a document references, in order. */
-export function assetIdsOf(record: SnapshotRecord): string[] {
-  const ids: string[] = [];
-  const visit = (value: unknown): void => {
-    if (Array.isArray(value)) value.forEach(visit);
-    else if (isReference(value)) {
-      if (value.meta.contentType === '_asset') ids.push(value.meta.id);
-    } else if (isObject(value)) Object.values(value).forEach(visit);
-  };
-  for (const value of Object.values(record.fields)) {
-    if (Array.isArray(value) || isObject(value)) visit(value);
-  }
-  return ids;
 }
 
 /** Ids compared as the numbers they are (up to 20 digits). */
