@@ -53,6 +53,7 @@ describe('§1 a snapshot that breaks the rules is refused at start, naming the f
     ],
     ['a collection sorting on an asset field', (s) => (s.collections[0].sorting = { 'fields.images': 'ASC' }), '$.collections[0].sorting', 'asset'],
     ['a value of the wrong type', (s) => (s.documents[1].fields.rating = 'three'), '$.documents[1].fields.rating', 'number'],
+    ['fields that are no object', (s) => (s.documents[1].fields = ['three']), '$.documents[1].fields', 'expected an object of fields'],
   ];
   for (const [problem, breakIt, path, mentions] of cases) {
     it(`refuses ${problem} at ${path}`, async () => {
