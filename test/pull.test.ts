@@ -113,6 +113,39 @@ describe('pull', () => {
     expect(JSON.parse(second.stdout).written).toBe(false);
   });
 
+  it('downloads again only the file of a changed asset, and removes the file of an asset gone', async () => {
+    const project = projectWith(configFor(server.url));
+    expect((await runIn(project, ['pull', '--assets'])).code).toBe(0);
+    const image = join(dirname(source), 'images', 'fjord-dawn.svg');
+    const original = readFileSync(image);
+    const changed = Buffer.from(original.toString().replace('</svg>', '<!-- new --></svg>'));
+    const edited = demo();
+    const asset = edited.assets.find((a: any) => a.meta.id === '100000000000000501');
+    asset.meta.revision += 1;
+    asset.fields.file.size = changed.length;
+    writeFileSync(image, changed);
+    try {
+      await server.replaceSnapshot(edited);
+      const second = await runIn(project, ['pull', '--assets', '--json']);
+      expect(JSON.parse(second.stdout).files).toEqual({ downloaded: 1, kept: 10, failed: 0 });
+      expect(readFileSync(join(project, 'content', 'images', 'fjord-dawn.svg'))).toEqual(changed);
+
+      // No document references the asset any more: it leaves the copy, and so does its file.
+      const drop = (value: any): any =>
+        Array.isArray(value) ? value.filter((v) => v?.meta?.id !== asset.meta.id).map(drop) : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, drop(v)])) : value;
+      edited.documents = edited.documents.map((d: any) => ({ ...d, fields: drop(d.fields) }));
+      edited.assets = edited.assets.filter((a: any) => a !== asset);
+      await server.replaceSnapshot(edited);
+      const third = await runIn(project, ['pull', '--assets', '--json']);
+      expect(JSON.parse(third.stdout).files).toEqual({ downloaded: 0, kept: 10, failed: 0 });
+      expect(existsSync(join(project, 'content', 'images', 'fjord-dawn.svg'))).toBe(false);
+      expect(existsSync(join(project, 'content', 'images', 'alpine-lake.svg'))).toBe(true);
+    } finally {
+      writeFileSync(image, original);
+      await server.replaceSnapshot(JSON.parse(readFileSync(source, 'utf8')));
+    }
+  });
+
   it('keeps the remote URL of a file that cannot be downloaded, with a warning naming the asset', async () => {
     const copyOfSource = demoCopy();
     rmSync(join(dirname(copyOfSource), 'images', 'fjord-dawn.svg'));
@@ -128,6 +161,48 @@ describe('pull', () => {
       expect(existsSync(join(project, 'content', 'images', 'alpine-lake.svg'))).toBe(true);
     } finally {
       await broken.close();
+    }
+  });
+});
+
+describe('pull from a server that lists no locales', () => {
+  it('takes the locale keys seen in the data, with a warning', async () => {
+    const bare = await startFaulty(async (request, response) => {
+      const answer = await fetch(`${server.origin}${request.url}`, { headers: { authorization: String(request.headers.authorization) } });
+      let body = Buffer.from(await answer.arrayBuffer());
+      if (new URL(request.url!, 'http://x').pathname === '/v1/demo') {
+        const repository = JSON.parse(body.toString());
+        delete repository.meta.locales;
+        delete repository.meta.defaultLocale;
+        body = Buffer.from(JSON.stringify(repository));
+      }
+      response.writeHead(answer.status, { 'content-type': 'application/json' }).end(body);
+    });
+    const project = projectWith(configFor(bare.url));
+    const run = await runIn(project, ['pull']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/warning: The server did not list the repository's locales; the snapshot has the locale keys seen in the data \(en_US, de_DE, de_CH\), default en_US, without fallbacks/);
+    const pulled = await readSnapshotFile(join(project, 'content', 'demo.json'));
+    expect(pulled.repository.locales).toEqual([{ key: 'en_US' }, { key: 'de_DE' }, { key: 'de_CH' }]);
+    expect(pulled.contentTypes.find((t) => t.apiId === 'post')!.fields.find((f) => f.apiId === 'title')).toEqual({ apiId: 'title', type: 'text', localized: true });
+  });
+});
+
+describe('pull of a collection whose order depends on the locale', () => {
+  it('keeps the default locale\'s list and warns about the others', async () => {
+    const edited = demo();
+    edited.collections.push({ apiId: 'byTitle', contentType: 'post', sorting: { 'fields.title': 'ASC' } });
+    await server.replaceSnapshot(edited);
+    try {
+      const project = projectWith(configFor(server.url, { collections: { byTitle: {} } }));
+      const run = await runIn(project, ['pull']);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(/warning: Collection byTitle lists other documents, or another order, in de_DE, de_CH \(its stored filters or sorting read localized values\): the snapshot keeps the default locale's list/);
+      const pulled = await readSnapshotFile(join(project, 'content', 'demo.json'));
+      const english = await fetch(`${server.url}/demo/collections/byTitle?limit=100&fields=meta(id)`, { headers: { authorization: demoKey } }).then((r) => r.json() as Promise<any>);
+      expect(pulled.collections).toEqual([{ apiId: 'byTitle', members: english.data.map((d: any) => d.meta.id) }]);
+    } finally {
+      await server.replaceSnapshot(JSON.parse(readFileSync(source, 'utf8')));
     }
   });
 });
