@@ -166,7 +166,7 @@ describe('pull', () => {
 });
 
 describe('pull from a server that lists no locales', () => {
-  it('takes the locale keys seen in the data, with a warning', async () => {
+  it('takes the locale keys seen in the data, with a warning, and the id from the documents', async () => {
     const bare = await startFaulty(async (request, response) => {
       const answer = await fetch(`${server.origin}${request.url}`, { headers: { authorization: String(request.headers.authorization) } });
       let body = Buffer.from(await answer.arrayBuffer());
@@ -174,6 +174,7 @@ describe('pull from a server that lists no locales', () => {
         const repository = JSON.parse(body.toString());
         delete repository.meta.locales;
         delete repository.meta.defaultLocale;
+        delete repository.meta.id;
         body = Buffer.from(JSON.stringify(repository));
       }
       response.writeHead(answer.status, { 'content-type': 'application/json' }).end(body);
@@ -184,6 +185,7 @@ describe('pull from a server that lists no locales', () => {
     expect(run.stderr).toMatch(/warning: The server did not list the repository's locales; the snapshot has the locale keys seen in the data \(en_US, de_DE, de_CH\), default en_US, without fallbacks/);
     const pulled = await readSnapshotFile(join(project, 'content', 'demo.json'));
     expect(pulled.repository.locales).toEqual([{ key: 'en_US' }, { key: 'de_DE' }, { key: 'de_CH' }]);
+    expect(pulled.repository.id).toBe(demo().repository.id);
     expect(pulled.contentTypes.find((t) => t.apiId === 'post')!.fields.find((f) => f.apiId === 'title')).toEqual({ apiId: 'title', type: 'text', localized: true });
   });
 });

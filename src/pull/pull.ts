@@ -79,7 +79,12 @@ export async function pull(options: PullOptions): Promise<PullResult> {
     referenced.add(id);
     if (record) embedded.set(id, record);
   };
-  const take = (record: ApiRecord, keys: ReadonlySet<string>) => documents.push(snapshotDocument(record, keys, onAsset));
+  // The repository's id, where its answer leaves it out: each document's meta names it.
+  let repositoryId = meta.id;
+  const take = (record: ApiRecord, keys: ReadonlySet<string>) => {
+    repositoryId ??= record.meta.repository;
+    documents.push(snapshotDocument(record, keys, onAsset));
+  };
   for await (const page of client.pages('documents', { locale: 'all', embedAssets: true, pageSize: config.pageSize })) {
     // With the locales known, each page is taken while the next ones arrive.
     if (listed) for (const record of page.data) take(record, listed.keys);
@@ -117,7 +122,7 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   const localKey = kept ?? newLocalKey();
   const snapshot = {
     repository: {
-      id: meta.id ?? raw[0]?.meta.repository ?? '1',
+      id: repositoryId ?? '1',
       apiId: meta.apiId,
       name: meta.name ?? meta.apiId,
       defaultLocale: locales.defaultLocale,
