@@ -87,6 +87,7 @@ describe('the README, followed in a fresh Astro 7 site', () => {
       'astro.config.mjs',
       'src/content.config.ts',
       'src/lib/posts.ts',
+      'src/layouts/Page.astro',
       'src/pages/[locale]/index.astro',
       'src/pages/[locale]/posts/[slug].astro',
       'src/pages/[locale]/authors/[slug].astro',
@@ -121,6 +122,8 @@ describe('the README, followed in a fresh Astro 7 site', () => {
     const author = /By <a href="(\/en_US\/authors\/[^"]+\/)"/.exec(post)![1]!;
     expect(await page(author.slice(1, -1))).toContain('The Slow Boat to the Fjords');
     expect(await page('de_CH/about')).toMatch(/<h1>[^<]+<\/h1>/);
+    // Every page says its language and encoding (the layout the README gives), so German shows as German.
+    for (const html of [list, post, await page('de_DE')]) expect(html).toMatch(/<html lang="(en-US|de-DE)"><head><meta charset="utf-8">/);
     // A fallback is marked: de_CH has no title of its own for some posts.
     const swiss = await Promise.all((await readdir(join(dir, 'dist/de_CH/posts'))).map((slug) => page(`de_CH/posts/${slug}`)));
     expect(swiss.some((html) => html.includes('(shown in de_DE)') || html.includes('(shown in en_US)'))).toBe(true);
