@@ -146,6 +146,27 @@ describe('pull', () => {
     }
   });
 
+  it('keeps one file for two assets with one URL: the second keeps its remote URL, and the file stays', async () => {
+    const edited = demo();
+    const [first, second] = edited.assets;
+    second.fields.file = { ...first.fields.file };
+    await server.replaceSnapshot(edited);
+    try {
+      const project = projectWith(configFor(server.url));
+      const run = await runIn(project, ['pull', '--assets']);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toContain(`warning: Asset ${second.meta.id}: its file was not downloaded (another asset's file has the path ${first.fields.file.url})`);
+      const again = await runIn(project, ['pull', '--assets']);
+      expect(again.code, again.stderr).toBe(0);
+      const pulled = await readSnapshotFile(join(project, 'content', 'demo.json'));
+      expect((pulled.assets.find((a) => a.meta.id === first.meta.id)!.fields.file as { url: string }).url).toBe(first.fields.file.url);
+      expect((pulled.assets.find((a) => a.meta.id === second.meta.id)!.fields.file as { url: string }).url).toMatch(/^http:/);
+      expect(existsSync(join(project, 'content', ...first.fields.file.url.split('/')))).toBe(true);
+    } finally {
+      await server.replaceSnapshot(JSON.parse(readFileSync(source, 'utf8')));
+    }
+  });
+
   it('keeps the remote URL of a file that cannot be downloaded, with a warning naming the asset', async () => {
     const copyOfSource = demoCopy();
     rmSync(join(dirname(copyOfSource), 'images', 'fjord-dawn.svg'));

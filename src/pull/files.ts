@@ -80,10 +80,12 @@ export async function syncFiles(options: {
       const path = localPath(file.url, options.serverOrigin, options.repository);
       const before = previous.get(asset.meta.id);
       const beforeFile = before?.fields.file as File | undefined;
+      let claimed = false;
       try {
         if (path === undefined) throw new Error(`its URL ${file.url} gives no file path`);
         if (outcome.paths.has(path)) throw new Error(`another asset's file has the path ${path}`);
         outcome.paths.add(path);
+        claimed = true;
         const target = join(dir, ...path.split('/'));
         if (!target.startsWith(dir + sep)) throw new Error(`its path ${path} leaves ${dir}`);
         const size = before?.meta.revision === asset.meta.revision && beforeFile?.url === path ? await sizeOf(target) : undefined;
@@ -98,7 +100,7 @@ export async function syncFiles(options: {
         outcome.moved.set(file.url, path);
         file.url = path;
       } catch (error) {
-        if (path !== undefined) outcome.paths.delete(path);
+        if (claimed) outcome.paths.delete(path!); // the path stays the other asset's when it was taken
         outcome.failed.set(asset.meta.id, (error as Error).message);
       } finally {
         options.onProgress?.(++done, assets.length);
