@@ -2,7 +2,7 @@ import { rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createClient, type ReadApiClient } from '../api/client.ts';
 import { NotFoundError } from '../api/errors.ts';
-import { localFilePath } from '../server/repository.ts';
+import { localFilePath, mapImageSources } from '../server/repository.ts';
 import { parseSnapshot, type Snapshot } from '../server/snapshot.ts';
 import type { SyncConfig } from '../sync/config.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
@@ -274,10 +274,7 @@ function relinkRichtext(documents: SnapshotRecord[], moved: Map<string, string>)
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
     const text = value as { html?: unknown; plain?: unknown };
     if (typeof text.html === 'string' && typeof text.plain === 'string') {
-      const html = text.html.replace(/(<img\b[^>]*?\ssrc=")([^"]*)(")/gi, (tag, start: string, src: string, end: string) => {
-        const path = moved.get(src);
-        return path === undefined ? tag : `${start}${path}${end}`;
-      });
+      const html = mapImageSources(text.html, (src) => moved.get(src));
       return html === text.html ? value : { ...value, html };
     }
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, relink(v)]));

@@ -1,5 +1,5 @@
 import type { ApiRecord } from '../wire/schemas.ts';
-import { isLocaleMap } from '../sync/records.ts';
+import { isApiReference as isReference, isLocaleMap } from '../sync/records.ts';
 
 /**
  * Wire records as a snapshot holds them: references reduced to `{ meta: { id, contentType } }`
@@ -12,13 +12,7 @@ export interface SnapshotRecord {
   meta: { id: string; contentType: string; revision: number; tags: string[]; createdAt: string; updatedAt: string };
 }
 
-type Ref = { meta: { id: string; contentType: string } };
-
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-export function isReference(value: unknown): value is Ref & { fields?: Record<string, unknown> } {
-  return isObject(value) && isObject(value.meta) && typeof value.meta.id === 'string' && typeof value.meta.contentType === 'string';
-}
 
 const utc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 

@@ -30,6 +30,14 @@ export function localFilePath(url: string): string | undefined {
   return url.replace(/^\.?\//, '');
 }
 
+/** Richtext HTML with the `src` of each `<img>` replaced where `map` gives a new one. */
+export function mapImageSources(html: string, map: (src: string) => string | undefined): string {
+  return html.replace(/(<img\b[^>]*?\ssrc=")([^"]*)(")/gi, (tag, start: string, src: string, end: string) => {
+    const next = map(src);
+    return next === undefined ? tag : `${start}${next}${end}`;
+  });
+}
+
 export function isReference(value: unknown): value is Reference {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && typeof (value as Reference).meta?.id === 'string';
 }
@@ -252,10 +260,9 @@ export class PreparedRepository {
   /** A richtext value (or, for `locale=all`, its values by locale) with the images that show an asset's file made absolute. */
   #absolutizeRichtext(value: object): unknown {
     const rewrite = (text: { html: string; plain: string }) => {
-      const html = text.html.replace(/(<img\b[^>]*?\ssrc=")([^"]*)(")/gi, (tag, start: string, src: string, end: string) => {
+      const html = mapImageSources(text.html, (src) => {
         const local = localFilePath(src);
-        const url = local !== undefined && this.localFiles().has(local) ? this.#fileUrl(src) : undefined;
-        return url === undefined ? tag : `${start}${url}${end}`;
+        return local !== undefined && this.localFiles().has(local) ? this.#fileUrl(src) : undefined;
       });
       return html === text.html ? text : { ...text, html };
     };

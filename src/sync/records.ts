@@ -35,7 +35,7 @@ export type Model = Record<string, Record<string, { kind?: FieldKind; localized:
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** `{ meta: { id, contentType } }`, optionally with `fields` (an embedded record). */
-function isApiReference(value: unknown): value is { meta: Ref; fields?: Record<string, unknown> } {
+export function isApiReference(value: unknown): value is { meta: Ref; fields?: Record<string, unknown> } {
   return isObject(value) && isObject(value.meta) && typeof value.meta.id === 'string' && typeof value.meta.contentType === 'string';
 }
 
