@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pLimit from 'p-limit';
 import { fetch } from 'undici';
+import { localFilePath } from '../server/repository.ts';
 import type { SnapshotRecord } from './records.ts';
 
 /**
@@ -33,8 +34,6 @@ export interface FileOutcome {
   /** Removes the downloaded files (the pull failed). */
   discard(): Promise<void>;
 }
-
-const isAbsolute = (url: string) => /^[a-z][a-z0-9+.-]*:/i.test(url);
 
 /** The relative path a file URL is kept under, or undefined when its path cannot be one. */
 export function localPath(url: string, serverOrigin: string, repository: string): string | undefined {
@@ -76,7 +75,7 @@ export async function syncFiles(options: {
   const work = assets.map((asset) =>
     limit(async () => {
       const file = asset.fields.file as File | undefined;
-      if (!file || !isAbsolute(file.url)) return;
+      if (!file || localFilePath(file.url) !== undefined) return; // already a file beside the snapshot
       const path = localPath(file.url, options.serverOrigin, options.repository);
       const before = previous.get(asset.meta.id);
       const beforeFile = before?.fields.file as File | undefined;

@@ -1,5 +1,5 @@
 import type { ApiRecord } from '../wire/schemas.ts';
-import { isApiReference as isReference, isLocaleMap } from '../sync/records.ts';
+import { isApiReference as isReference, isLocaleMap, isObject } from '../sync/records.ts';
 
 /**
  * Wire records as a snapshot holds them: references reduced to `{ meta: { id, contentType } }`
@@ -11,8 +11,6 @@ export interface SnapshotRecord {
   fields: Record<string, unknown>;
   meta: { id: string; contentType: string; revision: number; tags: string[]; createdAt: string; updatedAt: string };
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const utc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 

@@ -32,7 +32,7 @@ export type FieldKind =
 /** What the data shows of a content type's fields: kind, and whether localized. */
 export type Model = Record<string, Record<string, { kind?: FieldKind; localized: boolean; multiple?: boolean }>>;
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** `{ meta: { id, contentType } }`, optionally with `fields` (an embedded record). */
 export function isApiReference(value: unknown): value is { meta: Ref; fields?: Record<string, unknown> } {
