@@ -20,6 +20,22 @@ export const defaultTimeouts: Timeouts = { headersMs: 30_000, bodyMs: 30_000 };
 /** A POST body larger than this is answered 413 (spec §9). */
 export const maxBodyBytes = 1024 * 1024;
 
+/** A body from this size on is parsed, and its request answered, in turns (see `inTurn`). */
+export const largeBody = 64 * 1024;
+
+let lane: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs `work` once the heavy work queued before it is done, each in a turn of the event loop of
+ * its own, so that what else has arrived is answered in between: a large body costs tens of ms
+ * to parse, and two parsed back to back would hold every other client for both (spec §9).
+ */
+export function inTurn<T>(work: () => T): Promise<T> {
+  const turn = lane.then(() => new Promise<void>((resolve) => setImmediate(resolve))).then(work);
+  lane = turn.catch(() => undefined);
+  return turn;
+}
+
 /**
  * How much of a body over the limit is still read, and dropped, after its 413 is sent. A server
  * that closes a connection while the client is still sending makes the client's next write fail,

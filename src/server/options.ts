@@ -90,6 +90,16 @@ function readTags(value: unknown, name: string): Set<string> {
   return new Set((list as string[]).map((tag) => tag.trim()).filter((tag) => tag !== ''));
 }
 
+/** The distinct words of a search, lower-cased; stops at the first word over the bound, so a huge search costs no more than a small one. */
+function searchTerms(search: string): string[] {
+  const terms = new Set<string>();
+  for (const [word] of search.matchAll(/\S+/g)) {
+    terms.add(word.toLowerCase());
+    if (terms.size > maxSearchTerms) throw badRequest(`Invalid search: more than ${maxSearchTerms} words`);
+  }
+  return [...terms];
+}
+
 export function readLocale(repository: PreparedRepository, value: unknown): LocaleView {
   if (value === 'all' || (typeof value === 'string' && repository.chains.has(value))) return value;
   const keys = [...repository.chains.keys()].join(', ');
@@ -126,8 +136,7 @@ export function readOptions(repository: PreparedRepository, merged: Map<OptionNa
   if (has('search')) {
     const search = get('search');
     if (typeof search !== 'string' && typeof search !== 'number') throw badRequest(`Invalid search ${quote(search)}: expected text`);
-    const terms = [...new Set(String(search).toLowerCase().split(/\s+/).filter(Boolean))];
-    if (terms.length > maxSearchTerms) throw badRequest(`Invalid search: ${terms.length} words, at most ${maxSearchTerms}`);
+    const terms = searchTerms(String(search));
     if (terms.length > 0) options.search = terms;
   }
   const { filters, includeTags, excludeTags, sorting, search } = options;

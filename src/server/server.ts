@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
 import { ApiError } from './errors.ts';
 import { serveFile } from './files.ts';
-import { createHttpServer, defaultTimeouts, readBody, send, sendJson, type Timeouts } from './http.ts';
+import { createHttpServer, defaultTimeouts, inTurn, largeBody, readBody, send, sendJson, type Timeouts } from './http.ts';
 import { findMissingFiles, type MissingFile, missingFilesWarning } from './missing-files.ts';
 import { redactKey } from './query-string.ts';
 import { checkDistinct, type ReloadEvent, Repositories, type Source } from './registry.ts';
@@ -129,23 +129,28 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
     }
     if ((method === 'GET' || method === 'HEAD') && serveFile(repositories, files, request, response, path)) return;
     let body: unknown;
+    let large = false;
     if (method === 'POST') {
       try {
         const text = await readBody(request, timeouts);
-        if (text.trim() !== '') body = JSON.parse(text);
+        const parse = () => (text.trim() === '' ? undefined : (JSON.parse(text) as unknown));
+        large = text.length > largeBody;
+        body = large ? await inTurn(parse) : parse();
       } catch (error) {
         if (!(error instanceof ApiError) && !(error instanceof SyntaxError)) throw error;
         return sendJson(request, response, error instanceof ApiError ? error : new ApiError(400, `The request body is not valid JSON (${error.message})`));
       }
     }
-    const answer = handleApiRequest(repositories.live, {
-      method,
-      path,
-      query,
-      authorization: request.headers.authorization,
-      ifNoneMatch: request.headers['if-none-match'],
-      body,
-    });
+    const handle = () =>
+      handleApiRequest(repositories.live, {
+        method,
+        path,
+        query,
+        authorization: request.headers.authorization,
+        ifNoneMatch: request.headers['if-none-match'],
+        body,
+      });
+    const answer = large ? await inTurn(handle) : handle();
     send(request, response, answer.status, answer.headers, answer.body);
   }
 
