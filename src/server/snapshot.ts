@@ -1,10 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { fastFieldsTest } from './fast-check.ts';
 
 /**
  * The repository snapshot format of `spec/read-api.md` §1, as zod schemas.
  * Structure is checked by `snapshotSchema`; field values are checked per content type by
- * `fieldsSchema`, and the cross-references (ids, locales, aliases) by `checkReferences`.
+ * `fieldsSchema` (after a faster test of the same rules, ./fast-check.ts, has refused them), and
+ * the cross-references (ids, locales, aliases) by `parseSnapshot` itself.
  */
 
 export const fieldTypes = [
@@ -129,7 +131,7 @@ export const assetContentType: ContentTypeDefinition = {
   ],
 };
 
-function fieldsSchema(type: ContentTypeDefinition, locales: string[]): z.ZodType {
+export function fieldsSchema(type: ContentTypeDefinition, locales: string[]): z.ZodType {
   const shape: Record<string, z.ZodType> = {};
   for (const field of type.fields) {
     const value = type.apiId === '_asset' && field.apiId === 'file' ? fileSchema : valueSchemas[field.type];
@@ -229,6 +231,12 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
     if (!schema) schemas.set(type.apiId, (schema = fieldsSchema(type, localeKeys)));
     return schema;
   };
+  const fastTests = new Map<string, (fields: unknown) => boolean>();
+  const fastTestFor = (type: ContentTypeDefinition) => {
+    let test = fastTests.get(type.apiId);
+    if (!test) fastTests.set(type.apiId, (test = fastFieldsTest(type, localeKeys)));
+    return test;
+  };
   const ids = new Map<string, PropertyKey[]>();
   const records = [
     ...snapshot.documents.map((record, i) => ({ record, path: ['documents', i] as PropertyKey[] })),
@@ -241,28 +249,34 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
     if (!type) fail([...path, 'meta', 'contentType'], `unknown content type ${JSON.stringify(record.meta.contentType)}`);
     if (ids.has(record.meta.id)) fail([...path, 'meta', 'id'], `duplicate id ${record.meta.id} (also at ${jsonPath(ids.get(record.meta.id)!)})`);
     ids.set(record.meta.id, path);
-    if (Date.parse(record.meta.updatedAt) < Date.parse(record.meta.createdAt)) fail([...path, 'meta', 'updatedAt'], 'is before createdAt');
-    check(schemaFor(type!), record.fields, file, [...path, 'fields']);
+    const { createdAt, updatedAt } = record.meta;
+    // Checked timestamps of one length compare as text (Date.parse is much slower).
+    if (createdAt.length === updatedAt.length ? updatedAt < createdAt : Date.parse(updatedAt) < Date.parse(createdAt)) {
+      fail([...path, 'meta', 'updatedAt'], 'is before createdAt');
+    }
+    if (!fastTestFor(type!)(record.fields)) check(schemaFor(type!), record.fields, file, [...path, 'fields']);
   }
 
   // A reference whose target exists must name the target's real content type; dangling ones are allowed.
   const contentTypeOf = new Map<string, string>();
   for (const { record } of records) contentTypeOf.set(record.meta.id, record.meta.contentType);
+  const referenceFields = new Map([...types].map(([apiId, type]) => [apiId, type.fields.filter((field) => field.type === 'relation' || field.type === 'asset')]));
   snapshot.documents.forEach((record, i) => {
-    const type = types.get(record.meta.contentType)!;
-    for (const field of type.fields) {
-      if (field.type !== 'relation' && field.type !== 'asset') continue;
+    for (const field of referenceFields.get(record.meta.contentType)!) {
       const raw = record.fields[field.apiId];
-      const values = field.localized && raw && typeof raw === 'object' && !Array.isArray(raw) ? Object.entries(raw) : [['', raw]];
-      for (const [locale, value] of values as [string, unknown][]) {
+      if (!raw) continue;
+      const byLocale = field.localized && typeof raw === 'object' && !Array.isArray(raw);
+      for (const locale of byLocale ? Object.keys(raw) : ['']) {
+        const value = byLocale ? (raw as Record<string, unknown>)[locale] : raw;
         const refs = (Array.isArray(value) ? value : value ? [value] : []) as { meta: { id: string; contentType: string } }[];
-        refs.forEach((ref, k) => {
+        for (let k = 0; k < refs.length; k++) {
+          const ref = refs[k]!;
           const actual = contentTypeOf.get(ref.meta.id);
           if (actual !== undefined && actual !== ref.meta.contentType) {
             const at = ['documents', i, 'fields', field.apiId, ...(locale ? [locale] : []), ...(Array.isArray(value) ? [k] : []), 'meta', 'contentType'];
             fail(at, `reference to ${ref.meta.id} says ${JSON.stringify(ref.meta.contentType)} but that record is a ${JSON.stringify(actual)}`);
           }
-        });
+        }
       }
     }
   });
