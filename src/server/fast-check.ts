@@ -34,6 +34,13 @@ const referenceKeys = new Set(['meta']);
 const referenceMetaKeys = new Set(['id', 'contentType']);
 const fileKeys = new Set(['url', 'fileName', 'mimeType', 'size', 'width', 'height']);
 
+/** An array whose every item passes, holes included (`every()` would skip them; zod does not). */
+function every(value: unknown, test: Test): boolean {
+  if (!Array.isArray(value)) return false;
+  for (let i = 0; i < value.length; i++) if (!test(value[i])) return false;
+  return true;
+}
+
 const isString = (value: unknown): value is string => typeof value === 'string';
 const isNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
 const isSize = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
@@ -56,9 +63,9 @@ const valueTests: Record<FieldType, Test> = {
   boolean: (value) => typeof value === 'boolean',
   location: (value) =>
     isPlain(value) && hasKeys(value, 2, locationKeys) && isNumber(value.lat) && isNumber(value.lng) && Math.abs(value.lat) <= 90 && Math.abs(value.lng) <= 180,
-  select: (value) => isString(value) || (Array.isArray(value) && value.every(isString)),
-  relation: (value) => isReference(value) || (Array.isArray(value) && value.every((item) => isReference(item))),
-  asset: (value) => Array.isArray(value) && value.every((item) => isReference(item, '_asset')),
+  select: (value) => isString(value) || every(value, isString),
+  relation: (value) => isReference(value) || every(value, (item) => isReference(item)),
+  asset: (value) => every(value, (item) => isReference(item, '_asset')),
   json: () => true,
 };
 
@@ -72,28 +79,36 @@ const isFile: Test = (value) =>
   isDimension(value.width) &&
   isDimension(value.height);
 
-/** A test of a record's `fields` for `type`: true when its zod schema would accept them too. */
+const orEmpty =
+  (test: Test): Test =>
+  (value) =>
+    value === null || value === undefined || test(value);
+
+/**
+ * A test of a record's `fields` for `type`: true when its zod schema would accept them too. It
+ * reads each declared field as zod does (`fields[name]`, so an inherited `constructor` is seen
+ * and refused) and refuses a key that no field declares.
+ */
 export function fastFieldsTest(type: ContentTypeDefinition, locales: readonly string[]): Test {
   // A field named __proto__ is no key of the zod schema's shape: zod decides those.
   if (type.fields.some((field) => field.apiId === '__proto__')) return () => false;
-  const allowedLocales = new Set(locales);
+  const byLocale = (value: Test): Test => {
+    const item = orEmpty(value);
+    return (v) => {
+      if (!isPlain(v)) return false;
+      for (const locale of locales) if (!item(v[locale])) return false;
+      return Object.keys(v).every((key) => locales.includes(key));
+    };
+  };
   const tests = new Map<string, Test>();
   for (const field of type.fields) {
     const value = type.apiId === '_asset' && field.apiId === 'file' ? isFile : valueTests[field.type];
-    const orEmpty: Test = (v) => v === null || v === undefined || value(v);
-    const byLocale: Test = (v) => {
-      if (!isPlain(v)) return false;
-      for (const locale of Object.keys(v)) if (!allowedLocales.has(locale) || !orEmpty(v[locale])) return false;
-      return true;
-    };
-    tests.set(field.apiId, field.localized ? (v) => v === null || v === undefined || byLocale(v) : orEmpty);
+    tests.set(field.apiId, orEmpty(field.localized ? byLocale(value) : value));
   }
   return (fields) => {
     if (!isPlain(fields)) return false;
-    for (const name of Object.keys(fields)) {
-      const test = tests.get(name);
-      if (test === undefined || !test(fields[name])) return false;
-    }
+    for (const [name, test] of tests) if (!test(fields[name])) return false;
+    for (const name of Object.keys(fields)) if (!tests.has(name)) return false;
     return true;
   };
 }

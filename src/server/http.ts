@@ -20,7 +20,7 @@ export const defaultTimeouts: Timeouts = { headersMs: 30_000, bodyMs: 30_000 };
 /** A POST body larger than this is answered 413 (spec §9). */
 export const maxBodyBytes = 1024 * 1024;
 
-/** A body from this size on is parsed, and its request answered, in turns (see `inTurn`). */
+/** A body over this size is parsed, and its request answered, in turns (see `inTurn`). */
 export const largeBody = 64 * 1024;
 
 let lane: Promise<unknown> = Promise.resolve();
@@ -32,7 +32,10 @@ let lane: Promise<unknown> = Promise.resolve();
  */
 export function inTurn<T>(work: () => T): Promise<T> {
   const turn = lane.then(() => new Promise<void>((resolve) => setImmediate(resolve))).then(work);
-  lane = turn.catch(() => undefined);
+  lane = turn.then(
+    () => undefined, // not the body or the answer: the lane keeps nothing alive
+    () => undefined,
+  );
   return turn;
 }
 
