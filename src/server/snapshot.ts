@@ -225,17 +225,20 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
     });
   });
 
-  const schemas = new Map<string, z.ZodType>();
-  const schemaFor = (type: ContentTypeDefinition) => {
-    let schema = schemas.get(type.apiId);
-    if (!schema) schemas.set(type.apiId, (schema = fieldsSchema(type, localeKeys)));
-    return schema;
-  };
-  const fastTests = new Map<string, (fields: unknown) => boolean>();
-  const fastTestFor = (type: ContentTypeDefinition) => {
-    let test = fastTests.get(type.apiId);
-    if (!test) fastTests.set(type.apiId, (test = fastFieldsTest(type, localeKeys)));
-    return test;
+  // Per content type, one check of a record's fields: the fast test, and the zod schema (built
+  // when first needed) where it refuses, for the verdict and the message.
+  const fieldChecks = new Map<string, (fields: unknown, path: PropertyKey[]) => void>();
+  const checkFields = (type: ContentTypeDefinition, fields: unknown, path: PropertyKey[]) => {
+    let checkOf = fieldChecks.get(type.apiId);
+    if (!checkOf) {
+      const fast = fastFieldsTest(type, localeKeys);
+      let schema: z.ZodType | undefined;
+      checkOf = (value, at) => {
+        if (!fast(value)) check((schema ??= fieldsSchema(type, localeKeys)), value, file, [...at, 'fields']);
+      };
+      fieldChecks.set(type.apiId, checkOf);
+    }
+    checkOf(fields, path);
   };
   const ids = new Map<string, PropertyKey[]>();
   const records = [
@@ -250,7 +253,7 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
     if (ids.has(record.meta.id)) fail([...path, 'meta', 'id'], `duplicate id ${record.meta.id} (also at ${jsonPath(ids.get(record.meta.id)!)})`);
     ids.set(record.meta.id, path);
     if (Date.parse(record.meta.updatedAt) < Date.parse(record.meta.createdAt)) fail([...path, 'meta', 'updatedAt'], 'is before createdAt');
-    if (!fastTestFor(type!)(record.fields)) check(schemaFor(type!), record.fields, file, [...path, 'fields']);
+    checkFields(type!, record.fields, path);
   }
 
   // A reference whose target exists must name the target's real content type; dangling ones are allowed.
