@@ -1,12 +1,14 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import pLimit from 'p-limit';
 import { request } from 'undici';
 import { closeAllPools } from '../src/api/index.ts';
 import { pull } from '../src/pull/pull.ts';
+import { snapshotDocument } from '../src/pull/records.ts';
 import { parseSnapshot } from '../src/server/snapshot.ts';
+import type { ApiRecord } from '../src/wire/schemas.ts';
 import { generateSnapshot } from './generate.ts';
 
 /**
@@ -15,7 +17,9 @@ import { generateSnapshot } from './generate.ts';
  * (every document, `locale=all`, `embedAssets`, pages of 1000, 8 at a time) fetched with plain
  * undici and `JSON.parse`. The pull does that too, then infers the content types, sorts, checks
  * the snapshot as `serve` would, and writes it. Also: a second pull of the unchanged repository
- * (which writes nothing), and the snapshot's size against the raw answers.
+ * (which writes nothing), and the snapshot's size against the raw answers. And what bounds the
+ * ratio: the least work a pull adds to the floor's (parse the answers, take each document apart,
+ * write it as indented JSON), alone on one thread, against the cores the floor itself keeps busy.
  * Target: the pull within 1.5× of the floor (medians of 5 rounds). Exits non-zero when missed.
  *
  * Run: node bench/pull.ts
@@ -33,13 +37,14 @@ async function serve(): Promise<void> {
   parentPort!.once('message', () => void server.close().then(() => process.exit(0)));
 }
 
-/** The floor: the listing with plain undici and JSON.parse; returns the bytes received. */
-async function floor(url: string): Promise<number> {
+/** The floor: the listing with plain undici and JSON.parse; returns the bytes received. `keep` gets each answer's text. */
+async function floor(url: string, keep?: string[]): Promise<number> {
   const limit = pLimit(8);
   let bytes = 0;
   const page = async (offset: number) => {
     const { statusCode, body } = await request(`${url}/${repository}/documents?locale=all&embedAssets=1&limit=1000&offset=${offset}`, { headers: { authorization: apiKey } });
     const text = await body.text();
+    keep?.push(text);
     bytes += Buffer.byteLength(text);
     if (statusCode !== 200) throw new Error(`the floor got a ${statusCode}`);
     return JSON.parse(text) as { meta: { total: number } };
@@ -66,14 +71,18 @@ async function main(): Promise<void> {
   await floor(url); // warm both sides up once
   await pull({ config, out: join(scratch, 'warm') });
   const floors: number[] = [];
+  const floorCpu: number[] = [];
   const pulls: number[] = [];
   const again: number[] = [];
   let raw = 0;
   let size = 0;
   for (let round = 0; round < rounds; round++) {
     let started = performance.now();
+    const cpu = process.cpuUsage();
     raw = await floor(url);
     floors.push(performance.now() - started);
+    const used = process.cpuUsage(cpu);
+    floorCpu.push((used.user + used.system) / 1000);
     const out = join(scratch, `round-${round}`);
     started = performance.now();
     const result = await pull({ config, out });
@@ -103,9 +112,23 @@ async function main(): Promise<void> {
     JSON.stringify(snapshot, null, 2);
     parts.text.push(performance.now() - started);
   }
+  // The least any pull must do beyond receiving the answers, alone on one thread with the answers in memory: parse them, take each document apart, write it as indented JSON.
+  const answers: string[] = [];
+  await floor(url, answers);
+  const locales = new Set(['en_US', 'de_DE', 'fr_FR']);
+  const bare: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const started = performance.now();
+    for (const answer of answers) for (const record of (JSON.parse(answer) as { data: ApiRecord[] }).data) JSON.stringify(snapshotDocument(record, locales, () => {}), null, 2);
+    bare.push(performance.now() - started);
+  }
   console.log(
     `of the pull's time: the check serve makes of the snapshot (parseSnapshot) ${ms(median(parts.check))}, its indented JSON (JSON.stringify) ${ms(median(parts.text))}; ` +
       `the rest is the listing (as the floor), taking its records apart, inferring the types and writing the file`,
+  );
+  console.log(
+    `the least work beyond receiving the answers (parse them, take each document apart, indented JSON; one thread, answers in memory): ${ms(median(bare))}, ${(median(bare) / median(floors)).toFixed(2)}× the floor; ` +
+      `the floor keeps ${(median(floorCpu) / median(floors)).toFixed(2)} of this machine's ${availableParallelism()} cores busy (process CPU time ÷ its time)`,
   );
   const ratio = median(pulls) / median(floors);
   const met = ratio <= 1.5;
