@@ -234,6 +234,7 @@ describe('client errors are final', () => {
     [401, 'Invalid authentication credentials', AuthenticationError],
     [403, 'Forbidden', AuthenticationError],
     [404, 'No document with id "7"', NotFoundError],
+    [404, 'No document with id "7". Check it.', NotFoundError],
   ];
 
   it.each(cases)('a %i is sent once and throws with status, method, URL, attempts and the server’s message', async (status, message, type) => {
@@ -242,6 +243,7 @@ describe('client errors are final', () => {
     expect(error).toBeInstanceOf(type);
     expect(error).toMatchObject({ status, method: 'GET', url: `${server.url}/tiny/documents/7?locale=de_DE`, attempts: 1, serverMessage: message });
     expect((error as Error).message).toContain(message);
+    expect((error as Error).message).not.toMatch(/\.\./); // one full stop after the server's message, whether it ends with one or not
     expect(server.seen).toHaveLength(1);
   });
 

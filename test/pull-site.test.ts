@@ -96,9 +96,20 @@ describe('the snapshot option', () => {
     const missing = await runAstro(b.dir, ['build'], { CMFT_SNAPSHOT: 'content/nope.json', CMFT_API_KEY: undefined });
     expect(missing.code).not.toBe(0);
     expect(missing.output).toContain('no snapshot at');
-    expect(missing.output).toContain('comfortable-loader pull');
+    expect(missing.output).toContain('comfortable-loader pull (or unset CMFT_SNAPSHOT to use the CMS)');
+    const missingOption = await runAstro(b.dir, ['build'], { FIXTURE_SNAPSHOT: 'content/nope.json', CMFT_API_KEY: undefined });
+    expect(missingOption.code).not.toBe(0);
+    expect(missingOption.output).toContain('(or remove the snapshot option of comfortable() to use the CMS)');
     const other = await runAstro(b.dir, ['build'], { CMFT_SNAPSHOT: 'content/tiny.json', FIXTURE_REPOSITORY: 'acme', CMFT_API_KEY: undefined });
     expect(other.code).not.toBe(0);
     expect(other.output).toContain('holds the repository "tiny", not "acme"');
+  }, 120_000);
+
+  it('a collection the copy was not pulled with is named with the config to pull it with', async () => {
+    // The copy holds `news` and the alias `home` (the config of the first test); `goodNews` exists only in the repository.
+    const run = await runAstro(b.dir, ['build'], { CMFT_SNAPSHOT: 'content/tiny.json', FIXTURE_COLLECTION: 'goodNews', CMFT_API_KEY: undefined });
+    expect(run.code).not.toBe(0);
+    expect(run.output).toContain('The snapshot content/tiny.json has no collection "goodNews"');
+    expect(run.output).toContain('Add "goodNews" to the collections of that config (comfortable.config.mjs) and run npx comfortable-loader pull again');
   }, 120_000);
 });

@@ -294,8 +294,14 @@ describe('pull: bad input fails clearly and leaves the previous snapshot as it w
     expect(run.stderr).toContain('--out');
   });
 
-  it('bad usage and a bad config are exit 2', async () => {
+  it('bad usage and a bad config are exit 2; --help after a command is the usage, exit 0', async () => {
     expect((await runIn(project, ['pull', '--bogus'])).code).toBe(2);
+    for (const args of [['pull', '--help'], ['types', '-h'], ['serve', '--help']]) {
+      const help = await runIn(project, args);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toContain('comfortable-loader pull [--config <file>]');
+      expect(help.stderr).toBe('');
+    }
     const run = await failing({ baseUrl: server.url, apiKey: demoKey, collections: { posts: {} } });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('repository');

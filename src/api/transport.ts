@@ -291,7 +291,7 @@ export class Transport {
           : status >= 500
             ? ` The server kept failing after ${details.attempts} attempt${details.attempts === 1 ? '' : 's'}.`
             : '';
-    const error = errorForStatus(status, `${method} ${shown} answered ${status}${said}.${hint}`, details);
+    const error = errorForStatus(status, `${method} ${shown} answered ${status}${said}${/[.!?]$/.test(said) ? '' : '.'}${hint}`, details);
     if (error instanceof RateLimitedError) error.retryAfterMs = parseRetryAfter(headers['retry-after']);
     return error;
   }

@@ -26,6 +26,8 @@ interface Settings {
   repository: string;
   cacheDir: string | undefined;
   apiKey: string | undefined;
+  /** The snapshot served in place of the CMS, if one is. */
+  snapshot: string | undefined;
 }
 
 /**
@@ -45,7 +47,7 @@ export function loaderError(error: unknown, shared: SharedSync): unknown {
 function settingsOf(shared: SharedSync): Settings | undefined {
   try {
     const { baseUrl, repository, cacheDir, apiKey } = shared.config();
-    return { baseUrl, repository, cacheDir, apiKey };
+    return { baseUrl, repository, cacheDir, apiKey, snapshot: shared.snapshot };
   } catch {
     return undefined; // not configured: that error says so itself
   }
@@ -101,8 +103,12 @@ function hintFor(error: { code?: Code; url?: string }, settings: Settings): stri
 }
 
 /** A 404: of the repository, or of a collection or alias a loader or the options name. */
-function notFoundHint(url: string, { baseUrl, repository }: Settings): string {
+function notFoundHint(url: string, { baseUrl, repository, snapshot }: Settings): string {
   const named = notFoundTarget(url);
+  if (named && snapshot) {
+    const list = named.kind === 'collection' ? 'collections' : 'aliases';
+    return `The snapshot ${snapshot} has no ${named.kind} "${named.apiId}": a copy holds the collections and aliases of the config it was pulled with. Add "${named.apiId}" to the ${list} of that config (comfortable.config.mjs) and run npx comfortable-loader pull again, or check the ${named.kind} API id in src/content.config.ts.`;
+  }
   if (named) {
     const option = named.kind === 'collection' ? 'collection: …' : 'aliases: […]';
     return `The repository "${repository}" has no ${named.kind} "${named.apiId}". Check the ${named.kind} API id in src/content.config.ts (comfortableLoader({ ${option} })) and in the options of comfortable().`;

@@ -100,7 +100,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         if (!filled.snapshot) delete filled.snapshot;
         if (filled.snapshot) {
           await served?.server.close(); // a restarted dev server sets up again
-          served = await serveSnapshot(resolve(root, filled.snapshot), { repository: filled.repository, watch: command === 'dev', warn: (line) => logger.warn(line) });
+          served = await serveSnapshot(resolve(root, filled.snapshot), { repository: filled.repository, fromEnv: !options.snapshot, watch: command === 'dev', warn: (line) => logger.warn(line) });
           logger.info(`Serving the snapshot ${filled.snapshot} in-process at ${served.baseUrl}: the CMS is not asked`);
           if (served.portNote) logger.warn(served.portNote);
         }
@@ -109,7 +109,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         refresh = { secret: refreshSecret, path: refreshPath };
         const syncLogger: SyncLogger = { info: (m) => logger.info(m), warn: (m) => logger.warn(m) };
         const cacheDir = config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir));
-        shared.configure({ ...config, cacheDir }, syncLogger);
+        shared.configure({ ...config, cacheDir }, syncLogger, served && filled.snapshot);
         loaderRegistry().setContentTypes(contentTypes);
         hosts = new ImageHosts(cacheDir, logger);
         const incrementalSetup = incremental.setup(astroConfig, command, incrementalOutput, logger);

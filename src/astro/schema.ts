@@ -75,7 +75,7 @@ export function referenceTargets(cache: CacheReader, contentType: string, collec
 
 /**
  * The entry envelope around a content type's fields.
- * @example defineCollection({ loader: comfortableLoader({ collection: 'posts' }), schema: entrySchema(postFields) })
+ * @example defineCollection({ loader: comfortableLoader({ collection: 'posts' }), schema: entrySchema(postFields, 'post') })
  */
 export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string) {
   return z.object({

@@ -26,9 +26,11 @@ export function snapshotPort(file: string): number {
   return 20_000 + (Number.parseInt(hash('sha1', file, 'hex').slice(0, 8), 16) % 10_000);
 }
 
-export async function serveSnapshot(file: string, options: { repository?: string | undefined; watch: boolean; warn: (line: string) => void }): Promise<ServedSnapshot> {
+/** `fromEnv`: the file was named by CMFT_SNAPSHOT, not by the option (the error for a missing file says which to change). */
+export async function serveSnapshot(file: string, options: { repository?: string | undefined; fromEnv: boolean; watch: boolean; warn: (line: string) => void }): Promise<ServedSnapshot> {
   if (!(await access(file).then(() => true, () => false))) {
-    throw new ConfigError('comfortable.snapshot', `Invalid option comfortable.snapshot: no snapshot at ${file}; make one with npx comfortable-loader pull (or unset CMFT_SNAPSHOT)`);
+    const instead = options.fromEnv ? 'unset CMFT_SNAPSHOT' : 'remove the snapshot option of comfortable()';
+    throw new ConfigError('comfortable.snapshot', `Invalid option comfortable.snapshot: no snapshot at ${file}; make one with npx comfortable-loader pull (or ${instead} to use the CMS)`);
   }
   const snapshot = await readSnapshotFile(file);
   const { apiId, apiKeys } = snapshot.repository;

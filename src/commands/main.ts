@@ -7,6 +7,11 @@ import { usage, usageError } from './usage.ts';
 /** Runs the command `argv` names; resolves with the exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // `<command> --help` shows the usage, as the bare `--help` does.
+  if (command !== undefined && (rest.includes('--help') || rest.includes('-h'))) {
+    console.log(usage);
+    return 0;
+  }
   switch (command) {
     case 'serve':
       return serve(rest);

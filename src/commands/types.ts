@@ -104,7 +104,7 @@ export function schemaFile(cache: CacheReader, contentType: string, options: { z
   return `// The fields of the content type "${contentType}", from the content synced with ${from}
 // by \`comfortable-loader types\`. Commit this file and edit it: running the command again keeps
 // it (unless --force). Every field may be null or missing, so an emptied field never breaks types.
-// In src/content.config.ts: schema: entrySchema(${name}Fields), with entrySchema from 'comfortable-loader/astro'.
+// In src/content.config.ts: schema: entrySchema(${name}Fields, '${contentType}'), with entrySchema from 'comfortable-loader/astro'.
 ${imports.join('\n')}
 
 ${shared.join('')}${shared.length ? '\n' : ''}export const ${name}Fields = ${body};

@@ -24,6 +24,8 @@ interface Round {
 export class SharedSync {
   #config: SharedConfig | undefined;
   #logger: SyncLogger | undefined;
+  /** The snapshot file served in place of the CMS, if one is (for errors' hints). */
+  #snapshot: string | undefined;
   readonly #sources = new Map<string, { kind: SourceKind; name: string; options: SourceOptions & { contentType?: string } }>();
   #round: Round | undefined;
   /** Everyone who ever acquired a round. */
@@ -31,9 +33,10 @@ export class SharedSync {
   readonly #listeners = new Set<(result: SyncResult) => void>();
 
   /** Sets the connection and cache options (from the Astro integration or the Vite plugin). */
-  configure(config: SharedConfig, logger?: SyncLogger): void {
+  configure(config: SharedConfig, logger?: SyncLogger, snapshot?: string): void {
     this.#config = config;
     this.#logger = logger;
+    this.#snapshot = snapshot;
     const aliases = Array.isArray(config.aliases) ? Object.fromEntries(config.aliases.map((a) => [a, {}])) : (config.aliases ?? {});
     for (const [name, options] of Object.entries(config.collections ?? {})) this.register('collection', name, options as SourceOptions);
     for (const [name, options] of Object.entries(aliases)) this.register('alias', name, options as SourceOptions);
@@ -43,6 +46,11 @@ export class SharedSync {
 
   get configured(): boolean {
     return this.#config !== undefined;
+  }
+
+  /** The snapshot file served in place of the CMS (the integration's `snapshot` option), if one is. */
+  get snapshot(): string | undefined {
+    return this.#snapshot;
   }
 
   /** Adds a source to the fetch plan; a later registration of the same source with other options wins. */
