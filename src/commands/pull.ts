@@ -1,6 +1,6 @@
 import { relative } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AuthenticationError, NotFoundError, ReadApiError } from '../api/errors.ts';
+import { AuthenticationError, NotFoundError, ReadApiError, scrub } from '../api/errors.ts';
 import { type PullResult, pull } from '../pull/pull.ts';
 import { ConfigError, parseSyncConfig } from '../sync/config.ts';
 import { loadConfigFile } from './config-file.ts';
@@ -24,10 +24,12 @@ export async function pullCommand(args: string[]): Promise<number> {
   // With --json, stdout carries only the result; progress and warnings go to stderr.
   const out = values.json ? console.error : console.log;
   let repository = '';
+  let apiKey: string | undefined;
   try {
     const { file, config: input } = await loadConfigFile(values.config);
     const config = parseSyncConfig(input);
     repository = config.repository;
+    apiKey = config.apiKey;
     out(`Pulling ${config.repository} from ${config.baseUrl} (config ${relative(process.cwd(), file) || file})`);
     const result = await pull({
       config,
@@ -44,7 +46,8 @@ export async function pullCommand(args: string[]): Promise<number> {
       console.error(`Error: ${error.message}`);
       return 2;
     }
-    console.error(`Error: ${explain(error as Error, repository)} Nothing was written; the previous snapshot, if any, is as it was.`);
+    // The server's words may hold the key (a content type, a URL): the message never repeats it.
+    console.error(`Error: ${scrub(explain(error as Error, repository), apiKey)} Nothing was written; the previous snapshot, if any, is as it was.`);
     return 1;
   }
 }

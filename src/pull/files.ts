@@ -16,6 +16,13 @@ import type { SnapshotRecord } from './records.ts';
  * `files/<host>/<path>`. An asset whose revision and URL are those of the previous snapshot,
  * and whose file is there whole, is not downloaded again. Downloads land in temporary files
  * and move into place only when all are done; the API key is never sent with them.
+ *
+ * The server decides the paths, so it is not trusted with them: a file never goes where a file
+ * of the previous snapshot's assets was not (it replaces nothing else of the folder: not the
+ * snapshot, not another one, not the user's files), never to a name starting with a dot, never
+ * to a `.json` beside the snapshot (`serve` would read it as one), and never longer than the
+ * file system allows; a file larger than its asset says is not kept. Such an asset keeps its
+ * remote URL, with a warning.
  */
 
 type File = { url: string; fileName: string; size?: number };
@@ -52,8 +59,21 @@ export function localPath(url: string, serverOrigin: string, repository: string)
   } catch {
     return undefined;
   }
-  if (segments.some((s) => s === '' || s === '.' || s === '..' || /[\\\0]/.test(s) || s.includes('/'))) return undefined;
+  if (segments.some((s) => s === '' || s.startsWith('.') || /[\\\0]/.test(s) || s.includes('/') || Buffer.byteLength(s) > 200)) return undefined;
+  if (segments.length === 1 && segments[0]!.toLowerCase().endsWith('.json')) return undefined; // beside the snapshot, serve would read it as one
   return segments.join('/');
+}
+
+/** The relative paths of the files the assets of a snapshot have (those a pull wrote, and may replace or remove). */
+export function filePaths(assets: Iterable<SnapshotRecord>): Set<string> {
+  const paths = new Set<string>();
+  for (const asset of assets) {
+    const url = (asset.fields?.file as { url?: unknown } | undefined)?.url;
+    const path = typeof url === 'string' ? localFilePath(url) : undefined;
+    // Checked again as a download's path would be: a snapshot written by hand may name anything.
+    if (path !== undefined && localPath(`http://x/files/r/${path.split('/').map(encodeURIComponent).join('/')}`, 'http://x', 'r') === path) paths.add(path);
+  }
+  return paths;
 }
 
 export async function syncFiles(options: {
@@ -67,10 +87,11 @@ export async function syncFiles(options: {
   onProgress?: (done: number, total: number) => void;
 }): Promise<FileOutcome> {
   const { assets, previous, dir } = options;
+  const ours = filePaths(previous.values());
   const outcome: Omit<FileOutcome, 'commit' | 'discard'> = { downloaded: [], kept: [], failed: new Map(), moved: new Map(), paths: new Set() };
   const staged: { temp: string; path: string }[] = [];
   const limit = pLimit(options.concurrency);
-  const suffix = `.pull-${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
+  const temp = () => `.pull-${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
   let done = 0;
   const work = assets.map((asset) =>
     limit(async () => {
@@ -87,13 +108,15 @@ export async function syncFiles(options: {
         claimed = true;
         const target = join(dir, ...path.split('/'));
         if (!target.startsWith(dir + sep)) throw new Error(`its path ${path} leaves ${dir}`);
-        const size = before?.meta.revision === asset.meta.revision && beforeFile?.url === path ? await sizeOf(target) : undefined;
-        if (size !== undefined && (file.size === undefined || size === file.size)) {
+        const existing = await sizeOf(target);
+        if (existing !== undefined && !ours.has(path)) throw new Error(`its path ${path} is a file the previous snapshot's assets did not have, which a pull does not replace`);
+        if (existing !== undefined && before?.meta.revision === asset.meta.revision && beforeFile?.url === path && (file.size === undefined || existing === file.size)) {
           outcome.kept.push(asset.meta.id);
         } else {
           await mkdir(dirname(target), { recursive: true });
-          staged.push({ temp: target + suffix, path: target });
-          await download(file.url, target + suffix, options.timeoutMs ?? 60_000);
+          const staging = join(dirname(target), temp());
+          staged.push({ temp: staging, path: target });
+          await download(file.url, staging, file.size, options.timeoutMs ?? 60_000);
           outcome.downloaded.push(asset.meta.id);
         }
         outcome.moved.set(file.url, path);
@@ -137,7 +160,8 @@ async function sizeOf(path: string): Promise<number | undefined> {
   }
 }
 
-async function download(url: string, to: string, timeoutMs: number): Promise<void> {
+/** Downloads `url` to `to`; a body larger than `size` (when the asset gives one) or of another size fails. */
+async function download(url: string, to: string, size: number | undefined, timeoutMs: number): Promise<void> {
   const response = await fetch(url, { redirect: 'follow', signal: AbortSignal.timeout(timeoutMs) }).catch((error: Error) => {
     throw new Error(`${url} could not be fetched: ${(error.cause as Error | undefined)?.message ?? error.message}`);
   });
@@ -145,8 +169,17 @@ async function download(url: string, to: string, timeoutMs: number): Promise<voi
     await response.body?.cancel();
     throw new Error(`${url} answered ${response.status}`);
   }
+  let received = 0;
+  const counted = async function* (chunks: AsyncIterable<Uint8Array>) {
+    for await (const chunk of chunks) {
+      received += chunk.byteLength;
+      if (size !== undefined && received > size) throw new Error(`it is larger than the ${size} bytes its asset says`);
+      yield chunk;
+    }
+  };
   try {
-    await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream), createWriteStream(to));
+    await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream), counted, createWriteStream(to));
+    if (size !== undefined && received !== size) throw new Error(`it has ${received} bytes where its asset says ${size}`);
   } catch (error) {
     await rm(to, { force: true });
     throw new Error(`downloading ${url} failed: ${(error as Error).message}`);

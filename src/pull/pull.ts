@@ -1,15 +1,15 @@
 import { rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createClient, type ReadApiClient } from '../api/client.ts';
-import { NotFoundError } from '../api/errors.ts';
+import { NotFoundError, scrub } from '../api/errors.ts';
 import { localFilePath, mapImageSources } from '../server/repository.ts';
 import { parseSnapshot, type Snapshot } from '../server/snapshot.ts';
 import type { SyncConfig } from '../sync/config.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
-import { type FileOutcome, syncFiles } from './files.ts';
+import { type FileOutcome, filePaths, syncFiles } from './files.ts';
 import { inferContentTypes } from './infer.ts';
 import { byId, type SnapshotRecord, snapshotAsset, snapshotDocument } from './records.ts';
-import { newLocalKey, readPrevious, snapshotText, writeAtomically } from './snapshot-file.ts';
+import { newLocalKey, readPrevious, snapshotText, stageFile } from './snapshot-file.ts';
 
 /**
  * `comfortable-loader pull`: a repository copied into a snapshot file (spec §1) that the local
@@ -61,7 +61,9 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   const started = Date.now();
   const { config } = options;
   const warnings: string[] = [];
-  const warn = (message: string) => {
+  const warn = (said: string) => {
+    // What the server sends may hold the key (a field name, a URL): no warning repeats it.
+    const message = scrub(said, config.apiKey);
     warnings.push(message);
     options.warn?.(message);
   };
@@ -85,7 +87,9 @@ export async function pull(options: PullOptions): Promise<PullResult> {
     repositoryId ??= record.meta.repository;
     documents.push(snapshotDocument(record, keys, onAsset));
   };
+  const totals = new Set<number>();
   for await (const page of client.pages('documents', { locale: 'all', embedAssets: true, pageSize: config.pageSize })) {
+    totals.add(page.meta.total);
     // With the locales known, each page is taken while the next ones arrive.
     if (listed) for (const record of page.data) take(record, listed.keys);
     else raw.push(...page.data);
@@ -95,8 +99,14 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   const localeKeys = new Set(locales.locales.map((l) => l.key));
   for (const record of raw) take(record, localeKeys);
   documents = documents.sort(byId);
+  unchangedWhilePulled(documents, totals);
 
   const assets = await referencedAssets(client, referenced, embedded, localeKeys, locales.defaultLocale, warn);
+  // A file URL the server gave relative is the server's, not a file beside the snapshot: in the copy, only a pull's own downloads are relative.
+  for (const asset of assets) {
+    const file = asset.fields.file as { url?: unknown } | undefined;
+    if (typeof file?.url === 'string' && localFilePath(file.url) !== undefined) file.url = new URL(file.url, `${config.baseUrl.replace(/\/$/, '')}/`).href;
+  }
   const collections = await memberLists(client, config.collections, locales.locales.map((l) => l.key), warn);
   const aliases = await aliasTargets(client, Array.isArray(config.aliases) ? config.aliases : Object.keys(config.aliases));
   const { contentTypes, warnings: typeWarnings } = inferContentTypes(documents, localeKeys);
@@ -141,8 +151,14 @@ export async function pull(options: PullOptions): Promise<PullResult> {
     const text = snapshotText(snapshot);
     if (text.includes(config.apiKey)) throw new PullError('the pulled content holds the API key itself; the snapshot was not written');
     const written = text !== previous?.text;
-    await files?.commit();
-    if (written) await writeAtomically(file, text);
+    // The snapshot is written to its temporary file first: what fails most (the folder, the disk) fails before any file moves.
+    const staged = written ? await stageFile(file, text) : undefined;
+    try {
+      await files?.commit();
+      await staged?.commit();
+    } finally {
+      await staged?.discard();
+    }
     bytes = Buffer.byteLength(text);
     if (files) await pruneFiles(previous?.assets, files.paths, resolve(options.out));
     return {
@@ -164,6 +180,20 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   } catch (error) {
     await files?.discard();
     throw error;
+  }
+}
+
+/**
+ * A list read page by page while documents are added or deleted shifts under the pages: one is
+ * then read twice or not at all. Every page must tell the same total, and that many distinct
+ * documents must have come, or the copy would silently lack some.
+ */
+function unchangedWhilePulled(documents: SnapshotRecord[], totals: Set<number>): void {
+  const twice = documents.find((document, i) => i > 0 && documents[i - 1]!.meta.id === document.meta.id);
+  const [total] = totals;
+  if (totals.size > 1 || twice || documents.length !== total) {
+    const what = twice ? `document ${twice.meta.id} came twice` : totals.size > 1 ? `the total went from ${[...totals].join(' to ')}` : `${documents.length} of ${total} documents came`;
+    throw new PullError(`The repository's documents changed while they were listed (${what}): pull again when it is not being edited`);
   }
 }
 
@@ -284,13 +314,10 @@ function relinkRichtext(documents: SnapshotRecord[], moved: Map<string, string>)
   }
 }
 
-/** Removes the files the previous snapshot's assets had and the new one's do not (only those). */
+/** Removes the files the previous snapshot's assets had and the new one's do not (only those, and only where a pull may write one). */
 async function pruneFiles(before: Map<string, SnapshotRecord> | undefined, now: Set<string>, dir: string): Promise<void> {
-  for (const asset of before?.values() ?? []) {
-    const url = (asset.fields?.file as { url?: unknown } | undefined)?.url;
-    const path = typeof url === 'string' ? localFilePath(url) : undefined;
-    if (path === undefined || now.has(path) || path.split('/').some((s) => s === '..' || s === '')) continue;
-    await rm(join(dir, ...path.split('/')), { force: true });
+  for (const path of filePaths(before?.values() ?? [])) {
+    if (!now.has(path)) await rm(join(dir, ...path.split('/')), { force: true });
   }
 }
 

@@ -49,17 +49,21 @@ export function newLocalKey(): string {
   return `local-${randomBytes(18).toString('base64url')}`;
 }
 
-/** Writes `text` to `file` atomically, creating its folder. */
-export async function writeAtomically(file: string, text: string): Promise<void> {
+/**
+ * `text` written to a temporary file beside `file` (its folder created): `commit` renames it
+ * over `file`, `discard` removes it if it is still there (after a commit, it is not).
+ */
+export async function stageFile(file: string, text: string): Promise<{ commit(): Promise<void>; discard(): Promise<void> }> {
   await mkdir(dirname(file), { recursive: true });
   const temp = `${file}.pull-${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
+  const discard = () => rm(temp, { force: true });
   try {
     await writeFile(temp, text);
-    await rename(temp, file);
   } catch (error) {
-    await rm(temp, { force: true });
+    await discard();
     throw error;
   }
+  return { commit: () => rename(temp, file), discard };
 }
 
 /**
