@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { Random } from '../bench/random.ts';
 import { generateSnapshot } from '../bench/generate.ts';
 import { fastFieldsTest } from '../src/server/fast-check.ts';
+import { startServer } from '../src/server/index.ts';
 import { assetContentType, type ContentTypeDefinition, fieldsSchema, fieldTypes, parseSnapshot } from '../src/server/snapshot.ts';
 
 // parseSnapshot tests a record's fields with plain functions first and asks the zod schemas only
@@ -85,6 +86,26 @@ describe('the fast field tests of parseSnapshot', () => {
     snapshot.contentTypes.push({ apiId: 'odd', fields: [{ apiId: '__proto__', type: 'text' }, { apiId: 'when', type: 'date' }] });
     const at = snapshot.documents.push({ fields: { when: '2024-02-32' }, meta: { ...snapshot.documents[0].meta, id: '999999', contentType: 'odd' } }) - 1;
     expect(() => parseSnapshot(snapshot, 'odd.json')).toThrow(`odd.json: $.documents[${at}].fields.when: is not a real date`);
+  });
+
+  it('read a field named like a member of every object only where the record holds it', async () => {
+    const snapshot = JSON.parse(JSON.stringify(generateSnapshot({ documents: 10, seed: 3 })));
+    snapshot.contentTypes.push({ apiId: 'car', fields: [{ apiId: 'driver', type: 'text' }, { apiId: 'constructor', type: 'text' }, { apiId: 'toString', type: 'number' }] });
+    const meta = (id: string) => ({ ...snapshot.documents[0].meta, id, contentType: 'car' });
+    snapshot.documents.push({ fields: { driver: 'Ada', constructor: 'Ferrari' }, meta: meta('900001') }, { fields: { driver: 'Grace' }, meta: meta('900002') });
+    const parsed = parseSnapshot(snapshot, 'cars.json');
+    const [with_, without] = parsed.documents.slice(-2).map((d) => d.fields);
+    expect(with_!.constructor).toBe('Ferrari');
+    expect(without!.constructor).toBeUndefined();
+    expect(JSON.stringify(without)).toBe('{"driver":"Grace"}');
+    // and the server answers it so: a filter for documents that have the field finds only the first
+    const server = await startServer({ snapshots: [snapshot], watch: false });
+    try {
+      const answer = await fetch(`${server.url}/${snapshot.repository.apiId}/documents?filters[0][car.fields.constructor][notEmpty]=1`, { headers: { authorization: snapshot.repository.apiKeys[0] } });
+      expect(((await answer.json()) as { data: { meta: { id: string } }[] }).data.map((d) => d.meta.id)).toEqual(['900001']);
+    } finally {
+      await server.close();
+    }
   });
 
   it('accept every record of the demo and of a generated repository, so that zod is not asked', async () => {

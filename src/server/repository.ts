@@ -105,7 +105,8 @@ export class PreparedRecord {
 
   /** The value a filter, sort or search reads: the locale's value after fallback, the default locale's for `all`. */
   value(name: string, locale: LocaleView): unknown {
-    return this.fields(locale === 'all' ? this.#repository.defaultLocale : locale)[name];
+    const view = this.fields(locale === 'all' ? this.#repository.defaultLocale : locale);
+    return Object.hasOwn(view, name) ? view[name] : undefined; // a field named constructor is not Object's
   }
 
   /** Ids this record references through a field, in order (every locale's for `all`). */
@@ -285,7 +286,7 @@ export class PreparedRepository {
   /** The record with every asset reference in its fields replaced by the asset record. */
   embedAssets(record: PreparedRecord, locale: LocaleView): { fields: Record<string, unknown>; meta: PreparedRecord['meta'] } {
     const fields = record.fields(locale);
-    const assetFields = record.type.referenceFields.filter((f) => f.type === 'asset' && fields[f.apiId]);
+    const assetFields = record.type.referenceFields.filter((f) => f.type === 'asset' && Object.hasOwn(fields, f.apiId) && fields[f.apiId]);
     if (assetFields.length === 0) return record.toObject(locale);
     const embed = (refs: unknown): unknown =>
       Array.isArray(refs)

@@ -227,13 +227,18 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
 
   // Per content type, one check of a record's fields: the fast test, and the zod schema (built
   // when first needed) where it refuses, for the verdict and the message.
-  const fieldChecks = new Map<string, (fields: unknown, path: PropertyKey[]) => void>();
-  const checkFields = (type: ContentTypeDefinition, fields: unknown, path: PropertyKey[]) => {
+  const fieldChecks = new Map<string, (fields: Record<string, unknown>, path: PropertyKey[]) => void>();
+  const checkFields = (type: ContentTypeDefinition, fields: Record<string, unknown>, path: PropertyKey[]) => {
     let checkOf = fieldChecks.get(type.apiId);
     if (!checkOf) {
       const fast = fastFieldsTest(type, localeKeys);
       let schema: z.ZodType | undefined;
+      // A field named like a member of every object (constructor, toString…) that a record lacks
+      // would be checked as that member: such records lose their prototype, so the check reads
+      // only what the record holds (the server's own reads take own properties only).
+      const inherited = type.fields.map((field) => field.apiId).filter((name) => name in Object.prototype);
       checkOf = (value, at) => {
+        if (inherited.some((name) => !Object.hasOwn(value, name))) Object.setPrototypeOf(value, null);
         if (!fast(value)) check((schema ??= fieldsSchema(type, localeKeys)), value, file, [...at, 'fields']);
       };
       fieldChecks.set(type.apiId, checkOf);
