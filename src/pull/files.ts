@@ -59,9 +59,13 @@ export function localPath(url: string, serverOrigin: string, repository: string)
   } catch {
     return undefined;
   }
-  if (segments.some((s) => s === '' || s.startsWith('.') || /[\\\0]/.test(s) || s.includes('/') || Buffer.byteLength(s) > 200)) return undefined;
-  if (segments.length === 1 && segments[0]!.toLowerCase().endsWith('.json')) return undefined; // beside the snapshot, serve would read it as one
-  return segments.join('/');
+  return writable(segments) ? segments.join('/') : undefined;
+}
+
+/** Whether a pull may write a file at the path of these segments, relative to the snapshot's folder. */
+function writable(segments: string[]): boolean {
+  if (segments.some((s) => s === '' || s.startsWith('.') || /[\\\0]/.test(s) || s.includes('/') || Buffer.byteLength(s) > 200)) return false;
+  return !(segments.length === 1 && segments[0]!.toLowerCase().endsWith('.json')); // beside the snapshot, serve would read it as one
 }
 
 /** The relative paths of the files the assets of a snapshot have (those a pull wrote, and may replace or remove). */
@@ -70,8 +74,8 @@ export function filePaths(assets: Iterable<SnapshotRecord>): Set<string> {
   for (const asset of assets) {
     const url = (asset.fields?.file as { url?: unknown } | undefined)?.url;
     const path = typeof url === 'string' ? localFilePath(url) : undefined;
-    // Checked again as a download's path would be: a snapshot written by hand may name anything.
-    if (path !== undefined && localPath(`http://x/files/r/${path.split('/').map(encodeURIComponent).join('/')}`, 'http://x', 'r') === path) paths.add(path);
+    // Checked again as a download's path is: a snapshot written by hand may name anything.
+    if (path !== undefined && writable(path.split('/'))) paths.add(path);
   }
   return paths;
 }
@@ -96,7 +100,7 @@ export async function syncFiles(options: {
   const work = assets.map((asset) =>
     limit(async () => {
       const file = asset.fields.file as File | undefined;
-      if (!file || localFilePath(file.url) !== undefined) return; // already a file beside the snapshot
+      if (!file) return; // (a URL the server gave relative was resolved against it: every URL here is the server's)
       const path = localPath(file.url, options.serverOrigin, options.repository);
       const before = previous.get(asset.meta.id);
       const beforeFile = before?.fields.file as File | undefined;
