@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { AstroIntegration } from 'astro';
 import { defaultBaseUrl } from '../api/client.ts';
 import { z } from 'zod';
-import { ConfigError, configProblem, contentTypesSchema, syncConfigSchema } from '../sync/config.ts';
+import { checkOptions, ConfigError, contentTypesSchema, syncConfigSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../sync/env.ts';
 import type { SyncLogger } from '../sync/engine.ts';
 import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
@@ -53,8 +53,7 @@ const givenSchema = integrationSchema.partial({ repository: true, apiKey: true }
  * ConfigError names the option and what is allowed.
  */
 export function parseIntegrationOptions(options: unknown): ComfortableIntegrationOptions & SharedConfig {
-  const result = integrationSchema.safeParse(options);
-  if (!result.success) throw configProblem(result.error, 'comfortable.');
+  checkOptions(integrationSchema, options, { prefix: 'comfortable.' });
   return options as ComfortableIntegrationOptions & SharedConfig;
 }
 
@@ -81,8 +80,7 @@ function astroMode(command: string): string {
  * integrations: [comfortable({ contentTypes: { post: 'posts', author: 'authors' } })]
  */
 export function comfortable(options: ComfortableIntegrationOptions = {}): AstroIntegration {
-  const given = givenSchema.safeParse(options);
-  if (!given.success) throw configProblem(given.error, 'comfortable.');
+  checkOptions(givenSchema, options, { prefix: 'comfortable.' });
   const shared = sharedSync();
   let hosts: ImageHosts | undefined;
   let refresh: { secret: string | undefined; path: string } | undefined;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { defaultBaseUrl } from '../api/client.ts';
 import { filterOperators, type IncludeMap, type ListOptions } from '../api/query.ts';
 import type { Changeset } from './changeset.ts';
+import { allowedKeys, nearestKey } from './option-keys.ts';
 
 /**
  * What to sync and how, validated with zod. An error names the option and what is allowed.
@@ -90,24 +91,52 @@ export class ConfigError extends Error {
   }
 }
 
-/** Formats the first problem of a zod error as "<option>: <what is allowed> (got …)". */
-export function configProblem(error: z.ZodError, prefix = ''): ConfigError {
+/**
+ * Where options were written, for the messages of their problems: the prefix of their paths
+ * (`comfortable.`), the call they belong to (` of comfortableLoader() for the collection "posts"`),
+ * and their schema, which knows the keys to suggest for a misspelt one.
+ */
+export interface OptionsPlace {
+  prefix?: string;
+  place?: string;
+  schema?: z.ZodType;
+}
+
+/**
+ * Formats the first problem of a zod error as "Invalid option <option>: <what is allowed> (got …)",
+ * or, for a key the schema does not know, "Unknown option <option>: did you mean <nearest>?".
+ */
+export function configProblem(error: z.ZodError, where: OptionsPlace = {}): ConfigError {
+  const { prefix = '', place = '', schema } = where;
   const issue = error.issues[0]!;
-  const option = prefix + issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
+  const pathOf = (path: readonly PropertyKey[]) => prefix + path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0]!;
+    const allowed = schema ? allowedKeys(schema, issue.path) : [];
+    const nearest = nearestKey(key, allowed);
+    const option = pathOf([...issue.path, key]);
+    const help = nearest ? `did you mean ${pathOf([...issue.path, nearest])}?` : allowed.length > 0 ? `the options there are ${allowed.join(', ')}` : 'no such option';
+    return new ConfigError(option, `Unknown option ${option}${place}: ${help}`);
+  }
+  const option = pathOf(issue.path) || '(config)';
   let message = issue.message;
   if (issue.code === 'invalid_value') message = `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
-  if (issue.code === 'unrecognized_keys') message = `unknown option ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
   // The value is shown to help, except a key's, which must never be printed.
-  const shown = 'input' in issue && issue.input !== undefined && issue.code !== 'unrecognized_keys' && !issue.path.includes('apiKey');
+  const shown = 'input' in issue && issue.input !== undefined && !issue.path.includes('apiKey');
   const input = shown ? ` (got ${JSON.stringify(issue.input)?.slice(0, 60)})` : '';
-  return new ConfigError(option || '(config)', `Invalid option ${option || '(config)'}: ${message}${input}`);
+  return new ConfigError(option, `Invalid option ${option}${place}: ${message}${input}`);
+}
+
+/** Checks options against their schema; throws a ConfigError naming the option as written and, for a misspelt key, the nearest one. */
+export function checkOptions<S extends z.ZodType>(schema: S, options: unknown, where: Omit<OptionsPlace, 'schema'> = {}): z.output<S> {
+  const result = schema.safeParse(options, { reportInput: true });
+  if (!result.success) throw configProblem(result.error, { ...where, schema });
+  return result.data;
 }
 
 /** Validates a sync config; throws a ConfigError naming the option. */
 export function parseSyncConfig(input: unknown, prefix = ''): SyncConfig {
-  const result = syncConfigSchema.safeParse(input, { reportInput: true });
-  if (!result.success) throw configProblem(result.error, prefix);
-  const config = result.data;
+  const config = checkOptions(syncConfigSchema, input, { prefix });
   const sources = Object.keys(config.collections).length + (Array.isArray(config.aliases) ? config.aliases.length : Object.keys(config.aliases).length) + Object.keys(config.queries).length;
   if (sources === 0) throw new ConfigError(`${prefix}collections`, `Invalid option ${prefix}collections: nothing to sync; name at least one collection, alias or query`);
   return { ...config, onError: config.onError ?? (process.env.CI ? 'fail' : 'use-cache') };
