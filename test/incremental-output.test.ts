@@ -8,6 +8,7 @@ import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { runAstro } from './helpers/astro.ts';
+import { differences, tree } from './helpers/dist.ts';
 import { copyDemo, filesUnder } from './helpers/playground.ts';
 import { demoKey } from './helpers/server.ts';
 
@@ -47,18 +48,6 @@ async function build(site: string): Promise<{ output: string; rendered: string[]
   const reused: string[] = [];
   for (const match of stripVTControlCharacters(output).matchAll(/[├└]─ (\/\S+\.html)( \((?:cached|restored)\))?/g)) (match[2] ? reused : rendered).push(match[1]!);
   return { output: stripVTControlCharacters(output), rendered, reused };
-}
-
-/** Every file of a site's dist/, by its path there, with its bytes. */
-async function tree(site: string): Promise<Map<string, Buffer>> {
-  const dist = join(site, 'dist');
-  const files = (await filesUnder(dist)).sort();
-  return new Map(await Promise.all(files.map(async (file) => [relative(dist, file), await readFile(file)] as const)));
-}
-
-/** Paths that differ between two trees (present in one only, or with other bytes). */
-function differences(a: Map<string, Buffer>, b: Map<string, Buffer>): string[] {
-  return [...new Set([...a.keys(), ...b.keys()])].filter((path) => !a.get(path)?.equals(b.get(path) ?? Buffer.alloc(0))).sort();
 }
 
 /** After a change: the three sites built (the CI one without its dist/, the clean one from nothing), and the trees compared. */

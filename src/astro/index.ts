@@ -1,10 +1,12 @@
 import '../node-check.ts';
 export { comfortable, comfortable as default, parseIntegrationOptions, remotePatterns } from './integration.ts';
 export type { ComfortableIntegrationOptions } from './integration.ts';
-export { comfortableLoader, defaultEntryId } from './loader.ts';
+export { comfortableLoader } from './loader.ts';
+export { defaultEntryId } from './loader-options.ts';
 export { pageKey } from '../sync/page-keys.ts';
 export type { KeyPart } from '../sync/page-keys.ts';
-export type { ComfortableLoaderOptions, ComfortableEntryData, EntryIdInput } from './loader.ts';
+export type { ComfortableEntryData } from './loader.ts';
+export type { ComfortableLoaderOptions, EntryIdInput } from './loader-options.ts';
 export { entrySchema, fieldsSchema, createEntrySchema, astroReferenceSchema } from './schema.ts';
 export { ConfigError } from '../sync/config.ts';
 export { comfortableLiveLoader } from './live.ts';

@@ -1,6 +1,7 @@
 import type { Loader, LoaderContext } from 'astro/loaders';
 import type { CacheHead, CacheReader, Member } from '../cache/index.ts';
-import { hash, type SourceOptions } from '../sync/config.ts';
+import { z } from 'zod';
+import { canonicalOptions, ConfigError, hash } from '../sync/config.ts';
 import { packageVersion, type SyncResult } from '../sync/engine.ts';
 import { type Entry, entryOf } from '../sync/entries.ts';
 import { referenceList, type StoredRecord } from '../sync/records.ts';
@@ -11,43 +12,9 @@ import { loaderError } from './errors.ts';
 import type { ComfortableLiveRecord } from './live-entries.ts';
 import { ReferenceConverter, warnPartialMappings } from './references.ts';
 import { RichtextRenderer } from './rendered.ts';
-import { loaderRegistry } from './registry.ts';
+import { type ComfortableLoaderOptions, defaultEntryId, type EntryIdInput, type LoaderSource, loaderSources } from './loader-options.ts';
+import { loaderRegistry, type RegisteredLoader } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
-
-/** What an entry id is made from. */
-export interface EntryIdInput {
-  id: string;
-  locale: string;
-  contentType: string;
-  fields: Record<string, unknown>;
-}
-
-export interface ComfortableLoaderOptions {
-  /** Load a collection of the repository, by its API id. */
-  collection?: string;
-  /** Load the document an alias points to (one entry per locale). */
-  alias?: string;
-  /** Load the documents of several aliases. */
-  aliases?: string[];
-  /** Load every document of a content type. */
-  contentType?: string;
-  /** Request options for the source (includes, filters, sorting, …); fetched with every locale. */
-  options?: SourceOptions;
-  /**
-   * The richtext field rendered as the entry's content, for `render(entry)` and `<Content />`
-   * (with headings, and images of the repository's assets optimised by Astro). Default: the
-   * content type's first richtext field; `false` renders none.
-   */
-  render?: string | false;
-  /** Locales that get entries. Default: every locale of the repository. */
-  locales?: string[];
-  /**
-   * The entry id. Default `<locale>/<document id>`. References to this collection use it too
-   * when the loader is for a content type.
-   * @example ({ locale, fields }) => `${locale}/${fields.slug}`
-   */
-  entryId?: (entry: EntryIdInput) => string;
-}
 
 /** The `data` of an entry in the content store: a document in one locale, as a live entry shows it too, with its digests, cache key and aliases. */
 export interface ComfortableEntryData extends ComfortableLiveRecord {
@@ -65,21 +32,6 @@ export interface ComfortableEntryData extends ComfortableLiveRecord {
   aliases: string[];
 }
 
-export const defaultEntryId = ({ id, locale }: EntryIdInput) => `${locale}/${id}`;
-
-function sourcesOf(options: ComfortableLoaderOptions): { kind: 'collection' | 'alias' | 'query'; name: string; options: SourceOptions & { contentType?: string } }[] {
-  const given = [options.collection, options.alias, options.aliases, options.contentType].filter((v) => v !== undefined);
-  if (given.length !== 1) {
-    throw new Error('comfortableLoader() needs exactly one of collection, alias, aliases or contentType, for example comfortableLoader({ collection: "posts" })');
-  }
-  const extra = options.options ?? {};
-  if (options.collection) return [{ kind: 'collection', name: options.collection, options: extra }];
-  if (options.contentType) return [{ kind: 'query', name: `type:${options.contentType}`, options: { ...extra, contentType: options.contentType } }];
-  const aliases = options.aliases ?? [options.alias!];
-  if (aliases.length === 0 || aliases.some((a) => typeof a !== 'string' || a === '')) throw new Error('comfortableLoader({ aliases }) needs a list of alias API ids');
-  return aliases.map((name) => ({ kind: 'alias' as const, name, options: extra }));
-}
-
 /**
  * A content loader for `src/content.config.ts`. Every loader shares one sync per Astro sync.
  *
@@ -92,29 +44,51 @@ function sourcesOf(options: ComfortableLoaderOptions): { kind: 'collection' | 'a
  */
 export function comfortableLoader(options: ComfortableLoaderOptions) {
   const shared = sharedSync();
-  const sources = sourcesOf(options);
-  const keys = sources.map((s) => shared.register(s.kind, s.name, s.options));
-  const name = `comfortable:${keys.join('+')}`;
+  const registry = loaderRegistry();
+  let sources: LoaderSource[] = [];
+  let invalid: unknown;
+  try {
+    sources = loaderSources(options);
+  } catch (error) {
+    // Told when Astro loads the collection, whose name the message then gives.
+    invalid = error;
+  }
+  const name = `comfortable:${sources.map((s) => `${s.kind}:${s.name}`).join('+') || 'invalid'}`;
   const entryId = options.entryId ?? defaultEntryId;
-  loaderRegistry().add({ name, sources: keys, contentType: options.contentType, entryId: options.entryId });
+  const registered: RegisteredLoader = {
+    name,
+    sources: [],
+    signature: hash({ sources: sources.map((s) => [s.kind, s.name, canonicalOptions(s.options)]), locales: options.locales, render: options.render, entryId: options.entryId ? String(options.entryId) : 'default' }),
+    contentType: options.contentType,
+    locales: options.locales,
+    entryId: options.entryId,
+  };
+  registry.add(registered);
+  const keys = sources.map((s) => shared.register(s.kind, s.name, s.options));
+  registered.sources = keys;
 
   return {
     name,
     createSchema: async () => {
+      registry.seal(registered);
+      // Bad options fail the load, with the collection's name: the schema waits for it.
+      if (invalid) return { schema: z.unknown(), types: 'export type Entry = unknown;' };
       try {
         const result = await shared.current();
-        return createEntrySchema(result.cache, keys, (contentType) => loaderRegistry().collectionFor(contentType)?.collection);
+        return createEntrySchema(result.cache, keys, (contentType) => registry.collectionFor(contentType)?.collection);
       } catch (error) {
         throw loaderError(error, shared); // with a hint naming the option to check
       }
     },
     async load(context: LoaderContext) {
-      // Which Astro collection this is: references to its content types are checked against its members.
-      loaderRegistry().bind(name, context.collection);
+      if (invalid) loaderSources(options, context.collection); // throws again, naming the collection
+      // Which Astro collection this is: references into it take its entry ids.
+      registry.bind(registered, context.collection);
       try {
         // In a refresh from the dev endpoint, its sync has just run: read that, start no other.
         const refreshed = (context.refreshContextData as { comfortable?: unknown } | undefined)?.comfortable !== undefined;
         const result = await (refreshed ? shared.current() : shared.acquire(`load:${name}`));
+        await registry.settled(registered, (message) => context.logger.warn(message));
         await shared.read(result, (round) => loadEntries(context, round.cache, schemaDigest(round, context.config), keys, options, entryId));
       } catch (error) {
         throw loaderError(error, shared); // with a hint naming the option to check
@@ -143,20 +117,17 @@ async function loadEntries(
   entryId: (input: EntryIdInput) => string,
 ): Promise<void> {
   const head = cache.head;
-  const locales = options.locales ?? head.locales.locales.map((l) => l.key);
-  // Options, a new package version or a changed model (a field seen localized) change what entries look
-  // like, and an edited schema module what they must pass: start clean.
-  const fingerprint = hash({
-    packageVersion,
-    keys,
-    locales,
-    source: head.fingerprint,
-    entryId: options.entryId ? String(options.entryId) : 'default',
-    render: options.render ?? 'first',
-    references: loaderRegistry().referenceFingerprint(),
-    model: head.model,
-    schemas,
-  });
+  const known = head.locales.locales.map((l) => l.key);
+  const locales = options.locales ?? known;
+  const unknown = locales.find((locale) => !known.includes(locale));
+  if (unknown !== undefined) {
+    throw new ConfigError('locales', `Invalid option locales of comfortableLoader() for the collection "${collection}" in src/content.config.ts: the repository has no locale "${unknown}"; it has ${known.join(', ')}`);
+  }
+  // Options (of any loader: a reference takes its target's id), a new package version, a changed
+  // model (a field seen localized) change what entries look like, and an edited schema module what
+  // they must pass: start clean. The same key goes into every page key, so such pages render again.
+  const fingerprint = hash({ packageVersion, source: head.fingerprint, loaders: loaderRegistry().fingerprint(), model: head.model, schemas });
+  const before = new Set(store.keys());
   if (meta.get('fingerprint') !== fingerprint) {
     store.clear();
     meta.set('fingerprint', fingerprint);
@@ -171,10 +142,11 @@ async function loadEntries(
   const custom = options.entryId !== undefined;
   const live = new Set<string>();
   let changed = 0;
+  let added = 0;
   const list = [...members.values()];
   for (let start = 0; start < list.length; start += readBatch) {
     const batch = list.slice(start, start + readBatch);
-    const pageKeys = cacheKeys(cache, batch.map((member) => member.id));
+    const pageKeys = cacheKeys(cache, batch.map((member) => member.id), fingerprint);
     // The digest is checked before anything is read or parsed: unchanged entries cost nothing.
     const digestOf = (member: Member, locale: string) =>
       generateDigest(`${member.digest}|${member.dependencyDigest}|${pageKeys.get(member.id)}|${aliasesOf.get(member.id)?.join(',') ?? ''}|${locale}|${fingerprint}`);
@@ -215,6 +187,7 @@ async function loadEntries(
       // Astro optimises the images of rendered HTML only for entries with a file path: this one names the entry.
       store.set({ id: storeId, data: parsed, digest: stored, ...(rendered ? { rendered, filePath: `comfortable/${collection}/${storeId}` } : {}) });
       changed++;
+      if (!before.has(storeId)) added++;
     }
   }
   references.report();
@@ -225,7 +198,7 @@ async function loadEntries(
       removed++;
     }
   }
-  logger.info(`${members.size} documents × ${locales.length} locales: ${changed} updated, ${removed} removed, ${live.size - changed} unchanged`);
+  logger.info(`${members.size} documents × ${locales.length} locales: ${added} added, ${changed - added} updated, ${removed} removed, ${live.size - changed} unchanged`);
 }
 
 /** Document id → the API ids of the synced aliases pointing to it, sorted. */

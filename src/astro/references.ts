@@ -2,15 +2,17 @@ import type { LoaderContext } from 'astro/loaders';
 import type { CacheReader, Member } from '../cache/index.ts';
 import { type Entry, entryOf, mapRelations } from '../sync/entries.ts';
 import type { StoredRecord } from '../sync/records.ts';
-import { defaultEntryId, type EntryIdInput } from './loader.ts';
+import { defaultEntryId, type EntryIdInput } from './loader-options.ts';
 import { loaderRegistry } from './registry.ts';
 
 /**
  * Relation fields as Astro references. A relation becomes `{ collection, id }` when the
- * integration's `contentTypes` maps its target's content type to a collection that holds the
- * target; otherwise it is `{ collection: null, id, contentType }`, so Astro never meets a
- * reference to an entry that does not exist. Such references are told in one warning per cause
- * and collection, with the number of places; each place once per sync.
+ * integration's `contentTypes` maps its target's content type to a collection that a
+ * comfortableLoader() fills and that holds the target; the id is the one that collection's loader
+ * gives the target (its `entryId`, or `<locale>/<id>`), whatever its source. Otherwise it is
+ * `{ collection: null, id, contentType }`, so Astro never meets a reference to an entry that does
+ * not exist. Such references are told in one warning per cause and collection, with the number
+ * of places; each place once per sync.
  */
 
 /** What the conversion needs of the entries being made: their relation targets. */
@@ -69,32 +71,46 @@ export class ReferenceConverter {
 
   #convert(entry: Entry, field: string, ref: { id: string; contentType: string }, lookup: TargetLookup): unknown {
     const target = loaderRegistry().collectionFor(ref.contentType);
-    let cause: [key: string, why: string] | undefined;
-    if (!lookup.targets.has(ref.id)) cause = ['not-synced', 'their documents are not in the synced content (beyond the includes depth of the sources)'];
-    else if (!target) cause = [`unmapped:${ref.contentType}`, `no collection holds the content type "${ref.contentType}"; map it with the integration's contentTypes option`];
-    else if (this.#holds(target.collection, ref.id) === false) {
-      cause = [`not-held:${target.collection}`, `the collection "${target.collection}", to which contentTypes maps "${ref.contentType}", does not hold their documents`];
-    }
-    if (cause === undefined) return { collection: target!.collection, id: this.#targetId(entry, ref, target!.entryId, lookup) };
+    let cause: string | undefined;
+    if (!lookup.targets.has(ref.id)) cause = 'not-synced';
+    else if (!target) cause = `unmapped:${ref.contentType}`;
+    else if (!target.loader) cause = `no-loader:${target.collection}`;
+    else if (!this.#holds(target.collection, ref.id)) cause = `not-held:${target.collection}`;
+    else if (target.loader.locales && !target.loader.locales.includes(entry.locale)) cause = `not-in-locale:${target.collection}:${entry.locale}`;
+    if (cause === undefined) return { collection: target!.collection, id: this.#targetId(entry, ref, target!.loader!.entryId, lookup) };
     const reference = referenceKey(entry.id, field, ref.id);
     const key = `${this.#collection}|${reference}`;
     if (!reportedSince.keys.has(key) && !reportedSince.dangling.has(reference)) {
       reportedSince.keys.add(key);
-      const [causeKey, why] = cause;
-      const group = this.#unresolved.get(causeKey) ?? { why, places: [] };
+      const group = this.#unresolved.get(cause) ?? { why: this.#why(cause, ref.contentType, target?.collection), places: [] };
       group.places.push(`document ${entry.id}, field ${field} → ${ref.id}`);
-      this.#unresolved.set(causeKey, group);
+      this.#unresolved.set(cause, group);
     }
     return { collection: null, ...ref };
   }
 
-  /** Whether a collection holds a document; undefined while no loader of it has loaded (it is then taken to hold it). */
-  #holds(collection: string, id: string): boolean | undefined {
+  /** What a warning says of a cause, with the option that decides it. */
+  #why(cause: string, contentType: string, collection: string | undefined): string {
+    if (cause === 'not-synced') return 'their documents are not in the synced content (beyond the includes depth of the sources)';
+    if (cause.startsWith('no-loader:')) {
+      return `contentTypes maps "${contentType}" to the collection "${collection}", which no comfortableLoader() fills; check the contentTypes option of comfortable() against the collections of src/content.config.ts`;
+    }
+    if (cause.startsWith('not-in-locale:')) {
+      return `the collection "${collection}", to which contentTypes maps "${contentType}", has no entries in ${cause.split(':')[2]} (the locales option of its comfortableLoader())`;
+    }
+    if (cause.startsWith('not-held:')) return `the collection "${collection}", to which contentTypes maps "${contentType}", does not hold their documents`;
+    const holding = loaderRegistry().collectionsHolding((sources) => sources.some((source) => this.#cache.members(source).some((m) => m.contentType === contentType)));
+    const suggestion = holding.length > 0 ? ` (the collection${holding.length > 1 ? 's' : ''} ${holding.map((c) => `"${c}"`).join(', ')} ${holding.length > 1 ? 'hold' : 'holds'} them: contentTypes: { ${contentType}: '${holding[0]}' })` : '';
+    return `no collection holds the content type "${contentType}"; map it with the integration's contentTypes option${suggestion}`;
+  }
+
+  /** Whether the loaders that fill a collection hold a document. */
+  #holds(collection: string, id: string): boolean {
     if (!this.#held.has(collection)) {
       const sources = loaderRegistry().sourcesOfCollection(collection);
       this.#held.set(collection, sources && new Set(sources.flatMap((source) => this.#cache.members(source).map((member) => member.id))));
     }
-    return this.#held.get(collection)?.has(id);
+    return this.#held.get(collection)?.has(id) ?? false;
   }
 
   /** The target's id as its own collection makes it: a custom entryId may use the target's fields (a slug). */

@@ -1,27 +1,95 @@
 import { hash } from '../sync/config.ts';
-import type { EntryIdInput } from './loader.ts';
+import { sharedSync } from '../sync/shared.ts';
+import type { EntryIdInput } from './loader-options.ts';
 
 /**
- * What the loaders of this process are and which collections hold which content types, so
- * references point at the right collection and id, and a refresh reaches the right loaders.
+ * What the loaders of the content config are and which collections hold which content types,
+ * so references point at the right collection and id, and a refresh reaches the right loaders.
+ *
+ * Loaders are known in generations: the loaders one evaluation of the content config makes.
+ * Astro evaluates it once per build, and again in dev when it changes; once a generation's
+ * loaders have started loading, the next loader made starts a new generation, which replaces
+ * the last (and its sources in the shared sync), so nothing of an edited config outlives it.
+ *
+ * Which Astro collection a loader fills is known only when Astro loads it. A reference is made
+ * with the entry id of the collection it points into, so every loader waits, before it makes
+ * references, until each loader of its generation has said which collection it fills: the ids
+ * do not depend on the order Astro runs the loaders in.
  */
 export interface RegisteredLoader {
   name: string;
   /** Source keys such as `collection:posts`. */
   sources: string[];
+  /** A hash of everything the loader's options decide of its entries. */
+  signature: string;
+  /** Its source's content type, for a `contentType` loader. */
   contentType?: string | undefined;
+  /** The loader's `locales` option; undefined for every locale of the repository. */
+  locales?: string[] | undefined;
   /** The loader's own `entryId` option; undefined for the default `<locale>/<id>`. */
   entryId?: ((entry: EntryIdInput) => string) | undefined;
   /** The Astro collection it fills, once it has loaded. */
   collection?: string | undefined;
 }
 
-export class LoaderRegistry {
-  readonly loaders = new Map<string, RegisteredLoader>();
-  #contentTypes: Record<string, string> = {};
+/** How long a loader waits for the other loaders of its config to start loading, once its content is synced. */
+const settleMs = 3_000;
 
+class Generation {
+  readonly loaders: RegisteredLoader[] = [];
+  /** Set when one of its loaders starts loading: a loader made later belongs to a new generation. */
+  sealed = false;
+  readonly #waiters = new Set<() => void>();
+
+  get unbound(): RegisteredLoader[] {
+    return this.loaders.filter((l) => l.collection === undefined);
+  }
+
+  bound(): void {
+    if (this.unbound.length > 0) return;
+    for (const wake of this.#waiters) wake();
+    this.#waiters.clear();
+  }
+
+  /** Resolves with the loaders still unbound: none once all are bound, else those left when the wait ends. */
+  settled(ms: number): Promise<RegisteredLoader[]> {
+    if (this.unbound.length === 0) return Promise.resolve([]);
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(this.unbound);
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(wake);
+        resolve(this.unbound);
+      }, ms);
+      this.#waiters.add(wake);
+    });
+  }
+}
+
+export class LoaderRegistry {
+  #generation = new Generation();
+  /** The generation each loader was made in. */
+  readonly #generationOf = new WeakMap<RegisteredLoader, Generation>();
+  #contentTypes: Record<string, string> = {};
+  /** Loaders told of as never loaded, so the warning comes once per generation. */
+  #told = new WeakSet<Generation>();
+
+  /** Adds a loader (when `comfortableLoader()` is called) to the current generation, or to a new one. */
   add(loader: RegisteredLoader): void {
-    this.loaders.set(loader.name, loader);
+    if (this.#generation.sealed) {
+      this.#generation = new Generation();
+      sharedSync().newGeneration();
+    }
+    this.#generation.loaders.push(loader);
+    this.#generationOf.set(loader, this.#generation);
+  }
+
+  /** Marks the loader's generation as loading (Astro asked a loader for its schema or its entries). */
+  seal(loader: RegisteredLoader): void {
+    const generation = this.#generationOf.get(loader);
+    if (generation) generation.sealed = true;
   }
 
   /** Content type → the Astro collection that holds its entries (the integration's `contentTypes`). */
@@ -29,24 +97,51 @@ export class LoaderRegistry {
     this.#contentTypes = { ...map };
   }
 
-  /** The collection a content type maps to, with the entry ids of its loader (the one filling it, or else one for that content type). */
-  collectionFor(contentType: string): { collection: string; entryId: RegisteredLoader['entryId'] } | undefined {
-    const collection = this.#contentTypes[contentType];
-    if (!collection) return undefined;
-    const loaders = [...this.loaders.values()];
-    const loader = loaders.find((l) => l.collection === collection) ?? loaders.find((l) => l.contentType === contentType);
-    return { collection, entryId: loader?.entryId };
+  get loaders(): readonly RegisteredLoader[] {
+    return this.#generation.loaders;
   }
 
-  /** The Astro collection a loader fills, as its load context says (known once it has loaded). */
-  bind(loader: string, collection: string): void {
-    const registered = this.loaders.get(loader);
-    if (registered) registered.collection = collection;
+  /** The Astro collection a loader fills, as its load context says. */
+  bind(loader: RegisteredLoader, collection: string): void {
+    loader.collection = collection;
+    this.seal(loader);
+    this.#generationOf.get(loader)?.bound();
+  }
+
+  /**
+   * Waits until every loader of the config has said which collection it fills. Loaders that
+   * Astro never loads (made, but in no collection) are waited for a few seconds, then told of.
+   */
+  async settled(loader: RegisteredLoader, warn: (message: string) => void): Promise<void> {
+    const generation = this.#generationOf.get(loader);
+    if (!generation) return;
+    const left = await generation.settled(settleMs);
+    if (left.length === 0 || this.#told.has(generation)) return;
+    this.#told.add(generation);
+    warn(
+      `${left.map((l) => `comfortableLoader() of ${l.sources.join(', ')}`).join('; ')} was made but no collection loaded it: ` +
+        'give each comfortableLoader() to a collection of src/content.config.ts. References into collections are made without it.',
+    );
+  }
+
+  /**
+   * The collection a content type maps to (the integration's `contentTypes`), with the entry ids
+   * of the loader that fills it, or `loader: undefined` when no comfortableLoader() fills it.
+   */
+  collectionFor(contentType: string): { collection: string; loader: RegisteredLoader | undefined } | undefined {
+    const collection = this.#contentTypes[contentType];
+    if (!collection) return undefined;
+    return { collection, loader: this.loaders.find((l) => l.collection === collection) };
+  }
+
+  /** The collections of the loaders whose sources hold a document of a content type, as the members say (for hints). */
+  collectionsHolding(holds: (sources: string[]) => boolean): string[] {
+    return this.loaders.filter((l) => l.collection !== undefined && holds(l.sources)).map((l) => l.collection!);
   }
 
   /** The sources of the loaders that fill an Astro collection; undefined while none has loaded. */
   sourcesOfCollection(collection: string): string[] | undefined {
-    const loaders = [...this.loaders.values()].filter((l) => l.collection === collection);
+    const loaders = this.loaders.filter((l) => l.collection === collection);
     return loaders.length === 0 ? undefined : loaders.flatMap((l) => l.sources);
   }
 
@@ -57,12 +152,20 @@ export class LoaderRegistry {
 
   /** Names of the loaders that read any of these sources. */
   loadersFor(sources: readonly string[]): string[] {
-    return [...this.loaders.values()].filter((l) => l.sources.some((s) => sources.includes(s))).map((l) => l.name);
+    return this.loaders.filter((l) => l.sources.some((s) => sources.includes(s))).map((l) => l.name);
   }
 
-  referenceFingerprint(): string {
-    // In key order: the same mapping written in another order is the same.
-    return hash(Object.entries(this.#contentTypes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  /**
+   * What decides the entries of every collection: the `contentTypes` mapping and each loader's
+   * options with the collection it fills. A reference's id comes from its target's loader, so
+   * an option of one loader can change the entries of another.
+   */
+  fingerprint(): string {
+    const byKey = <T>(entries: [string, T][]) => entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return hash({
+      contentTypes: byKey(Object.entries(this.#contentTypes)),
+      loaders: byKey(this.loaders.map((l) => [`${l.collection ?? ''}|${l.name}`, l.signature])),
+    });
   }
 }
 

@@ -59,13 +59,16 @@ class KeyGraph {
 /** The graph of each reader, made again after each sync (each commits another `lastSync`). */
 const graphs = new WeakMap<CacheReader, { lastSync: string; graph: KeyGraph }>();
 
-/** The incremental-build key of each document of `ids`, from the committed cache. */
-export function cacheKeys(cache: CacheReader, ids: Iterable<string>): Map<string, string> {
+/**
+ * The incremental-build key of each document of `ids`, from the committed cache. `salt` stands for
+ * what else decides the entries (the options they were made with), so that it changes them all.
+ */
+export function cacheKeys(cache: CacheReader, ids: Iterable<string>, salt = ''): Map<string, string> {
   const { lastSync } = cache.head;
   let held = graphs.get(cache);
   if (held?.lastSync !== lastSync) graphs.set(cache, (held = { lastSync, graph: new KeyGraph(cache.links()) }));
   const keys = new Map<string, string>();
-  for (const id of ids) keys.set(id, held.graph.key(id));
+  for (const id of ids) keys.set(id, salt ? digestOf(`${held.graph.key(id)}|${salt}`) : held.graph.key(id));
   return keys;
 }
 

@@ -16,6 +16,12 @@ import { sync, type SyncHints, type SyncLogger, type SyncResult } from './engine
 export type SourceKind = 'collection' | 'alias' | 'query';
 export type SharedConfig = Omit<SyncConfigInput, 'collections' | 'aliases' | 'queries'> & Partial<Pick<SyncConfigInput, 'collections' | 'aliases' | 'queries'>>;
 
+interface RegisteredSource {
+  kind: SourceKind;
+  name: string;
+  options: SourceOptions & { contentType?: string };
+}
+
 interface Round {
   promise: Promise<SyncResult>;
   consumed: Set<string>;
@@ -26,21 +32,30 @@ export class SharedSync {
   #logger: SyncLogger | undefined;
   /** The snapshot file served in place of the CMS, if one is (for errors' hints). */
   #snapshot: string | undefined;
-  readonly #sources = new Map<string, { kind: SourceKind; name: string; options: SourceOptions & { contentType?: string } }>();
+  /** The sources the configuration names (the integration's or the Vite plugin's options). */
+  #configSources = new Map<string, RegisteredSource>();
+  /** The sources the loaders of the current content config registered. */
+  #loaderSources = new Map<string, RegisteredSource>();
   #round: Round | undefined;
   /** Everyone who ever acquired a round. */
   readonly #consumers = new Set<string>();
   readonly #listeners = new Set<(result: SyncResult) => void>();
 
-  /** Sets the connection and cache options (from the Astro integration or the Vite plugin). */
+  /**
+   * Sets the connection, cache options and configured sources (from the Astro integration or the
+   * Vite plugin). A new configuration (a restarted dev server) replaces the last one whole.
+   */
   configure(config: SharedConfig, logger?: SyncLogger, snapshot?: string): void {
     this.#config = config;
     this.#logger = logger;
     this.#snapshot = snapshot;
     const aliases = Array.isArray(config.aliases) ? Object.fromEntries(config.aliases.map((a) => [a, {}])) : (config.aliases ?? {});
-    for (const [name, options] of Object.entries(config.collections ?? {})) this.register('collection', name, options as SourceOptions);
-    for (const [name, options] of Object.entries(aliases)) this.register('alias', name, options as SourceOptions);
-    for (const [name, options] of Object.entries(config.queries ?? {})) this.register('query', name, options as SourceOptions);
+    const sources: RegisteredSource[] = [
+      ...Object.entries(config.collections ?? {}).map(([name, options]) => ({ kind: 'collection' as const, name, options: options as SourceOptions })),
+      ...Object.entries(aliases).map(([name, options]) => ({ kind: 'alias' as const, name, options: options as SourceOptions })),
+      ...Object.entries(config.queries ?? {}).map(([name, options]) => ({ kind: 'query' as const, name, options: options as SourceOptions })),
+    ];
+    this.#configSources = new Map(sources.map((source) => [`${source.kind}:${source.name}`, source]));
     this.#round = undefined;
   }
 
@@ -53,11 +68,17 @@ export class SharedSync {
     return this.#snapshot;
   }
 
-  /** Adds a source to the fetch plan; a later registration of the same source with other options wins. */
+  /** Adds a loader's source to the fetch plan; a later registration of the same source with other options wins. */
   register(kind: SourceKind, name: string, options: SourceOptions & { contentType?: string } = {}): string {
     const key = `${kind}:${name}`;
-    this.#sources.set(key, { kind, name, options });
+    this.#loaderSources.set(key, { kind, name, options });
     return key;
+  }
+
+  /** Forgets the sources of the loaders registered so far: the content config was evaluated again, and its loaders register theirs anew. */
+  newGeneration(): void {
+    this.#loaderSources = new Map();
+    this.#round = undefined;
   }
 
   /** The sync config of the next round: the configured options plus every registered source. */
@@ -65,7 +86,9 @@ export class SharedSync {
     if (!this.#config) {
       throw new Error('comfortable-loader is not configured: add the comfortable() integration to astro.config (or the comfortable() Vite plugin), with CMFT_REPOSITORY and CMFT_API_KEY in .env or the environment (or the repository and apiKey options)');
     }
-    const pick = (kind: SourceKind) => Object.fromEntries([...this.#sources.values()].filter((s) => s.kind === kind).map((s) => [s.name, s.options]));
+    // A loader's options for a source win over the configuration's.
+    const sources = new Map([...this.#configSources, ...this.#loaderSources]);
+    const pick = (kind: SourceKind) => Object.fromEntries([...sources.values()].filter((s) => s.kind === kind).map((s) => [s.name, s.options]));
     return parseSyncConfig({ ...this.#config, collections: pick('collection'), aliases: pick('alias'), queries: pick('query') });
   }
 

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { checkOptions, ConfigError, type SourceOptions, sourceOptionsSchema } from '../sync/config.ts';
+import type { SourceKind } from '../sync/shared.ts';
+
+/** What an entry id is made from. */
+export interface EntryIdInput {
+  id: string;
+  locale: string;
+  contentType: string;
+  fields: Record<string, unknown>;
+}
+
+export interface ComfortableLoaderOptions {
+  /** Load a collection of the repository, by its API id. */
+  collection?: string;
+  /** Load the document an alias points to (one entry per locale). */
+  alias?: string;
+  /** Load the documents of several aliases. */
+  aliases?: string[];
+  /** Load every document of a content type. */
+  contentType?: string;
+  /** Request options for the source (includes, filters, sorting, …); fetched with every locale. */
+  options?: SourceOptions;
+  /**
+   * The richtext field rendered as the entry's content, for `render(entry)` and `<Content />`
+   * (with headings, and images of the repository's assets optimised by Astro). Default: the
+   * content type's first richtext field; `false` renders none.
+   */
+  render?: string | false;
+  /** Locales that get entries. Default: every locale of the repository. */
+  locales?: string[];
+  /**
+   * The entry id. Default `<locale>/<document id>`. A relation into this collection (through
+   * the integration's `contentTypes`) becomes a reference with this id too, whatever the source.
+   * @example ({ locale, fields }) => `${locale}/${fields.slug}`
+   */
+  entryId?: (entry: EntryIdInput) => string;
+}
+
+export const defaultEntryId = ({ id, locale }: EntryIdInput) => `${locale}/${id}`;
+
+const apiId = z.string().min(1, 'expected an API id');
+
+const loaderOptionsSchema = z.strictObject({
+  collection: apiId.optional(),
+  alias: apiId.optional(),
+  aliases: z.array(apiId).min(1, 'expected a list of alias API ids').optional(),
+  contentType: apiId.optional(),
+  options: sourceOptionsSchema.optional(),
+  render: z.union([z.string().min(1), z.literal(false)], { error: 'expected the API id of a richtext field, or false' }).optional(),
+  locales: z.array(z.string().min(1)).min(1, 'expected at least one locale').optional(),
+  entryId: z.custom<ComfortableLoaderOptions['entryId']>((value) => typeof value === 'function', 'expected a function such as ({ locale, fields }) => `${locale}/${fields.slug}`').optional(),
+});
+
+/** One source a loader registers with the shared sync. */
+export interface LoaderSource {
+  kind: SourceKind;
+  name: string;
+  options: SourceOptions & { contentType?: string };
+}
+
+/**
+ * Checks a loader's options and names its sources. A problem is thrown as a ConfigError that
+ * names the option as written and the collection the loader fills (`collection`, known once
+ * Astro loads it).
+ */
+export function loaderSources(options: unknown, collection?: string): LoaderSource[] {
+  const place = ` of comfortableLoader()${collection ? ` for the collection "${collection}" in src/content.config.ts` : ''}`;
+  const checked = checkOptions(loaderOptionsSchema, options, { place });
+  const given = (['collection', 'alias', 'aliases', 'contentType'] as const).filter((key) => checked[key] !== undefined);
+  if (given.length !== 1) {
+    const which = given.length === 0 ? 'none' : given.join(' and ');
+    throw new ConfigError('collection', `Invalid options${place}: give exactly one of collection, alias, aliases or contentType (got ${which}), for example comfortableLoader({ collection: "posts" })`);
+  }
+  const extra = checked.options ?? {};
+  if (checked.collection) return [{ kind: 'collection', name: checked.collection, options: extra }];
+  if (checked.contentType) return [{ kind: 'query', name: `type:${checked.contentType}`, options: { ...extra, contentType: checked.contentType } }];
+  return (checked.aliases ?? [checked.alias!]).map((name) => ({ kind: 'alias', name, options: extra }));
+}
