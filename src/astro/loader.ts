@@ -81,10 +81,10 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
       }
     },
     async load(context: LoaderContext) {
-      if (invalid) loaderSources(options, context.collection); // throws again, naming the collection
       // Which Astro collection this is: references into it take its entry ids.
       registry.bind(registered, context.collection);
       try {
+        if (invalid) loaderSources(options, context.collection); // throws again, naming the collection
         // In a refresh from the dev endpoint, its sync has just run: read that, start no other.
         const refreshed = (context.refreshContextData as { comfortable?: unknown } | undefined)?.comfortable !== undefined;
         const result = await (refreshed ? shared.current() : shared.acquire(`load:${name}`));

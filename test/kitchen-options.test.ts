@@ -1,0 +1,75 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { kitchenKey } from './helpers/kitchen.ts';
+import { defaultLoaders, type KitchenServer, type KitchenSite, kitchenSite, startKitchen } from './helpers/kitchen-site.ts';
+
+/**
+ * Options are checked where they are written, and `astro build` fails on a wrong one: an unknown
+ * or misspelt option of the integration, of a loader or of a loader's request options names the
+ * key as written, the collection it is in (as named in src/content.config.ts), and the nearest
+ * valid key. One checker answers for all three places.
+ */
+
+let kitchen: KitchenServer;
+let site: KitchenSite;
+let astroConfig: string;
+
+beforeAll(async () => {
+  kitchen = await startKitchen();
+  site = await kitchenSite('kitchen-options');
+  astroConfig = await readFile(join(site.dir, 'astro.config.mjs'), 'utf8');
+}, 60_000);
+
+afterAll(async () => {
+  await site?.remove();
+  await kitchen?.close();
+});
+
+const recipes = (edit: (options: string) => string) => ({ ...defaultLoaders, recipes: edit(defaultLoaders.recipes!) });
+const where = 'of comfortableLoader() for the collection "recipes" in src/content.config.ts';
+
+const loaderCases: [string, Record<string, string>, string][] = [
+  ['locale for locales', recipes((o) => o.replace('{ collection:', "{ locale: ['en_GB'], collection:")), `Unknown option locale ${where}: did you mean locales?`],
+  ['colection for collection', recipes((o) => o.replace('collection:', 'colection:')), `Unknown option colection ${where}: did you mean collection?`],
+  ['include for includes', recipes((o) => o.replace('includes: 1', 'include: 2')), `Unknown option options.include ${where}: did you mean options.includes?`],
+  ['filter for filters', recipes((o) => o.replace('includes: 1', "filter: [{ '*.fields.slug': { equal: 'polenta' } }]")), `Unknown option options.filter ${where}: did you mean options.filters?`],
+  ['a locale the repository lacks', recipes((o) => o.replace('{ collection:', "{ locales: ['en_US'], collection:")), `Invalid option locales ${where}: the repository has no locale "en_US"; it has en_GB, fr_FR, it_IT, it_CH`],
+  ['an entryId that is no function', recipes((o) => o.replace(/entryId: .*\}$/, "entryId: 'slug' }")), `Invalid option entryId ${where}: expected a function`],
+  ['two sources', recipes((o) => o.replace('{ collection:', "{ contentType: 'recipe', collection:")), `Invalid options ${where}: give exactly one of collection, alias, aliases or contentType (got collection and contentType)`],
+];
+
+describe('a wrong option fails astro build with the option, where it is, and the nearest valid one', () => {
+  it.each(loaderCases)('of a loader: %s', async (_, loaders, message) => {
+    await site.loaders(loaders);
+    const { code, output } = await site.astro(kitchen.server);
+    expect(code, output).not.toBe(0);
+    expect(output).toContain(message);
+    expect(output).not.toContain(kitchenKey);
+  }, 120_000);
+
+  const integrationCases: [string, string, string][] = [
+    ['contentType for contentTypes', 'contentType: {', 'Unknown option comfortable.contentType: did you mean comfortable.contentTypes?'],
+    ['cacheDri for cacheDir', "cacheDri: 'cache', contentTypes: {", 'Unknown option comfortable.cacheDri: did you mean comfortable.cacheDir?'],
+    ['an option nothing is near', "colour: 'blue', contentTypes: {", 'Unknown option comfortable.colour: the options there are '],
+    ['a misspelt option of a configured source', "collections: { recipes: { sortng: {} } }, contentTypes: {", 'Unknown option comfortable.collections.recipes.sortng: did you mean comfortable.collections.recipes.sorting?'],
+  ];
+
+  it.each(integrationCases)('of the integration: %s', async (_, replacement, message) => {
+    await site.loaders(defaultLoaders);
+    await writeFile(join(site.dir, 'astro.config.mjs'), astroConfig.replace('contentTypes: {', replacement));
+    try {
+      const { code, output } = await site.astro(kitchen.server);
+      expect(code, output).not.toBe(0);
+      expect(output).toContain(message);
+    } finally {
+      await writeFile(join(site.dir, 'astro.config.mjs'), astroConfig);
+    }
+  }, 120_000);
+
+  it('builds again once the options are right', async () => {
+    await site.loaders(defaultLoaders);
+    const { code, output } = await site.astro(kitchen.server);
+    expect(code, output).toBe(0);
+  }, 120_000);
+});
