@@ -73,3 +73,21 @@ describe('a wrong option fails astro build with the option, where it is, and the
     expect(code, output).toBe(0);
   }, 120_000);
 });
+
+describe('a CMS error names the setting to fix, in one sentence each', () => {
+  const cases: [string, (base: string) => Record<string, string>, RegExp][] = [
+    ['a base URL without its version', (base) => ({ CMFT_BASE_URL: base.replace(/\/v1$/, '') }), /GET http:\/\/127\.0\.0\.1:\d+\/kitchen answered 404[\s\S]*Hint:\s+Check the baseUrl option of comfortable\(\) \(http:\/\/127\.0\.0\.1:\d+, CMFT_BASE_URL in the examples\): the Read API's base URL ends in its version/],
+    ['a wrong key', () => ({ CMFT_API_KEY: 'not-a-key-of-kitchen' }), /Hint:\s+The Read API at \S+ refused the API key\. Check the apiKey option of comfortable\(\)/],
+    ['a wrong repository', () => ({ CMFT_REPOSITORY: 'kitchn' }), /Hint:\s+Check the repository option of comfortable\(\) \("kitchn"\)/],
+    ['the CMS down in CI', () => ({ CMFT_BASE_URL: 'http://127.0.0.1:9/v1', CI: 'true' }), /could not be reached\.[^\n]*with onError: 'use-cache' in comfortable\(\) it builds from the content of the last sync/],
+  ];
+
+  it.each(cases)('%s', async (_, env, hint) => {
+    await site.loaders(defaultLoaders);
+    const { code, output } = await site.astro(kitchen.server, ['build'], env(kitchen.server.url));
+    expect(code, output).not.toBe(0);
+    expect(output).toMatch(hint);
+    expect(output).not.toMatch(/\.\.(\s|$)/);
+    expect(output).not.toContain('//kitchen');
+  }, 120_000);
+});

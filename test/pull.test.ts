@@ -294,12 +294,14 @@ describe('pull: bad input fails clearly and leaves the previous snapshot as it w
     expect(run.stderr).toContain('--out');
   });
 
-  it('bad usage and a bad config are exit 2; --help after a command is the usage, exit 0', async () => {
+  it("bad usage and a bad config are exit 2; --help after a command is that command's usage, exit 0", async () => {
     expect((await runIn(project, ['pull', '--bogus'])).code).toBe(2);
-    for (const args of [['pull', '--help'], ['types', '-h'], ['serve', '--help']]) {
-      const help = await runIn(project, args);
+    for (const [command, flag] of [['pull', '--help'], ['types', '-h'], ['serve', '--help'], ['sync', '--help']] as const) {
+      const help = await runIn(project, [command, flag]);
       expect(help.code).toBe(0);
-      expect(help.stdout).toContain('comfortable-loader pull [--config <file>]');
+      expect(help.stdout).toContain(`comfortable-loader ${command} `);
+      const others = ['pull', 'types', 'serve', 'sync'].filter((other) => other !== command);
+      for (const other of others) expect(help.stdout).not.toContain(`comfortable-loader ${other} `);
       expect(help.stderr).toBe('');
     }
     const run = await failing({ baseUrl: server.url, apiKey: demoKey, collections: { posts: {} } });

@@ -150,8 +150,9 @@ export class Transport {
     const base = new URL(options.baseUrl.replace(/\/+$/, ''));
     if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(redactUrl(options.baseUrl))}`);
     if (!options.apiKey) throw new TypeError('apiKey is required: pass the Read API key of the repository');
-    this.baseUrl = redactUrl(base.href);
-    this.#basePath = base.pathname;
+    // Without a trailing slash (a bare origin's path is "/"), so that paths join with one.
+    this.baseUrl = redactUrl(base.href).replace(/\/+$/, '');
+    this.#basePath = base.pathname.replace(/\/+$/, '');
     this.#apiKey = options.apiKey;
     this.#keyInUrl = options.keyInUrl ?? false;
     this.#timeouts = { ...defaultTimeouts, ...options.timeouts };

@@ -28,6 +28,7 @@ interface Settings {
   apiKey: string | undefined;
   /** The snapshot served in place of the CMS, if one is. */
   snapshot: string | undefined;
+  onError: 'fail' | 'use-cache';
 }
 
 /**
@@ -41,13 +42,14 @@ export function loaderError(error: unknown, shared: SharedSync): unknown {
   const root = rootOf(error);
   const hint = settings && hintFor(root, settings);
   if (!settings || hint === undefined) return error;
-  return new LoaderError(root.code!, scrub(error.message, settings.apiKey), hint);
+  // Without a full stop of its own: Astro ends the message with one when it tells it.
+  return new LoaderError(root.code!, scrub(error.message, settings.apiKey).replace(/\.+$/, ''), hint);
 }
 
 function settingsOf(shared: SharedSync): Settings | undefined {
   try {
-    const { baseUrl, repository, cacheDir, apiKey } = shared.config();
-    return { baseUrl, repository, cacheDir, apiKey, snapshot: shared.snapshot };
+    const { baseUrl, repository, cacheDir, apiKey, onError } = shared.config();
+    return { baseUrl, repository, cacheDir, apiKey, onError, snapshot: shared.snapshot };
   } catch {
     return undefined; // not configured: that error says so itself
   }
@@ -69,16 +71,21 @@ function rootOf(error: Error): Error & { code?: Code; url?: string } {
 function hintFor(error: { code?: Code; url?: string }, settings: Settings): string | undefined {
   const { baseUrl, cacheDir } = settings;
   const folder = `Check the cacheDir option of comfortable() (${cacheDir ?? 'default: node_modules/.astro/comfortable'})`;
+  // In CI a failing CMS fails the build by default: say how to build from the last content instead.
+  const inCi =
+    settings.onError === 'fail' && process.env.CI
+      ? " In CI (the CI variable is set) a build fails when the CMS does; with onError: 'use-cache' in comfortable() it builds from the content of the last sync instead, with a warning (keep node_modules/.astro between runs)."
+      : '';
   switch (error.code) {
     case 'authentication':
       return `The Read API at ${baseUrl} refused the API key. Check the apiKey option of comfortable() in astro.config, and the environment variable it is read from (CMFT_API_KEY in the examples): it must be a Read API key of the repository "${settings.repository}".`;
     case 'network':
     case 'timeout':
-      return `The Read API at ${baseUrl} could not be reached. Check the baseUrl option of comfortable() in astro.config (CMFT_BASE_URL in the examples), and that the server is up and reachable from this machine.`;
+      return `The Read API at ${baseUrl} could not be reached. Check the baseUrl option of comfortable() in astro.config (CMFT_BASE_URL in the examples), and that the server is up and reachable from this machine.${inCi}`;
     case 'not_found':
       return typeof error.url === 'string' ? notFoundHint(error.url, settings) : undefined;
     case 'server':
-      return `The Read API at ${baseUrl} kept failing through every retry. Try again later; with onError: 'use-cache', a build uses the content of the last sync while the server fails.`;
+      return `The Read API at ${baseUrl} kept failing through every retry. Try again later; with onError: 'use-cache', a build uses the content of the last sync while the server fails.${inCi}`;
     case 'rate_limited':
       return `The Read API at ${baseUrl} kept answering that there were too many requests. Lower the concurrency option of comfortable() (default 8), or try again later.`;
     case 'bad_request':
@@ -112,6 +119,9 @@ function notFoundHint(url: string, { baseUrl, repository, snapshot }: Settings):
   if (named) {
     const option = named.kind === 'collection' ? 'collection: …' : 'aliases: […]';
     return `The repository "${repository}" has no ${named.kind} "${named.apiId}". Check the ${named.kind} API id in src/content.config.ts (comfortableLoader({ ${option} })) and in the options of comfortable().`;
+  }
+  if (!/\/v\d+\/?$/.test(new URL(baseUrl).pathname)) {
+    return `Check the baseUrl option of comfortable() (${baseUrl}, CMFT_BASE_URL in the examples): the Read API's base URL ends in its version, such as https://api.cmft.io/v1. Then check the repository option ("${repository}").`;
   }
   return `Check the repository option of comfortable() ("${repository}"): it must be the API id of a repository at ${baseUrl}, one the API key may read. Check the baseUrl option too.`;
 }

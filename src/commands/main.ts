@@ -2,14 +2,14 @@ import { pullCommand } from './pull.ts';
 import { serve } from './serve.ts';
 import { syncCommand } from './sync.ts';
 import { typesCommand } from './types.ts';
-import { usage, usageError } from './usage.ts';
+import { commandUsage, usage, usageError } from './usage.ts';
 
 /** Runs the command `argv` names; resolves with the exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  // `<command> --help` shows the usage, as the bare `--help` does.
+  // `<command> --help` shows that command's usage; the bare `--help` every command's.
   if (command !== undefined && (rest.includes('--help') || rest.includes('-h'))) {
-    console.log(usage);
+    console.log(commandUsage(command));
     return 0;
   }
   switch (command) {

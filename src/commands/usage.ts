@@ -1,22 +1,45 @@
-export const usage = `Usage:
-  comfortable-loader serve <snapshot file or folder>... [--port N] [--host H] [--quiet]
-                           [--webhook <url>]   (the secret in CMFT_WEBHOOK_SECRET)
-  comfortable-loader sync [--config <file>] [--mode incremental|fresh|offline] [--verify] [--json]
-  comfortable-loader types [--config <file>] [--out <dir>] [--zod <module>] [--force]
-  comfortable-loader pull [--config <file>] [--out <dir>] [--assets] [--json]
+/** Each command: how it is called, and what it does. */
+const commands = {
+  serve: {
+    synopsis: 'serve <snapshot file or folder>... [--port N] [--host H] [--quiet]\n                           [--webhook <url>]   (the secret in CMFT_WEBHOOK_SECRET)',
+    what: 'Serve repository snapshots as the Content Delivery Read API.',
+  },
+  sync: {
+    synopsis: 'sync [--config <file>] [--mode incremental|fresh|offline] [--verify] [--json]',
+    what: 'Fetch content into the local cache; only what changed since the last sync.\n--verify also checks every cached record against its digest (a sync reads only\nwhat changed) and fetches the damaged ones again; exit 1 when one cannot be.',
+  },
+  types: {
+    synopsis: 'types [--config <file>] [--out <dir>] [--zod <module>] [--force]',
+    what: 'Write a zod schema file per content type (default into src/content/schemas) from the\ncache, to commit and edit; existing files are kept unless --force.',
+  },
+  pull: {
+    synopsis: 'pull [--config <file>] [--out <dir>] [--assets] [--json]',
+    what: 'Copy the repository into <out>/<repository>.json (default out: content), a snapshot\nthat serve and the integration\'s snapshot option serve with a local key.\n--assets also downloads the assets\' files beside it.',
+  },
+} as const;
 
-Commands:
-  serve   Serve repository snapshots as the Content Delivery Read API.
-  sync    Fetch content into the local cache; only what changed since the last sync.
-          --verify also checks every cached record against its digest (a sync reads only
-          what changed) and fetches the damaged ones again; exit 1 when one cannot be.
-  types   Write a zod schema file per content type (default into src/content/schemas) from the
-          cache, to commit and edit; existing files are kept unless --force.
-  pull    Copy the repository into <out>/<repository>.json (default out: content), a snapshot
-          that serve and the integration's snapshot option serve with a local key.
-          --assets also downloads the assets' files beside it.
+export type CommandName = keyof typeof commands;
 
-Exit codes: 0 done, 1 failed, 2 bad usage or config. See docs/sync.md, docs/server.md and docs/pull.md.`;
+const exitCodes = 'Exit codes: 0 done, 1 failed, 2 bad usage or config. See docs/sync.md, docs/server.md and docs/pull.md.';
+const indent = (text: string, by: string) => text.replaceAll('\n', `\n${by}`);
+
+/** The usage of every command. */
+export const usage = [
+  'Usage:',
+  ...Object.values(commands).map((command) => `  comfortable-loader ${command.synopsis}`),
+  '',
+  'Commands:',
+  ...Object.entries(commands).map(([name, command]) => `  ${name.padEnd(8)}${indent(command.what, ' '.repeat(10))}`),
+  '',
+  exitCodes,
+].join('\n');
+
+/** The usage of one command, for `<command> --help`. */
+export function commandUsage(name: string): string {
+  const command = commands[name as CommandName];
+  if (!command) return usage;
+  return `Usage:\n  comfortable-loader ${command.synopsis}\n\n${command.what}\n\n${exitCodes}`;
+}
 
 /** Prints a usage problem and returns exit code 2. */
 export function usageError(message: string): number {

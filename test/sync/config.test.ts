@@ -44,7 +44,9 @@ describe('config validation', () => {
 
   it('names nested source options by their path', () => {
     expect(problem({ ...valid, collections: { articles: { includes: 9 } } }).option).toBe('collections.articles.includes');
-    expect(problem({ ...valid, collections: { articles: { colour: 'red' } } }).message).toContain('"colour"');
+    expect(problem({ ...valid, collections: { articles: { colour: 'red' } } }).message).toMatch(/^Unknown option collections\.articles\.colour: the options there are filters, sorting, includes/);
+    expect(problem({ ...valid, collections: { articles: { includeTag: ['a'] } } }).message).toBe('Unknown option collections.articles.includeTag: did you mean collections.articles.includeTags?');
+    expect(problem({ ...valid, colections: {} }).message).toBe('Unknown option colections: did you mean collections?');
     expect(problem({ ...valid, queries: { people: { sorting: { name: 'ASC' } } } }).option).toMatch(/^queries\.people\.sorting/);
   });
 
