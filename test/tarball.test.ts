@@ -92,6 +92,12 @@ describe('the packed package in a fresh Astro site', () => {
     }
   });
 
+  it('runs no script when installed: npm asks no one to allow one', async () => {
+    const manifest = JSON.parse(await readFile(join(dir, 'node_modules/comfortable-loader/package.json'), 'utf8')) as { scripts?: Record<string, string> };
+    const run = ['preinstall', 'install', 'postinstall', 'prepare'].filter((name) => manifest.scripts?.[name] !== undefined);
+    expect(run).toEqual([]);
+  });
+
   it('links from the README and the docs only to files it holds (so they work on npm), and to headings that exist', () => {
     const pages = packed.files.filter((file) => file === 'README.md' || file.startsWith('docs/'));
     expect(pages.length).toBeGreaterThan(5);

@@ -9,7 +9,7 @@ import { copyDemo } from './playground.ts';
  * The package as a user gets it: packed by `npm pack` into a tarball, and a site of their own
  * that installs that tarball. The package is packed from a copy of this checkout (what `npm
  * pack` reads: package.json, the tsconfigs, src, types, docs, README and CHANGELOG), so that the
- * build `npm pack` runs (`prepack`, `prepare`) never rewrites the `dist/` other tests read.
+ * build `npm pack` runs (`prepack`) never rewrites the `dist/` other tests read.
  */
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
