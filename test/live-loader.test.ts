@@ -201,7 +201,7 @@ describe('options', () => {
     expect(make({ contentType: 'post', includes: 9 })).toThrow(/^comfortableLiveLoader\(\): Invalid option includes: /);
     expect(make({ contentType: 'post', render: true })).toThrow(/Invalid option render/);
     expect(make({ contentType: 'post', baseUrl: 'ftp://x' })).toThrow(/Invalid option baseUrl: expected an http\(s\) URL/);
-    expect(make({ contentType: 'post', colection: 'x' })).toThrow(/unknown option "colection"/);
+    expect(make({ contentType: 'post', colection: 'x' })).toThrow('comfortableLiveLoader(): Unknown option colection: did you mean collection?');
     expect(() => comfortableLiveLoader({ repository: 'demo', apiKey: 12345678 as never, contentType: 'post' })).toThrow(/^((?!12345678).)*$/s);
   });
 });

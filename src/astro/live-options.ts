@@ -156,7 +156,7 @@ const liveRetry: Partial<RetryPolicy> = { attempts: 3, budgetMs: 10_000 };
 export function parseLiveOptions(input: ComfortableLiveLoaderOptions): LiveOptions {
   const result = optionsSchema.safeParse(input ?? {}, { reportInput: true });
   if (!result.success) {
-    const problem = configProblem(result.error);
+    const problem = configProblem(result.error, { schema: optionsSchema });
     throw new ConfigError(problem.option, `comfortableLiveLoader(): ${problem.message}`);
   }
   const options = result.data;
