@@ -46,6 +46,13 @@ export function loaderError(error: unknown, shared: SharedSync): unknown {
   return new LoaderError(root.code!, scrub(error.message, settings.apiKey).replace(/\.+$/, ''), hint);
 }
 
+/** An error's message and, for a LoaderError, its hint, as a log line. */
+export function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const hint = (error as { hint?: unknown }).hint;
+  return typeof hint === 'string' ? `${error.message}\n  Hint: ${hint}` : error.message;
+}
+
 function settingsOf(shared: SharedSync): Settings | undefined {
   try {
     const { baseUrl, repository, cacheDir, apiKey, onError } = shared.config();

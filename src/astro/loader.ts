@@ -8,7 +8,7 @@ import { referenceList, type StoredRecord } from '../sync/records.ts';
 import { sharedSync } from '../sync/shared.ts';
 import { cacheKeys } from '../sync/page-keys.ts';
 import { contentConfigDigest } from './config-modules.ts';
-import { loaderError } from './errors.ts';
+import { describe, loaderError } from './errors.ts';
 import type { ComfortableLiveRecord } from './live-entries.ts';
 import { ReferenceConverter, warnPartialMappings } from './references.ts';
 import { RichtextRenderer } from './rendered.ts';
@@ -71,13 +71,15 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
     name,
     createSchema: async () => {
       registry.seal(registered);
-      // Bad options fail the load, with the collection's name: the schema waits for it.
-      if (invalid) return { schema: z.unknown(), types: 'export type Entry = unknown;' };
+      // Bad options, or a sync that failed, fail the load, which names the collection and, in
+      // dev, tells the error itself: the schema waits for it.
+      const unknownEntries = { schema: z.unknown(), types: 'export type Entry = unknown;' };
+      if (invalid) return unknownEntries;
       try {
         const result = await shared.current();
         return createEntrySchema(result.cache, keys, (contentType) => registry.collectionFor(contentType)?.collection);
-      } catch (error) {
-        throw loaderError(error, shared); // with a hint naming the option to check
+      } catch {
+        return unknownEntries;
       }
     },
     async load(context: LoaderContext) {
@@ -91,7 +93,11 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
         await registry.settled(registered, (message) => context.logger.warn(message));
         await shared.read(result, (round) => loadEntries(context, round.cache, schemaDigest(round, context.config), keys, options, entryId));
       } catch (error) {
-        throw loaderError(error, shared); // with a hint naming the option to check
+        const failure = loaderError(error, shared); // with a hint naming the option to check
+        // Astro tells a failed sync after a content config edit in dev as an unhandled rejection,
+        // without the hint: tell it here too.
+        if (context.watcher && registry.reevaluated) context.logger.error(describe(failure));
+        throw failure;
       }
     },
   } satisfies Loader;

@@ -73,6 +73,8 @@ export class LoaderRegistry {
   /** The generation each loader was made in. */
   readonly #generationOf = new WeakMap<RegisteredLoader, Generation>();
   #contentTypes: Record<string, string> = {};
+  /** Generations made so far in this process: the content config was evaluated again after the first. */
+  #generations = 1;
   /** Loaders told of as never loaded, so the warning comes once per generation. */
   #told = new WeakSet<Generation>();
 
@@ -80,10 +82,16 @@ export class LoaderRegistry {
   add(loader: RegisteredLoader): void {
     if (this.#generation.sealed) {
       this.#generation = new Generation();
+      this.#generations++;
       sharedSync().newGeneration();
     }
     this.#generation.loaders.push(loader);
     this.#generationOf.set(loader, this.#generation);
+  }
+
+  /** Whether the content config was evaluated again since the first time (an edit in dev). */
+  get reevaluated(): boolean {
+    return this.#generations > 1;
   }
 
   /** Marks the loader's generation as loading (Astro asked a loader for its schema or its entries). */

@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AstroDev, freePort, startAstroDev } from './helpers/astro.ts';
+import { kitchenKey } from './helpers/kitchen.ts';
+import { defaultLoaders, type KitchenServer, type KitchenSite, kitchenSite, startKitchen } from './helpers/kitchen-site.ts';
+
+/**
+ * `astro dev` through the edits a site builder makes to the content config while it runs: each
+ * edit makes Astro evaluate the config again and sync; the loaders of the old config, and the
+ * sources only they named, must not outlive it, and references must follow the new ids.
+ */
+
+let kitchen: KitchenServer;
+let site: KitchenSite;
+let dev: AstroDev;
+
+beforeAll(async () => {
+  kitchen = await startKitchen();
+  site = await kitchenSite('kitchen-dev');
+  await site.loaders(defaultLoaders);
+  dev = await startAstroDev(site.dir, await freePort(), { CMFT_BASE_URL: kitchen.server.url, CMFT_API_KEY: kitchenKey, CMFT_REPOSITORY: 'kitchen' });
+}, 120_000);
+
+afterAll(async () => {
+  await dev?.stop();
+  await site?.remove();
+  await kitchen?.close();
+});
+
+const page = async (path: string) => {
+  const response = await fetch(`${dev.url}${path}`);
+  // Without the source locations astro dev adds to every element.
+  return { status: response.status, html: (await response.text()).replace(/ data-astro-source-[a-z]+="[^"]*"/g, '') };
+};
+
+/** Edits the content config and waits until Astro has synced it (or failed to). */
+async function edit(loaders: Record<string, string>, order?: string[]): Promise<string> {
+  const mark = dev.output().length;
+  await site.loaders(loaders, order);
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const since = dev.output().slice(mark);
+    if (/Synced content|Error|error/.test(since)) {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return dev.output().slice(mark);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`no sync after the edit:\n${dev.output().slice(mark)}`);
+}
+
+describe('astro dev through content config edits', () => {
+  it('serves the pages with references into collections with custom ids', async () => {
+    expect((await page('/en/home/')).html).toContain('<a href="/en/recipes/smoky-pozole/">Smoky pozole</a>');
+  }, 60_000);
+
+  it('a new entryId of the referenced collection, in another order: references take the new ids', async () => {
+    const recipes = defaultLoaders.recipes!.replace('({ locale, fields })', '({ id, locale, fields })').replace('`${lang(locale)}/${fields.slug}`', '`${lang(locale)}/${id.slice(-3)}-${fields.slug}`');
+    const output = await edit({ ...defaultLoaders, recipes }, ['pages', 'recipes', 'cuisines', 'chefs']);
+    expect(output).not.toContain('Invalid content reference');
+    expect((await page('/fr/home/')).html).toContain('<a href="/fr/recipes/smoky-pozole/">Pozole fumé</a>');
+    expect((await page('/it/recipes/polenta/')).status).toBe(200);
+  }, 90_000);
+
+  it('a loader removed: its source is no longer synced, the others keep theirs', async () => {
+    const { cuisines: _, ...rest } = defaultLoaders;
+    const output = await edit(rest);
+    expect(output).not.toMatch(/\[comfortable:query:type:cuisine\]/);
+    expect(output).toMatch(/Synced kitchen: \d+ records/);
+    expect((await page('/en/recipes/green-mole/')).status).toBe(200);
+  }, 90_000);
+
+  it('a wrong collection id fails the sync with its hint, and the fix recovers without a restart', async () => {
+    const failed = await edit({ ...defaultLoaders, recipes: defaultLoaders.recipes!.replace("collection: 'recipes'", "collection: 'recipe'") });
+    expect(failed).toMatch(/\[ERROR\] \[comfortable:collection:recipe\] GET \S+\/collections\/recipe\S* answered 404: No collection "recipe" in repository "kitchen"[^\n]*\n\s+Hint: The repository "kitchen" has no collection "recipe"\. Check the collection API id in src\/content\.config\.ts/);
+    const fixed = await edit(defaultLoaders);
+    expect(fixed).not.toMatch(/collections\/recipe\b/);
+    expect((await page('/en/home/')).html).toContain('<a href="/en/recipes/smoky-pozole/">Smoky pozole</a>');
+  }, 120_000);
+});
