@@ -186,10 +186,31 @@ describe('failures are returned as live-collection errors that say what to check
 
   it('names the member of a filter that is wrong', async () => {
     expect((await failure({}, { limit: 5000 })).message).toMatch(/^Live collection "posts": Invalid filter of getLiveCollection\(\): limit: /);
-    expect((await failure({}, { locale: 'fr_FR' })).message).toMatch(/locale "fr_FR" is not a locale of the repository "demo" \(en_US, de_DE, de_CH\)/);
     expect((await failure({}, { page: 2 })).message).toMatch(/page needs a limit/);
     expect((await failure({}, { slug: 'x' }, 'entry')).message).toMatch(/Invalid filter of getLiveEntry\(\)/);
     expect((await failure({ locales: ['fr_FR'] })).message).toMatch(/the locales option of comfortableLiveLoader\(\) names "fr_FR"/);
+  });
+});
+
+describe('a locale the repository or the loader lacks is a page that does not exist', () => {
+  const notFound = async (result: Promise<Json>) => {
+    const { error } = await result;
+    expect(error).toBeInstanceOf(LiveEntryNotFoundError);
+    return error.message as string;
+  };
+
+  it('answers Astro\'s not-found error for an entry, naming the locale and what the repository has', async () => {
+    const message = await notFound(entry({}, { field: 'slug', value: 'night-trains-are-back', locale: 'fr_FR' }));
+    expect(message).toBe('Entry posts → slug "night-trains-are-back" in fr_FR (the repository "demo" has no locale "fr_FR", only en_US, de_DE, de_CH: check the locale given to getLiveEntry()) was not found.');
+    await notFound(entry({}, { id: 'fr_FR/100000000000000101' }));
+    expect(await notFound(entry({ locales: ['en_US'] }, { id: 'de_DE/100000000000000101' }))).toMatch(/de_DE is not one of the locales option of comfortableLiveLoader\(\) in src\/live.config.ts: en_US\)/);
+  });
+
+  it('answers the same error for a list, rather than an empty list a page could not tell from no posts', async () => {
+    expect(await notFound(collection({}, { locale: 'fr_FR' }))).toMatch(/^Entry posts → entries in fr_FR \(the repository "demo" has no locale "fr_FR", only en_US, de_DE, de_CH: check the locale given to getLiveCollection\(\)\)/);
+    expect(await notFound(collection({ locales: ['en_US'] }, { locale: 'de_DE', limit: 1 }))).toMatch(/the locales option of comfortableLiveLoader\(\)/);
+    // A locale option that names a locale the repository lacks is still a broken config.
+    expect((await collection({ locales: ['fr_FR'] }, { locale: 'en_US' })).error.code).toBe('config');
   });
 });
 

@@ -25,6 +25,8 @@ export type ComfortableLiveLoader = LiveLoader<ComfortableLiveEntryData, LiveEnt
  * A live loader for `src/live.config.ts`: content fetched from the Read API when a page asks for
  * it, through the client's shared concurrency limit and retries. Entries are per locale, with ids
  * `<locale>/<document id>`, shaped as the build-time loader's; errors are returned, not thrown.
+ * A locale the repository (or the `locales` option) lacks is a not-found error
+ * (`LiveEntryNotFoundError`), for an entry and for a list alike, so that a page answers 404 for it.
  *
  * @example
  * export const collections = {
@@ -64,8 +66,11 @@ export function comfortableLiveLoader(input: ComfortableLiveLoaderOptions): Comf
           if (unsupported) throw new ConfigError(unsupported, `Invalid filter of getLiveCollection(): ${unsupported} needs a loader for a collection or contentType; this one lists aliases`);
         }
         const locales = await repositoryLocales.get();
-        const entryLocales = request.locale === undefined ? loaderLocales(options, locales) : [checkedLocale(request.locale, options, locales, 'getLiveCollection()')];
-        const entries = shaper.shape(await requests.list(request), locales, entryLocales);
+        const held = loaderLocales(options, locales);
+        // A locale from the URL that has no entries is a page that does not exist, not a broken config.
+        const missing = request.locale === undefined ? undefined : missingLocale(request.locale, held, options, locales, 'getLiveCollection()');
+        if (missing) return { error: entryNotFound(collection, `entries in ${request.locale} (${missing})`) as ComfortableLiveError };
+        const entries = shaper.shape(await requests.list(request), locales, request.locale === undefined ? held : [request.locale]);
         return { entries, cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] } };
       } catch (error) {
         return { error: liveError(error, context(collection)) as ComfortableLiveError };
@@ -77,10 +82,11 @@ export function comfortableLiveLoader(input: ComfortableLiveLoaderOptions): Comf
         const request = parseEntryFilter(filter);
         const locales = await repositoryLocales.get();
         const held = loaderLocales(options, locales);
-        const locale = request.locale === undefined ? defaultLocale(held, locales) : checkedLocale(request.locale, options, locales, 'getLiveEntry()', false);
-        const entry = held.includes(locale) ? await findEntry(request, locale, locales) : undefined;
+        const locale = request.locale ?? defaultLocale(held, locales);
+        const missing = missingLocale(locale, held, options, locales, 'getLiveEntry()');
+        const entry = missing ? undefined : await findEntry(request, locale, locales);
         // Astro's own error for a missing entry, saying what was looked for and where.
-        return entry ?? { error: entryNotFound(collection, `${lookupText(request, locale)} (${sourceText(options)})`) as ComfortableLiveError };
+        return entry ?? { error: entryNotFound(collection, `${lookupText(request, locale)} (${missing ?? sourceText(options)})`) as ComfortableLiveError };
       } catch (error) {
         return { error: liveError(error, context(collection)) as ComfortableLiveError };
       }
@@ -115,14 +121,15 @@ function defaultLocale(held: string[], locales: Locales): string {
   return held.includes(locales.defaultLocale) ? locales.defaultLocale : held[0]!;
 }
 
-/** A locale a filter names, checked against the repository (and, for a list, the loader's locales). */
-function checkedLocale(locale: string, options: LiveOptions, locales: Locales, call: string, mustBeHeld = true): string {
+/**
+ * Why a locale a filter names has no entries of the loader: not a locale of the repository, or
+ * not one of its `locales` option (each naming what to check); undefined when it has.
+ */
+function missingLocale(locale: string, held: string[], options: LiveOptions, locales: Locales, call: string): string | undefined {
   const known = locales.locales.map((l) => l.key);
-  if (!known.includes(locale)) throw new ConfigError('locale', `Invalid filter of ${call}: locale "${locale}" is not a locale of the repository "${options.repository}" (${known.join(', ')})`);
-  if (mustBeHeld && !loaderLocales(options, locales).includes(locale)) {
-    throw new ConfigError('locale', `Invalid filter of ${call}: locale "${locale}" is not one of the locales option of comfortableLiveLoader() (${options.locales!.join(', ')})`);
-  }
-  return locale;
+  if (!known.includes(locale)) return `the repository "${options.repository}" has no locale "${locale}", only ${known.join(', ')}: check the locale given to ${call}`;
+  if (!held.includes(locale)) return `${locale} is not one of the locales option of comfortableLiveLoader() in src/live.config.ts: ${held.join(', ')}`;
+  return undefined;
 }
 
 /**
