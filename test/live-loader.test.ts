@@ -2,11 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LiveCollectionError, LiveEntryNotFoundError } from 'astro/content/runtime';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import { z } from 'zod';
 import { createClient } from '../src/api/client.ts';
 import { Filter, Sorting } from '../src/api/query.ts';
 import { sharedLimit } from '../src/api/transport.ts';
-import { type ComfortableLiveLoaderOptions, comfortableLiveLoader } from '../src/astro/index.ts';
+import { type ComfortableLiveLoader, type ComfortableLiveLoaderOptions, comfortableLiveLoader } from '../src/astro/index.ts';
 import { andFilters } from '../src/astro/live-requests.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { entryOf, mapRelations } from '../src/sync/entries.ts';
@@ -214,6 +215,34 @@ describe('a locale the repository or the loader lacks is a page that does not ex
   });
 });
 
+describe('the fields option', () => {
+  const postFields = z.object({ title: z.string(), slug: z.string(), readingMinutes: z.coerce.string() });
+
+  it('types the fields and gives them as the schema outputs them, the rest of the entry as it was', async () => {
+    const typed = loader({ fields: postFields }) as unknown as ComfortableLiveLoader<z.output<typeof postFields>>;
+    const found = await typed.loadEntry({ filter: { id: 'en_US/100000000000000102' }, collection: 'posts' });
+    if (!found || 'error' in found) throw new Error('expected an entry');
+    expectTypeOf(found.data.fields.title).toEqualTypeOf<string>();
+    expect(found.data.fields).toEqual({ title: 'Night Trains Are Back, and Better Than You Remember', slug: 'night-trains-are-back', readingMinutes: expect.any(String) });
+    expect(Object.keys(found.data.included).length).toBeGreaterThan(0);
+    expect(found.rendered?.html).toContain('<h2 id="what-has-changed">');
+    expect((await collection({ fields: postFields }, { locale: 'de_DE', limit: 2 })).entries.map((e: Json) => Object.keys(e.data.fields))).toEqual([['title', 'slug', 'readingMinutes'], ['title', 'slug', 'readingMinutes']]);
+  });
+
+  it('infers the type of the fields from the schema', () => {
+    const live = comfortableLiveLoader({ repository: 'demo', apiKey: 'k', contentType: 'post', fields: postFields });
+    expectTypeOf(live).toEqualTypeOf<ComfortableLiveLoader<{ title: string; slug: string; readingMinutes: string }>>();
+  });
+
+  it('returns an error naming the option, the entry and the field for an entry that does not match', async () => {
+    const wrong = z.object({ title: z.number(), slug: z.string() });
+    const { error } = await entry({ fields: wrong }, { id: 'en_US/100000000000000102' });
+    expect([error.name, error.code]).toEqual(['ComfortableLiveError', 'validation']);
+    expect(error.message).toBe('Live collection "posts": entry en_US/100000000000000102 does not match the fields option of comfortableLiveLoader() in src/live.config.ts: fields.title: Invalid input: expected number, received string. Change the schema to what the content type holds (a field that may be empty needs .nullish()).');
+    expect((await collection({ fields: wrong }, { limit: 1 })).error.code).toBe('validation');
+  });
+});
+
 describe('options', () => {
   it('are checked when the loader is made, each error naming the option', () => {
     const make = (options: Json) => () => comfortableLiveLoader({ repository: 'demo', apiKey: 'k', ...options });
@@ -223,6 +252,7 @@ describe('options', () => {
     expect(make({ contentType: 'post', render: true })).toThrow(/Invalid option render/);
     expect(make({ contentType: 'post', baseUrl: 'ftp://x' })).toThrow(/Invalid option baseUrl: expected an http\(s\) URL/);
     expect(make({ contentType: 'post', colection: 'x' })).toThrow(/unknown option "colection"/);
+    expect(make({ contentType: 'post', fields: { title: 'string' } })).toThrow(/Invalid option fields: expected a zod schema of the fields/);
     expect(() => comfortableLiveLoader({ repository: 'demo', apiKey: 12345678 as never, contentType: 'post' })).toThrow(/^((?!12345678).)*$/s);
   });
 });

@@ -1,6 +1,7 @@
 import { LiveCollectionError, LiveEntryNotFoundError } from 'astro/content/runtime';
 import { notFoundTarget, ReadApiError, type ReadApiErrorCode, scrub } from '../api/errors.ts';
 import { ConfigError } from '../sync/config.ts';
+import { FieldsMismatch } from './live-fields.ts';
 import type { Source } from './live-options.ts';
 
 /**
@@ -10,12 +11,16 @@ import type { Source } from './live-options.ts';
  * option to check, and never holds the key.
  */
 
-export type LiveErrorCode = ReadApiErrorCode | 'config' | 'unknown';
+export type LiveErrorCode = ReadApiErrorCode | 'config' | 'validation' | 'unknown';
 
 /** The error a live loader returns for a failure other than a missing entry. */
 export interface ComfortableLiveError extends LiveCollectionError {
   readonly name: 'ComfortableLiveError';
-  /** What went wrong: the client's error code (`authentication`, `network`, `not_found`, …), `config` for an option or filter, or `unknown`. */
+  /**
+   * What went wrong: the client's error code (`authentication`, `network`, `not_found`, …),
+   * `config` for an option or filter, `validation` for an entry the `fields` option refuses, or
+   * `unknown`.
+   */
   readonly code: LiveErrorCode;
   /** The HTTP status of the Read API's answer, when there was one. */
   readonly status: number | undefined;
@@ -40,6 +45,9 @@ function describeFailure(error: unknown, context: ErrorContext): { code: LiveErr
   let message: string;
   if (error instanceof ConfigError) {
     code = 'config';
+    message = `${where}: ${error.message}`;
+  } else if (error instanceof FieldsMismatch) {
+    code = 'validation';
     message = `${where}: ${error.message}`;
   } else if (error instanceof ReadApiError) {
     code = error.code;

@@ -5,11 +5,13 @@ import { ConfigError } from '../sync/config.ts';
 import type { Locales } from '../sync/locales.ts';
 import { cacheTag, type ComfortableLiveEntryData, LiveShaper } from './live-entries.ts';
 import { type ComfortableLiveError, entryNotFound, type ErrorContext, liveError } from './live-errors.ts';
+import { checkFields } from './live-fields.ts';
 import { RepositoryLocales } from './live-locales.ts';
 import {
   type ComfortableLiveLoaderOptions,
   type EntryRequest,
   type LiveCollectionFilter,
+  type FieldsSchema,
   type LiveEntryFilter,
   type LiveOptions,
   parseCollectionFilter,
@@ -18,8 +20,16 @@ import {
 } from './live-options.ts';
 import { type LiveAnswer, LiveRequests } from './live-requests.ts';
 
-/** A live loader of this package, as `defineLiveCollection({ loader })` takes it. */
-export type ComfortableLiveLoader = LiveLoader<ComfortableLiveEntryData, LiveEntryFilter, LiveCollectionFilter, ComfortableLiveError>;
+/**
+ * A live loader of this package, as `defineLiveCollection({ loader })` takes it; `Fields` is the
+ * output of its `fields` schema, the type of `entry.data.fields`.
+ */
+export type ComfortableLiveLoader<Fields extends Record<string, unknown> = Record<string, unknown>> = LiveLoader<
+  ComfortableLiveEntryData<Fields>,
+  LiveEntryFilter,
+  LiveCollectionFilter,
+  ComfortableLiveError
+>;
 
 /**
  * A live loader for `src/live.config.ts`: content fetched from the Read API when a page asks for
@@ -34,11 +44,12 @@ export type ComfortableLiveLoader = LiveLoader<ComfortableLiveEntryData, LiveEnt
  *     loader: comfortableLiveLoader({
  *       baseUrl: process.env.CMFT_BASE_URL, repository: 'demo', apiKey: process.env.CMFT_API_KEY,
  *       contentType: 'post', contentTypes: { post: 'posts', author: 'authors' },
+ *       fields: z.object({ title: z.string(), slug: z.string() }),
  *     }),
  *   }),
  * };
  */
-export function comfortableLiveLoader(input: ComfortableLiveLoaderOptions): ComfortableLiveLoader {
+export function comfortableLiveLoader<Fields extends Record<string, unknown> = Record<string, unknown>>(input: ComfortableLiveLoaderOptions<Fields>): ComfortableLiveLoader<Fields> {
   const options: LiveOptions = parseLiveOptions(input);
   const { repository, source } = options;
   const baseUrl = options.baseUrl ?? defaultBaseUrl;
@@ -54,11 +65,13 @@ export function comfortableLiveLoader(input: ComfortableLiveLoaderOptions): Comf
   const requests = new LiveRequests(clientOf, options);
   const shaper = new LiveShaper({ repository, contentTypes: options.contentTypes, render: options.render });
   const context = (collection: string): ErrorContext => ({ collection, baseUrl, repository, source, apiKey: options.apiKey });
+  // The schema the input typed as FieldsSchema<Fields>; parsing the options only checked it is one.
+  const fields = options.fields as FieldsSchema<Fields> | undefined;
 
   return {
     name: 'comfortable-live-loader',
 
-    async loadCollection({ filter, collection }): Promise<LiveDataCollection<ComfortableLiveEntryData> | { error: ComfortableLiveError }> {
+    async loadCollection({ filter, collection }): Promise<LiveDataCollection<ComfortableLiveEntryData<Fields>> | { error: ComfortableLiveError }> {
       try {
         const request = parseCollectionFilter(filter);
         if (source.kind === 'aliases') {
@@ -70,14 +83,14 @@ export function comfortableLiveLoader(input: ComfortableLiveLoaderOptions): Comf
         // A locale from the URL that has no entries is a page that does not exist, not a broken config.
         const missing = request.locale === undefined ? undefined : missingLocale(request.locale, held, options, locales, 'getLiveCollection()');
         if (missing) return { error: entryNotFound(collection, `entries in ${request.locale} (${missing})`) as ComfortableLiveError };
-        const entries = shaper.shape(await requests.list(request), locales, request.locale === undefined ? held : [request.locale]);
-        return { entries, cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] } };
+        const shaped = shaper.shape(await requests.list(request), locales, request.locale === undefined ? held : [request.locale]);
+        return { entries: await checkFields(shaped, fields), cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] } };
       } catch (error) {
         return { error: liveError(error, context(collection)) as ComfortableLiveError };
       }
     },
 
-    async loadEntry({ filter, collection }): Promise<LiveDataEntry<ComfortableLiveEntryData> | undefined | { error: ComfortableLiveError }> {
+    async loadEntry({ filter, collection }): Promise<LiveDataEntry<ComfortableLiveEntryData<Fields>> | undefined | { error: ComfortableLiveError }> {
       try {
         const request = parseEntryFilter(filter);
         const locales = await repositoryLocales.get();
@@ -86,7 +99,8 @@ export function comfortableLiveLoader(input: ComfortableLiveLoaderOptions): Comf
         const missing = missingLocale(locale, held, options, locales, 'getLiveEntry()');
         const entry = missing ? undefined : await findEntry(request, locale, locales);
         // Astro's own error for a missing entry, saying what was looked for and where.
-        return entry ?? { error: entryNotFound(collection, `${lookupText(request, locale)} (${missing ?? sourceText(options)})`) as ComfortableLiveError };
+        if (!entry) return { error: entryNotFound(collection, `${lookupText(request, locale)} (${missing ?? sourceText(options)})`) as ComfortableLiveError };
+        return (await checkFields([entry], fields))[0];
       } catch (error) {
         return { error: liveError(error, context(collection)) as ComfortableLiveError };
       }
