@@ -12,6 +12,7 @@ import { andFilters } from '../src/astro/live-requests.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { entryOf, mapRelations } from '../src/sync/entries.ts';
 import { sync } from '../src/sync/engine.ts';
+import { closeFaultyServers, errorBody, fastRetry, json, startFaulty } from './helpers/client-faults.ts';
 import { demoKey, demoSnapshot } from './helpers/server.ts';
 import { startServer } from '../src/server/index.ts';
 
@@ -183,6 +184,13 @@ describe('failures are returned as live-collection errors that say what to check
     expect((await failure({ contentType: undefined, aliases: ['home', 'nope'] })).message).toMatch(/has no alias "nope": check the aliases option/);
     const down = await failure({ baseUrl: 'http://127.0.0.1:1/v1', retry: { attempts: 1 } });
     expect([down.code, down.message]).toEqual(['network', expect.stringMatching(/Check the baseUrl option .*\(http:\/\/127.0.0.1:1\/v1\)/)]);
+    const failing = await startFaulty((_, response) => json(response, 503, errorBody(503, 'Service Unavailable')));
+    try {
+      const refused = await failure({ baseUrl: failing.url, retry: fastRetry });
+      expect([refused.code, refused.message]).toEqual(['server', expect.stringMatching(/kept failing through every retry \(the retry option of comfortableLiveLoader\(\) in src\/live.config.ts\)/)]);
+    } finally {
+      await closeFaultyServers();
+    }
   });
 
   it('names the member of a filter that is wrong', async () => {

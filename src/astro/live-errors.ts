@@ -77,7 +77,7 @@ function hintFor(error: ReadApiError, { baseUrl, repository, source }: ErrorCont
     case 'rate_limited':
       return `Lower the concurrency option of ${options} (default 8), or cache the pages (Astro.cache) so that fewer requests reach the Read API.`;
     case 'server':
-      return `The Read API at ${baseUrl} kept failing through every retry; try again later.`;
+      return `The Read API at ${baseUrl} kept failing through every retry (the retry option of ${options}); try again later.`;
     case 'unexpected_answer':
       return `Check the baseUrl option of ${options} (${baseUrl}): it must be the base URL of a Read API, such as https://api.cmft.io/v1.`;
     default:
