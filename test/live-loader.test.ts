@@ -2,15 +2,17 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LiveCollectionError, LiveEntryNotFoundError } from 'astro/content/runtime';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import { z } from 'zod';
 import { createClient } from '../src/api/client.ts';
 import { Filter, Sorting } from '../src/api/query.ts';
 import { sharedLimit } from '../src/api/transport.ts';
-import { type ComfortableLiveLoaderOptions, comfortableLiveLoader } from '../src/astro/index.ts';
+import { type ComfortableLiveLoader, type ComfortableLiveLoaderOptions, comfortableLiveLoader } from '../src/astro/index.ts';
 import { andFilters } from '../src/astro/live-requests.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { entryOf, mapRelations } from '../src/sync/entries.ts';
 import { sync } from '../src/sync/engine.ts';
+import { closeFaultyServers, errorBody, fastRetry, json, startFaulty } from './helpers/client-faults.ts';
 import { demoKey, demoSnapshot } from './helpers/server.ts';
 import { startServer } from '../src/server/index.ts';
 
@@ -182,14 +184,70 @@ describe('failures are returned as live-collection errors that say what to check
     expect((await failure({ contentType: undefined, aliases: ['home', 'nope'] })).message).toMatch(/has no alias "nope": check the aliases option/);
     const down = await failure({ baseUrl: 'http://127.0.0.1:1/v1', retry: { attempts: 1 } });
     expect([down.code, down.message]).toEqual(['network', expect.stringMatching(/Check the baseUrl option .*\(http:\/\/127.0.0.1:1\/v1\)/)]);
+    const failing = await startFaulty((_, response) => json(response, 503, errorBody(503, 'Service Unavailable')));
+    try {
+      const refused = await failure({ baseUrl: failing.url, retry: fastRetry });
+      expect([refused.code, refused.message]).toEqual(['server', expect.stringMatching(/kept failing through every retry \(the retry option of comfortableLiveLoader\(\) in src\/live.config.ts\)/)]);
+    } finally {
+      await closeFaultyServers();
+    }
   });
 
   it('names the member of a filter that is wrong', async () => {
     expect((await failure({}, { limit: 5000 })).message).toMatch(/^Live collection "posts": Invalid filter of getLiveCollection\(\): limit: /);
-    expect((await failure({}, { locale: 'fr_FR' })).message).toMatch(/locale "fr_FR" is not a locale of the repository "demo" \(en_US, de_DE, de_CH\)/);
     expect((await failure({}, { page: 2 })).message).toMatch(/page needs a limit/);
     expect((await failure({}, { slug: 'x' }, 'entry')).message).toMatch(/Invalid filter of getLiveEntry\(\)/);
     expect((await failure({ locales: ['fr_FR'] })).message).toMatch(/the locales option of comfortableLiveLoader\(\) names "fr_FR"/);
+  });
+});
+
+describe('a locale the repository or the loader lacks is a page that does not exist', () => {
+  const notFound = async (result: Promise<Json>) => {
+    const { error } = await result;
+    expect(error).toBeInstanceOf(LiveEntryNotFoundError);
+    return error.message as string;
+  };
+
+  it('answers Astro\'s not-found error for an entry, naming the locale and what the repository has', async () => {
+    const message = await notFound(entry({}, { field: 'slug', value: 'night-trains-are-back', locale: 'fr_FR' }));
+    expect(message).toBe('Entry posts → slug "night-trains-are-back" in fr_FR (the repository "demo" has no locale "fr_FR", only en_US, de_DE, de_CH: check the locale given to getLiveEntry()) was not found.');
+    await notFound(entry({}, { id: 'fr_FR/100000000000000101' }));
+    expect(await notFound(entry({ locales: ['en_US'] }, { id: 'de_DE/100000000000000101' }))).toMatch(/de_DE is not one of the locales option of comfortableLiveLoader\(\) in src\/live.config.ts: en_US\)/);
+  });
+
+  it('answers the same error for a list, rather than an empty list a page could not tell from no posts', async () => {
+    expect(await notFound(collection({}, { locale: 'fr_FR' }))).toMatch(/^Entry posts → entries in fr_FR \(the repository "demo" has no locale "fr_FR", only en_US, de_DE, de_CH: check the locale given to getLiveCollection\(\)\)/);
+    expect(await notFound(collection({ locales: ['en_US'] }, { locale: 'de_DE', limit: 1 }))).toMatch(/the locales option of comfortableLiveLoader\(\)/);
+    // A locale option that names a locale the repository lacks is still a broken config.
+    expect((await collection({ locales: ['fr_FR'] }, { locale: 'en_US' })).error.code).toBe('config');
+  });
+});
+
+describe('the fields option', () => {
+  const postFields = z.object({ title: z.string(), slug: z.string(), readingMinutes: z.coerce.string() });
+
+  it('types the fields and gives them as the schema outputs them, the rest of the entry as it was', async () => {
+    const typed = loader({ fields: postFields }) as unknown as ComfortableLiveLoader<z.output<typeof postFields>>;
+    const found = await typed.loadEntry({ filter: { id: 'en_US/100000000000000102' }, collection: 'posts' });
+    if (!found || 'error' in found) throw new Error('expected an entry');
+    expectTypeOf(found.data.fields.title).toEqualTypeOf<string>();
+    expect(found.data.fields).toEqual({ title: 'Night Trains Are Back, and Better Than You Remember', slug: 'night-trains-are-back', readingMinutes: expect.any(String) });
+    expect(Object.keys(found.data.included).length).toBeGreaterThan(0);
+    expect(found.rendered?.html).toContain('<h2 id="what-has-changed">');
+    expect((await collection({ fields: postFields }, { locale: 'de_DE', limit: 2 })).entries.map((e: Json) => Object.keys(e.data.fields))).toEqual([['title', 'slug', 'readingMinutes'], ['title', 'slug', 'readingMinutes']]);
+  });
+
+  it('infers the type of the fields from the schema', () => {
+    const live = comfortableLiveLoader({ repository: 'demo', apiKey: 'k', contentType: 'post', fields: postFields });
+    expectTypeOf(live).toEqualTypeOf<ComfortableLiveLoader<{ title: string; slug: string; readingMinutes: string }>>();
+  });
+
+  it('returns an error naming the option, the entry and the field for an entry that does not match', async () => {
+    const wrong = z.object({ title: z.number(), slug: z.string() });
+    const { error } = await entry({ fields: wrong }, { id: 'en_US/100000000000000102' });
+    expect([error.name, error.code]).toEqual(['ComfortableLiveError', 'validation']);
+    expect(error.message).toBe('Live collection "posts": entry en_US/100000000000000102 does not match the fields option of comfortableLiveLoader() in src/live.config.ts: fields.title: Invalid input: expected number, received string. Change the schema to what the content type holds (a field that may be empty needs .nullish()).');
+    expect((await collection({ fields: wrong }, { limit: 1 })).error.code).toBe('validation');
   });
 });
 
@@ -202,6 +260,7 @@ describe('options', () => {
     expect(make({ contentType: 'post', render: true })).toThrow(/Invalid option render/);
     expect(make({ contentType: 'post', baseUrl: 'ftp://x' })).toThrow(/Invalid option baseUrl: expected an http\(s\) URL/);
     expect(make({ contentType: 'post', colection: 'x' })).toThrow('comfortableLiveLoader(): Unknown option colection: did you mean collection?');
+    expect(make({ contentType: 'post', fields: { title: 'string' } })).toThrow(/Invalid option fields: expected a zod schema of the fields/);
     expect(() => comfortableLiveLoader({ repository: 'demo', apiKey: 12345678 as never, contentType: 'post' })).toThrow(/^((?!12345678).)*$/s);
   });
 });

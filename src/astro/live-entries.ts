@@ -12,25 +12,29 @@ import { firstRichtextField, type Heading, renderRichtext, richtextOf } from './
  * references), with the records its includes reached, its richtext rendered, and cache hints.
  */
 
-/** A document in one locale, as a live entry shows it and the records it includes. */
-export interface ComfortableLiveRecord {
+/**
+ * A document in one locale, as a live entry shows it and the records it includes; `Fields` is
+ * the output of the loader's `fields` schema, when it has one.
+ */
+export interface ComfortableLiveRecord<Fields extends Record<string, unknown> = Record<string, unknown>> {
   /** The document id. */
   id: string;
   locale: string;
   contentType: string;
   /** Field values in this locale; relations are `{ collection, id }` references (mapped by `contentTypes`), or `{ collection: null, id, contentType }` when no collection holds the target; assets as in build-time entries (`kind` image, file or unresolved). */
-  fields: Record<string, unknown>;
+  fields: Fields;
   /** Localized fields whose value is not this locale's own → the locale it came from (null: no locale has one). */
   fallbacks: Record<string, string | null>;
   meta: Entry['meta'];
 }
 
-/** The `data` of a live entry. */
-export interface ComfortableLiveEntryData extends ComfortableLiveRecord {
+/** The `data` of a live entry; `Fields` is the output of the loader's `fields` schema, when it has one. */
+export interface ComfortableLiveEntryData<Fields extends Record<string, unknown> = Record<string, unknown>> extends ComfortableLiveRecord<Fields> {
   /**
    * The documents the request's `includes` reached from this one (relations of relations too),
    * in the same locale, by the `id` their references carry in `fields`:
-   * `entry.data.included[entry.data.fields.author.id]`.
+   * `entry.data.included[entry.data.fields.author.id]`. Their fields are not checked by the
+   * `fields` option: they are typed loosely.
    */
   included: Record<string, ComfortableLiveRecord>;
 }

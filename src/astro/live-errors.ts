@@ -1,6 +1,7 @@
 import { LiveCollectionError, LiveEntryNotFoundError } from 'astro/content/runtime';
 import { notFoundTarget, ReadApiError, type ReadApiErrorCode, scrub } from '../api/errors.ts';
 import { ConfigError } from '../sync/config.ts';
+import { FieldsMismatch } from './live-fields.ts';
 import type { Source } from './live-options.ts';
 
 /**
@@ -10,12 +11,16 @@ import type { Source } from './live-options.ts';
  * option to check, and never holds the key.
  */
 
-export type LiveErrorCode = ReadApiErrorCode | 'config' | 'unknown';
+export type LiveErrorCode = ReadApiErrorCode | 'config' | 'validation' | 'unknown';
 
 /** The error a live loader returns for a failure other than a missing entry. */
 export interface ComfortableLiveError extends LiveCollectionError {
   readonly name: 'ComfortableLiveError';
-  /** What went wrong: the client's error code (`authentication`, `network`, `not_found`, …), `config` for an option or filter, or `unknown`. */
+  /**
+   * What went wrong: the client's error code (`authentication`, `network`, `not_found`, …),
+   * `config` for an option or filter, `validation` for an entry the `fields` option refuses, or
+   * `unknown`.
+   */
   readonly code: LiveErrorCode;
   /** The HTTP status of the Read API's answer, when there was one. */
   readonly status: number | undefined;
@@ -40,6 +45,9 @@ function describeFailure(error: unknown, context: ErrorContext): { code: LiveErr
   let message: string;
   if (error instanceof ConfigError) {
     code = 'config';
+    message = `${where}: ${error.message}`;
+  } else if (error instanceof FieldsMismatch) {
+    code = 'validation';
     message = `${where}: ${error.message}`;
   } else if (error instanceof ReadApiError) {
     code = error.code;
@@ -69,7 +77,7 @@ function hintFor(error: ReadApiError, { baseUrl, repository, source }: ErrorCont
     case 'rate_limited':
       return `Lower the concurrency option of ${options} (default 8), or cache the pages (Astro.cache) so that fewer requests reach the Read API.`;
     case 'server':
-      return `The Read API at ${baseUrl} kept failing through every retry; try again later.`;
+      return `The Read API at ${baseUrl} kept failing through every retry (the retry option of ${options}); try again later.`;
     case 'unexpected_answer':
       return `Check the baseUrl option of ${options} (${baseUrl}): it must be the base URL of a Read API, such as https://api.cmft.io/v1.`;
     default:

@@ -10,7 +10,13 @@ import { ConfigError, configProblem, sourceOptionsSchema } from '../sync/config.
  * a wrong filter is answered as an error naming the filter's member.
  */
 
-export interface ComfortableLiveLoaderOptions {
+/**
+ * A zod schema of a content type's fields, as `comfortableLiveLoader({ fields })` takes it: its
+ * output is the type of `entry.data.fields`.
+ */
+export type FieldsSchema<Fields extends Record<string, unknown> = Record<string, unknown>> = z.ZodType<Fields, unknown>;
+
+export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unknown> = Record<string, unknown>> {
   /** The Read API base URL. Default `https://api.cmft.io/v1`. */
   baseUrl?: string | undefined;
   /** The repository's API id, such as `demo`. */
@@ -50,6 +56,17 @@ export interface ComfortableLiveLoaderOptions {
    * @example { post: 'posts', author: 'authors' }
    */
   contentTypes?: Record<string, string>;
+  /**
+   * The fields of the entries, as a zod schema (from `astro/zod`): each entry's fields are checked
+   * with it on every request and typed by it (`entry.data.fields.title` is a `string`), and what
+   * it outputs is what the page gets (fields it does not name are dropped, `z.coerce.date()`
+   * gives a `Date`). An entry that does not match is an error naming this option. Default: none,
+   * fields typed `Record<string, unknown>`. A loader option rather than a `schema` in
+   * `defineLiveCollection()`: that one must describe the whole entry (`included`, `meta`, …), and
+   * Astro's `render()` stops accepting the entries of the collections without one.
+   * @example fields: z.object({ title: z.string(), slug: z.string(), author: z.object({ collection: z.literal('authors'), id: z.string() }).nullish() })
+   */
+  fields?: FieldsSchema<Fields>;
   /** The richtext field rendered for `render(entry)`. Default: the content type's first; `false` renders none. */
   render?: string | false;
   /** Timeouts of each request. Default: connect 5 s, headers 10 s, body 10 s (a page waits for them). */
@@ -117,6 +134,7 @@ const optionsSchema = z.strictObject({
   locales: z.array(z.string().min(1)).min(1, 'expected at least one locale key').optional(),
   contentTypes: z.record(z.string().min(1), z.string().min(1)).optional(),
   render: z.union([z.string().min(1), z.literal(false)]).optional(),
+  fields: z.custom<z.ZodType>(isZodSchema, 'expected a zod schema of the fields, such as z.object({ title: z.string() }) with z from astro/zod').optional(),
   timeouts: z.strictObject({ connectMs: z.number().positive(), headersMs: z.number().positive(), bodyMs: z.number().positive() }).partial().optional(),
   retry: z.strictObject({ attempts: z.number().int().min(1), baseDelayMs: z.number().min(0), maxDelayMs: z.number().min(0), budgetMs: z.number().positive() }).partial().optional(),
   concurrency: z.number().int().min(1).max(64).optional(),
@@ -143,6 +161,8 @@ export interface LiveOptions extends RequestOptions {
   locales: string[] | undefined;
   contentTypes: Record<string, string>;
   render: string | false | undefined;
+  /** The `fields` option: checks and types each entry's fields. */
+  fields: z.ZodType | undefined;
   timeouts: Partial<Timeouts>;
   retry: Partial<RetryPolicy>;
   concurrency: number | undefined;
@@ -152,8 +172,13 @@ export interface LiveOptions extends RequestOptions {
 const liveTimeouts: Partial<Timeouts> = { connectMs: 5_000, headersMs: 10_000, bodyMs: 10_000 };
 const liveRetry: Partial<RetryPolicy> = { attempts: 3, budgetMs: 10_000 };
 
+/** A zod 4 schema, of this package's zod or of another copy (Astro's `astro/zod`). */
+function isZodSchema(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && '_zod' in value;
+}
+
 /** Checks the options; throws a ConfigError whose message names the option. */
-export function parseLiveOptions(input: ComfortableLiveLoaderOptions): LiveOptions {
+export function parseLiveOptions<Fields extends Record<string, unknown>>(input: ComfortableLiveLoaderOptions<Fields>): LiveOptions {
   const result = optionsSchema.safeParse(input ?? {}, { reportInput: true });
   if (!result.success) {
     const problem = configProblem(result.error, { schema: optionsSchema });
@@ -184,6 +209,7 @@ export function parseLiveOptions(input: ComfortableLiveLoaderOptions): LiveOptio
     locales: options.locales,
     contentTypes: options.contentTypes ?? {},
     render: options.render,
+    fields: options.fields,
     timeouts: { ...liveTimeouts, ...options.timeouts },
     retry: { ...liveRetry, ...options.retry },
     concurrency: options.concurrency,

@@ -5,11 +5,13 @@ import { ConfigError } from '../sync/config.ts';
 import type { Locales } from '../sync/locales.ts';
 import { cacheTag, type ComfortableLiveEntryData, LiveShaper } from './live-entries.ts';
 import { type ComfortableLiveError, entryNotFound, type ErrorContext, liveError } from './live-errors.ts';
+import { checkFields } from './live-fields.ts';
 import { RepositoryLocales } from './live-locales.ts';
 import {
   type ComfortableLiveLoaderOptions,
   type EntryRequest,
   type LiveCollectionFilter,
+  type FieldsSchema,
   type LiveEntryFilter,
   type LiveOptions,
   parseCollectionFilter,
@@ -18,13 +20,23 @@ import {
 } from './live-options.ts';
 import { type LiveAnswer, LiveRequests } from './live-requests.ts';
 
-/** A live loader of this package, as `defineLiveCollection({ loader })` takes it. */
-export type ComfortableLiveLoader = LiveLoader<ComfortableLiveEntryData, LiveEntryFilter, LiveCollectionFilter, ComfortableLiveError>;
+/**
+ * A live loader of this package, as `defineLiveCollection({ loader })` takes it; `Fields` is the
+ * output of its `fields` schema, the type of `entry.data.fields`.
+ */
+export type ComfortableLiveLoader<Fields extends Record<string, unknown> = Record<string, unknown>> = LiveLoader<
+  ComfortableLiveEntryData<Fields>,
+  LiveEntryFilter,
+  LiveCollectionFilter,
+  ComfortableLiveError
+>;
 
 /**
  * A live loader for `src/live.config.ts`: content fetched from the Read API when a page asks for
  * it, through the client's shared concurrency limit and retries. Entries are per locale, with ids
  * `<locale>/<document id>`, shaped as the build-time loader's; errors are returned, not thrown.
+ * A locale the repository (or the `locales` option) lacks is a not-found error
+ * (`LiveEntryNotFoundError`), for an entry and for a list alike, so that a page answers 404 for it.
  *
  * @example
  * export const collections = {
@@ -32,11 +44,12 @@ export type ComfortableLiveLoader = LiveLoader<ComfortableLiveEntryData, LiveEnt
  *     loader: comfortableLiveLoader({
  *       baseUrl: process.env.CMFT_BASE_URL, repository: 'demo', apiKey: process.env.CMFT_API_KEY,
  *       contentType: 'post', contentTypes: { post: 'posts', author: 'authors' },
+ *       fields: z.object({ title: z.string(), slug: z.string() }),
  *     }),
  *   }),
  * };
  */
-export function comfortableLiveLoader(input: ComfortableLiveLoaderOptions): ComfortableLiveLoader {
+export function comfortableLiveLoader<Fields extends Record<string, unknown> = Record<string, unknown>>(input: ComfortableLiveLoaderOptions<Fields>): ComfortableLiveLoader<Fields> {
   const options: LiveOptions = parseLiveOptions(input);
   const { repository, source } = options;
   const baseUrl = options.baseUrl ?? defaultBaseUrl;
@@ -52,11 +65,13 @@ export function comfortableLiveLoader(input: ComfortableLiveLoaderOptions): Comf
   const requests = new LiveRequests(clientOf, options);
   const shaper = new LiveShaper({ repository, contentTypes: options.contentTypes, render: options.render });
   const context = (collection: string): ErrorContext => ({ collection, baseUrl, repository, source, apiKey: options.apiKey });
+  // The schema the input typed as FieldsSchema<Fields>; parsing the options only checked it is one.
+  const fields = options.fields as FieldsSchema<Fields> | undefined;
 
   return {
     name: 'comfortable-live-loader',
 
-    async loadCollection({ filter, collection }): Promise<LiveDataCollection<ComfortableLiveEntryData> | { error: ComfortableLiveError }> {
+    async loadCollection({ filter, collection }): Promise<LiveDataCollection<ComfortableLiveEntryData<Fields>> | { error: ComfortableLiveError }> {
       try {
         const request = parseCollectionFilter(filter);
         if (source.kind === 'aliases') {
@@ -64,23 +79,28 @@ export function comfortableLiveLoader(input: ComfortableLiveLoaderOptions): Comf
           if (unsupported) throw new ConfigError(unsupported, `Invalid filter of getLiveCollection(): ${unsupported} needs a loader for a collection or contentType; this one lists aliases`);
         }
         const locales = await repositoryLocales.get();
-        const entryLocales = request.locale === undefined ? loaderLocales(options, locales) : [checkedLocale(request.locale, options, locales, 'getLiveCollection()')];
-        const entries = shaper.shape(await requests.list(request), locales, entryLocales);
-        return { entries, cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] } };
+        const held = loaderLocales(options, locales);
+        // A locale from the URL that has no entries is a page that does not exist, not a broken config.
+        const missing = request.locale === undefined ? undefined : missingLocale(request.locale, held, options, locales, 'getLiveCollection()');
+        if (missing) return { error: entryNotFound(collection, `entries in ${request.locale} (${missing})`) as ComfortableLiveError };
+        const shaped = shaper.shape(await requests.list(request), locales, request.locale === undefined ? held : [request.locale]);
+        return { entries: await checkFields(shaped, fields), cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] } };
       } catch (error) {
         return { error: liveError(error, context(collection)) as ComfortableLiveError };
       }
     },
 
-    async loadEntry({ filter, collection }): Promise<LiveDataEntry<ComfortableLiveEntryData> | undefined | { error: ComfortableLiveError }> {
+    async loadEntry({ filter, collection }): Promise<LiveDataEntry<ComfortableLiveEntryData<Fields>> | undefined | { error: ComfortableLiveError }> {
       try {
         const request = parseEntryFilter(filter);
         const locales = await repositoryLocales.get();
         const held = loaderLocales(options, locales);
-        const locale = request.locale === undefined ? defaultLocale(held, locales) : checkedLocale(request.locale, options, locales, 'getLiveEntry()', false);
-        const entry = held.includes(locale) ? await findEntry(request, locale, locales) : undefined;
+        const locale = request.locale ?? defaultLocale(held, locales);
+        const missing = missingLocale(locale, held, options, locales, 'getLiveEntry()');
+        const entry = missing ? undefined : await findEntry(request, locale, locales);
         // Astro's own error for a missing entry, saying what was looked for and where.
-        return entry ?? { error: entryNotFound(collection, `${lookupText(request, locale)} (${sourceText(options)})`) as ComfortableLiveError };
+        if (!entry) return { error: entryNotFound(collection, `${lookupText(request, locale)} (${missing ?? sourceText(options)})`) as ComfortableLiveError };
+        return (await checkFields([entry], fields))[0];
       } catch (error) {
         return { error: liveError(error, context(collection)) as ComfortableLiveError };
       }
@@ -115,14 +135,15 @@ function defaultLocale(held: string[], locales: Locales): string {
   return held.includes(locales.defaultLocale) ? locales.defaultLocale : held[0]!;
 }
 
-/** A locale a filter names, checked against the repository (and, for a list, the loader's locales). */
-function checkedLocale(locale: string, options: LiveOptions, locales: Locales, call: string, mustBeHeld = true): string {
+/**
+ * Why a locale a filter names has no entries of the loader: not a locale of the repository, or
+ * not one of its `locales` option (each naming what to check); undefined when it has.
+ */
+function missingLocale(locale: string, held: string[], options: LiveOptions, locales: Locales, call: string): string | undefined {
   const known = locales.locales.map((l) => l.key);
-  if (!known.includes(locale)) throw new ConfigError('locale', `Invalid filter of ${call}: locale "${locale}" is not a locale of the repository "${options.repository}" (${known.join(', ')})`);
-  if (mustBeHeld && !loaderLocales(options, locales).includes(locale)) {
-    throw new ConfigError('locale', `Invalid filter of ${call}: locale "${locale}" is not one of the locales option of comfortableLiveLoader() (${options.locales!.join(', ')})`);
-  }
-  return locale;
+  if (!known.includes(locale)) return `the repository "${options.repository}" has no locale "${locale}", only ${known.join(', ')}: check the locale given to ${call}`;
+  if (!held.includes(locale)) return `${locale} is not one of the locales option of comfortableLiveLoader() in src/live.config.ts: ${held.join(', ')}`;
+  return undefined;
 }
 
 /**

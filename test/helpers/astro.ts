@@ -44,6 +44,7 @@ export function run(command: string, args: string[], options: { cwd?: string; en
   });
 }
 
+/** A running `astro dev`, or a built server. */
 export interface AstroDev {
   /** Such as `http://127.0.0.1:4321` */
   url: string;
@@ -54,8 +55,18 @@ export interface AstroDev {
 
 /** Starts `astro dev` on a port and resolves when it serves. */
 export function startAstroDev(root: string, port: number, env: Record<string, string | undefined> = {}): Promise<AstroDev> {
+  return serve(root, [astroCli, 'dev', '--port', String(port), '--host', '127.0.0.1'], env, /Local\s+(http:\/\/\S+?)\/?\s/);
+}
+
+/** Starts the server `astro build` made with `@astrojs/node` in standalone mode, as a host runs it, and resolves when it serves. */
+export function startBuiltServer(root: string, port: number, env: Record<string, string | undefined> = {}): Promise<AstroDev> {
+  return serve(root, [join(root, 'dist/server/entry.mjs')], { ...env, HOST: '127.0.0.1', PORT: String(port) }, /Server listening on (http:\/\/\S+?)\/?\s/);
+}
+
+/** Runs a Node process in `root` and resolves once its output shows the URL `listening` captures. */
+function serve(root: string, args: string[], env: Record<string, string | undefined>, listening: RegExp): Promise<AstroDev> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [astroCli, 'dev', '--port', String(port), '--host', '127.0.0.1'], { cwd: root, env: childEnv(env) });
+    const child = spawn(process.execPath, args, { cwd: root, env: childEnv(env) });
     let output = '';
     const exited = new Promise<void>((done) => child.on('close', () => done()));
     const stop = async () => {
@@ -64,13 +75,13 @@ export function startAstroDev(root: string, port: number, env: Record<string, st
     };
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const local = /Local\s+(http:\/\/\S+?)\/?\s/.exec(output);
+      const local = listening.exec(output);
       if (local) resolve({ url: local[1]!, output: () => output, stop });
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
     child.on('error', reject);
-    void exited.then(() => reject(new Error(`astro dev exited before serving:\n${output}`)));
+    void exited.then(() => reject(new Error(`${args.join(' ')} exited before serving:\n${output}`)));
   });
 }
 
