@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { access, cp, mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { access, cp, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -83,8 +83,10 @@ describe('vite build', () => {
     expect(summary.swissHomeFallbacks).toMatchObject({ title: 'de_DE' });
   });
 
-  it('keeps its cache in the Vite cache folder', async () => {
-    await expect(access(join(work, 'vite-cache/comfortable/cache.sqlite'))).resolves.toBeUndefined();
+  it('keeps its cache in the Vite cache folder, one folder per base URL and repository', async () => {
+    const folders = (await readdir(join(work, 'vite-cache/comfortable'))).filter((name) => name.startsWith('cms-'));
+    expect(folders).toEqual([expect.stringMatching(/^cms-127\.0\.0\.1-\d+-tiny-[0-9a-f]{10}$/)]);
+    await expect(access(join(work, 'vite-cache/comfortable', folders[0]!, 'cache.sqlite'))).resolves.toBeUndefined();
   });
 });
 
@@ -164,3 +166,4 @@ describe('vite dev', () => {
     expect(await cherry()).toEqual(['Cherry season, revised', 'Cherry season, revised']);
   });
 });
+

@@ -1,6 +1,7 @@
 import { AstroError } from 'astro/errors';
 import { notFoundTarget, type ReadApiErrorCode, scrub } from '../api/errors.ts';
 import type { CacheError } from '../cache/index.ts';
+import { cacheRootOf } from '../cache/origins.ts';
 import type { SyncError } from '../sync/engine.ts';
 import type { SharedSync } from '../sync/shared.ts';
 
@@ -47,7 +48,8 @@ export function loaderError(error: unknown, shared: SharedSync): unknown {
 function settingsOf(shared: SharedSync): Settings | undefined {
   try {
     const { baseUrl, repository, cacheDir, apiKey } = shared.config();
-    return { baseUrl, repository, cacheDir, apiKey, snapshot: shared.snapshot };
+    // The cacheDir option holds a cache per origin (see cache/origins.ts): a hint names the option.
+    return { baseUrl, repository, cacheDir: cacheDir && cacheRootOf(cacheDir), apiKey, snapshot: shared.snapshot };
   } catch {
     return undefined; // not configured: that error says so itself
   }

@@ -1,8 +1,9 @@
-import { resolve } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AstroIntegration } from 'astro';
 import { defaultBaseUrl } from '../api/client.ts';
 import { z } from 'zod';
+import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/origins.ts';
 import { ConfigError, configProblem, contentTypesSchema, syncConfigSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../sync/env.ts';
 import type { SyncLogger } from '../sync/engine.ts';
@@ -88,6 +89,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
   let refresh: { secret: string | undefined; path: string } | undefined;
   const incremental = new IncrementalBuild();
   let served: ServedSnapshot | undefined;
+  let cacheDir: string | undefined;
   return {
     name: 'comfortable-loader',
     hooks: {
@@ -108,7 +110,9 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         const { contentTypes = {}, refreshSecret, refreshPath = defaultRefreshPath, incrementalOutput = true, snapshot: _, ...config } = parseIntegrationOptions({ ...filled, ...connection });
         refresh = { secret: refreshSecret, path: refreshPath };
         const syncLogger: SyncLogger = { info: (m) => logger.info(m), warn: (m) => logger.warn(m) };
-        const cacheDir = config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir));
+        // One cache per origin, so a switch between the copy and the CMS keeps each one's content.
+        const origin: ContentOrigin = served ? { snapshot: relative(root, resolve(root, filled.snapshot!)) } : { baseUrl: config.baseUrl ?? defaultBaseUrl, repository: config.repository };
+        cacheDir = originCacheDir(config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir)), origin);
         shared.configure({ ...config, cacheDir }, syncLogger, served && filled.snapshot);
         loaderRegistry().setContentTypes(contentTypes);
         hosts = new ImageHosts(cacheDir, logger);
@@ -131,7 +135,10 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
       },
       'astro:server:setup': ({ server, refreshContent, logger }) => {
         // One subscription per dev server, ended with it: it sees the first sync and every refresh.
-        const unsubscribe = shared.onResult(() => hosts?.afterSync());
+        const unsubscribe = shared.onResult(() => {
+          hosts?.afterSync();
+          if (cacheDir) touchOrigin(cacheDir); // in use as long as the dev server runs
+        });
         server.httpServer?.once('close', unsubscribe);
         const run = async (payload: unknown) => {
           const result = await shared.refresh(changedIds(payload));

@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import type { Plugin } from 'vite';
+import { defaultBaseUrl } from '../api/client.ts';
+import { originCacheDir } from '../cache/origins.ts';
 import type { SyncResult } from '../sync/engine.ts';
 import { loadEntries } from '../sync/entries.ts';
 import { cacheKeys } from '../sync/page-keys.ts';
@@ -82,8 +84,11 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
       const { refreshSecret: secret, ...config } = withEnv(given, readEnv(resolved.envDir, resolved.mode), ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
       refreshSecret = secret;
       const logger = { info: (message: string) => resolved.logger.info(message), warn: (message: string) => resolved.logger.warn(message) };
-      // Checked with the sources when the first sync starts: a missing repository or key is named then.
-      shared.configure({ ...config, cacheDir: config.cacheDir ?? join(resolved.cacheDir, 'comfortable') } as SharedConfig, logger);
+      // One cache per base URL and repository, so switching between two keeps each one's content.
+      // (Checked with the sources when the first sync starts: a missing repository or key is named then.)
+      const root = config.cacheDir ?? join(resolved.cacheDir, 'comfortable');
+      const cacheDir = config.repository ? originCacheDir(root, { baseUrl: config.baseUrl ?? defaultBaseUrl, repository: config.repository }) : root;
+      shared.configure({ ...config, cacheDir } as SharedConfig, logger);
     },
     resolveId: {
       filter: { id: /^virtual:comfortable\// },
