@@ -1,8 +1,9 @@
 import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AstroIntegration } from 'astro';
+import type { AstroIntegration, AstroIntegrationLogger } from 'astro';
 import { defaultBaseUrl } from '../api/client.ts';
 import { z } from 'zod';
+import { type CacheReader, openCache } from '../cache/index.ts';
 import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/origins.ts';
 import { ConfigError, configProblem, contentTypesSchema, syncConfigSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../sync/env.ts';
@@ -11,6 +12,7 @@ import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sy
 import type { ReloadEvent } from '../server/registry.ts';
 import { comfortableVite } from '../vite/plugin.ts';
 import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';
+import { CopyFiles, useCopyFiles } from './copy-files.ts';
 import { virtualModuleTypes } from './declarations.ts';
 import { ImageHosts } from './image-hosts.ts';
 import { IncrementalBuild } from './incremental.ts';
@@ -89,6 +91,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
   let refresh: { secret: string | undefined; path: string } | undefined;
   const incremental = new IncrementalBuild();
   let served: ServedSnapshot | undefined;
+  let copyFiles: CopyFiles | undefined;
   let cacheDir: string | undefined;
   return {
     name: 'comfortable-loader',
@@ -102,7 +105,8 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         if (!filled.snapshot) delete filled.snapshot;
         if (filled.snapshot) {
           await served?.server.close(); // a restarted dev server sets up again
-          served = await serveSnapshot(resolve(root, filled.snapshot), { repository: filled.repository, fromEnv: !options.snapshot, watch: command === 'dev', warn: (line) => logger.warn(line) });
+          // Each request it answers, with DEBUG=astro:comfortable-loader (or astro --verbose).
+          served = await serveSnapshot(resolve(root, filled.snapshot), { repository: filled.repository, fromEnv: !options.snapshot, watch: command === 'dev', warn: (line) => logger.warn(line), log: (line) => logger.debug(line) });
           logger.info(`Serving the snapshot ${filled.snapshot} in-process at ${served.baseUrl}: the CMS is not asked`);
           if (served.portNote) logger.warn(served.portNote);
         }
@@ -122,6 +126,8 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
       },
       'astro:config:done': async ({ config: astroConfig, injectTypes }) => {
         incremental.resolved(astroConfig);
+        copyFiles = served && new CopyFiles({ origin: served.server.origin, repository: served.repository, base: astroConfig.base, file: served.file, files: served.files });
+        useCopyFiles(copyFiles);
         await hosts?.resolved(astroConfig.image);
         injectTypes({ filename: 'comfortable.d.ts', content: await virtualModuleTypes(shared) });
       },
@@ -129,9 +135,11 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         hosts?.beforePages();
         await incremental.start();
       },
-      'astro:build:done': async ({ assets }) => {
+      'astro:build:done': async ({ assets, dir, logger }) => {
         await incremental.done(assets);
         await served?.server.close();
+        const cache = copyFiles && cacheDir ? openCache(cacheDir) : undefined;
+        if (copyFiles && cache) await copyFilesInto(copyFiles, fileURLToPath(dir), cache, logger);
       },
       'astro:server:setup': ({ server, refreshContent, logger }) => {
         // One subscription per dev server, ended with it: it sees the first sync and every refresh.
@@ -148,6 +156,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           logger.info(`Refreshed ${sources.length} changed sources (${loaders.join(', ') || 'no loaders'})`);
           return { sources, loaders, records: result.changeset.records };
         };
+        if (copyFiles) server.middlewares.use(copyFiles.middleware());
         if (served) {
           // The snapshot file changed (a new pull, an edit): what changed is refreshed, as a webhook would have it.
           const { server: api } = served;
@@ -170,6 +179,16 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
       },
     },
   };
+}
+
+/** Copies the files a build from a copy links to into the output folder, and says so (and which could not be). */
+async function copyFilesInto(files: CopyFiles, outDir: string, cache: CacheReader, logger: AstroIntegrationLogger): Promise<void> {
+  const { copied, failed } = await files.copyInto(outDir, cache);
+  if (copied.length > 0) logger.info(`Copied ${copied.length} files of the snapshot to ${files.site} (their links point there)`);
+  if (failed.size > 0) {
+    const listed = [...failed].map(([path, why]) => `${path} (${why})`).join(', ');
+    logger.warn(`${failed.size} files the site links to could not be copied from the snapshot's folder, so their links lead nowhere: ${listed}. Pull the copy again with --assets.`);
+  }
 }
 
 export { ConfigError };

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { Plugin } from 'vite';
 import { defaultBaseUrl } from '../api/client.ts';
+import { fileLinks } from '../astro/copy-files.ts';
 import { originCacheDir } from '../cache/origins.ts';
 import type { SyncResult } from '../sync/engine.ts';
 import { loadEntries } from '../sync/entries.ts';
@@ -49,7 +50,9 @@ export async function virtualModule(result: SyncResult, id: string): Promise<str
   if (parsed.locale && !all.includes(parsed.locale)) throw new Error(`${id}: unknown locale "${parsed.locale}"; the repository has ${all.join(', ')}`);
   const ids = cache.members(sourceKey).map((member) => member.id);
   const keys = cacheKeys(cache, ids);
-  const entries = loadEntries(cache, ids, locales, parsed.locale ? [parsed.locale] : all).map((entry) => ({ ...entry, cacheKey: keys.get(entry.id)! }));
+  // In an Astro site built from a copy, its files are files of the site (see astro/copy-files.ts).
+  const links = fileLinks();
+  const entries = loadEntries(cache, ids, locales, parsed.locale ? [parsed.locale] : all).map((entry) => ({ ...entry, fields: links.fields(entry.fields), cacheKey: keys.get(entry.id)! }));
   const data = JSON.stringify({ entries, locales: all, defaultLocale: locales.defaultLocale });
   const head = `const data = JSON.parse(${JSON.stringify(data)});\nexport const locales = data.locales;\nexport const defaultLocale = data.defaultLocale;\n`;
   // A locale variant looks entries up in its own locale; the whole module in the default one.
