@@ -3,6 +3,7 @@ import type { Plugin } from 'vite';
 import { defaultBaseUrl } from '../api/client.ts';
 import { fileLinks } from '../astro/copy-files.ts';
 import { originCacheDir } from '../cache/origins.ts';
+import { ConfigError } from '../sync/config.ts';
 import type { SyncResult } from '../sync/engine.ts';
 import { loadEntries } from '../sync/entries.ts';
 import { cacheKeys } from '../sync/page-keys.ts';
@@ -71,6 +72,9 @@ export async function virtualModule(result: SyncResult, id: string): Promise<str
  * @example plugins: [comfortable({ baseUrl, repository: 'demo', apiKey: process.env.CMFT_API_KEY!, collections: { posts: {} } })]
  */
 export function comfortableVite(options?: ComfortableViteOptions): Plugin {
+  if (options && 'snapshot' in options) {
+    throw new ConfigError('snapshot', `Invalid option snapshot: the Vite plugin does not serve a copy. Serve it with npx comfortable-loader serve ${String((options as { snapshot: unknown }).snapshot)} and point baseUrl and apiKey (CMFT_BASE_URL, CMFT_API_KEY) at it, with the local key the pull printed; the Astro integration's snapshot option serves one in-process.`);
+  }
   const shared = sharedSync();
   const { refreshPath, ...given } = options ?? ({} as ComfortableViteOptions);
   let refreshSecret = given.refreshSecret;
@@ -84,13 +88,18 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
       // logs through Vite (Astro's integration configures both itself and passes no options).
       // Options it is not given come from CMFT_* in the environment or Vite's .env files for its mode.
       if (!options) return;
-      const { refreshSecret: secret, ...config } = withEnv(given, readEnv(resolved.envDir, resolved.mode), ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
+      const env = readEnv(resolved.envDir, resolved.mode);
+      const { refreshSecret: secret, ...config } = withEnv(given, env, ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
       refreshSecret = secret;
       const logger = { info: (message: string) => resolved.logger.info(message), warn: (message: string) => resolved.logger.warn(message) };
+      const baseUrl = config.baseUrl ?? defaultBaseUrl;
+      if (env.CMFT_SNAPSHOT) {
+        logger.warn(`CMFT_SNAPSHOT is set (${env.CMFT_SNAPSHOT}), but the Vite plugin does not serve a copy: it asks ${baseUrl}. Serve the copy with npx comfortable-loader serve ${env.CMFT_SNAPSHOT} and set CMFT_BASE_URL and CMFT_API_KEY to its URL and local key.`);
+      }
       // One cache per base URL and repository, so switching between two keeps each one's content.
       // (Checked with the sources when the first sync starts: a missing repository or key is named then.)
       const root = config.cacheDir ?? join(resolved.cacheDir, 'comfortable');
-      const cacheDir = config.repository ? originCacheDir(root, { baseUrl: config.baseUrl ?? defaultBaseUrl, repository: config.repository }) : root;
+      const cacheDir = config.repository ? originCacheDir(root, { baseUrl, repository: config.repository }) : root;
       shared.configure({ ...config, cacheDir } as SharedConfig, logger);
     },
     resolveId: {
