@@ -105,7 +105,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         if (!filled.snapshot) delete filled.snapshot;
         if (filled.snapshot) {
           await served?.server.close(); // a restarted dev server sets up again
-          // Each request it answers, with DEBUG=astro:comfortable-loader (or astro --verbose).
+          // Each request it answers, with astro --verbose.
           served = await serveSnapshot(resolve(root, filled.snapshot), { repository: filled.repository, fromEnv: !options.snapshot, watch: command === 'dev', warn: (line) => logger.warn(line), log: (line) => logger.debug(line) });
           logger.info(`Serving the snapshot ${filled.snapshot} in-process at ${served.baseUrl}: the CMS is not asked`);
           if (served.portNote) logger.warn(served.portNote);
