@@ -3,7 +3,7 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import { type IncomingMessage, request as httpRequest, type ServerResponse } from 'node:http';
 import { dirname, join, resolve, sep } from 'node:path';
 import pLimit from 'p-limit';
-import type { CacheReader } from '../cache/index.ts';
+import { type CacheReader, openCache } from '../cache/index.ts';
 import { fileBounds, locateFile } from '../server/files.ts';
 import type { Rendered } from './rendered.ts';
 
@@ -167,6 +167,21 @@ export class CopyFiles implements FileLinks {
       });
       upstream.end();
     };
+  }
+}
+
+/**
+ * After a build from a copy: copies the files its links point at into the output folder, and
+ * says how many, and which could not be (their links lead nowhere).
+ */
+export async function copyIntoBuild(files: CopyFiles, outDir: string, cacheDir: string, logger: { info(message: string): void; warn(message: string): void }): Promise<void> {
+  const cache = openCache(cacheDir);
+  if (!cache) return; // nothing synced: nothing links to a file
+  const { copied, failed } = await files.copyInto(outDir, cache);
+  if (copied.length > 0) logger.info(`Copied ${copied.length} files of the snapshot to ${files.site} (their links point there)`);
+  if (failed.size > 0) {
+    const listed = [...failed].map(([path, why]) => `${path} (${why})`).join(', ');
+    logger.warn(`${failed.size} files the site links to could not be copied from the snapshot's folder, so their links lead nowhere: ${listed}. Pull the copy again with --assets.`);
   }
 }
 

@@ -40,7 +40,8 @@ export function loaderError(error: unknown, shared: SharedSync): unknown {
   if (!(error instanceof Error)) return error;
   const settings = settingsOf(shared);
   const root = rootOf(error);
-  const hint = settings && hintFor(root, settings);
+  // The cacheDir option holds a cache per origin (see cache/origins.ts): a hint names the option.
+  const hint = settings && hintFor(root, { ...settings, cacheDir: settings.cacheDir && cacheRootOf(settings.cacheDir) });
   if (!settings || hint === undefined) return error;
   return new LoaderError(root.code!, scrub(error.message, settings.apiKey), hint);
 }
@@ -48,8 +49,7 @@ export function loaderError(error: unknown, shared: SharedSync): unknown {
 function settingsOf(shared: SharedSync): Settings | undefined {
   try {
     const { baseUrl, repository, cacheDir, apiKey } = shared.config();
-    // The cacheDir option holds a cache per origin (see cache/origins.ts): a hint names the option.
-    return { baseUrl, repository, cacheDir: cacheDir && cacheRootOf(cacheDir), apiKey, snapshot: shared.snapshot };
+    return { baseUrl, repository, cacheDir, apiKey, snapshot: shared.snapshot };
   } catch {
     return undefined; // not configured: that error says so itself
   }

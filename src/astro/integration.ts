@@ -1,18 +1,17 @@
 import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AstroIntegration, AstroIntegrationLogger } from 'astro';
+import type { AstroIntegration } from 'astro';
 import { defaultBaseUrl } from '../api/client.ts';
 import { z } from 'zod';
-import { type CacheReader, openCache } from '../cache/index.ts';
-import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/origins.ts';
 import { ConfigError, configProblem, contentTypesSchema, syncConfigSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../sync/env.ts';
 import type { SyncLogger } from '../sync/engine.ts';
 import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import type { ReloadEvent } from '../server/registry.ts';
+import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/origins.ts';
 import { comfortableVite } from '../vite/plugin.ts';
 import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';
-import { CopyFiles, useCopyFiles } from './copy-files.ts';
+import { CopyFiles, copyIntoBuild, useCopyFiles } from './copy-files.ts';
 import { virtualModuleTypes } from './declarations.ts';
 import { ImageHosts } from './image-hosts.ts';
 import { IncrementalBuild } from './incremental.ts';
@@ -138,8 +137,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
       'astro:build:done': async ({ assets, dir, logger }) => {
         await incremental.done(assets);
         await served?.server.close();
-        const cache = copyFiles && cacheDir ? openCache(cacheDir) : undefined;
-        if (copyFiles && cache) await copyFilesInto(copyFiles, fileURLToPath(dir), cache, logger);
+        if (copyFiles && cacheDir) await copyIntoBuild(copyFiles, fileURLToPath(dir), cacheDir, logger);
       },
       'astro:server:setup': ({ server, refreshContent, logger }) => {
         // One subscription per dev server, ended with it: it sees the first sync and every refresh.
@@ -179,16 +177,6 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
       },
     },
   };
-}
-
-/** Copies the files a build from a copy links to into the output folder, and says so (and which could not be). */
-async function copyFilesInto(files: CopyFiles, outDir: string, cache: CacheReader, logger: AstroIntegrationLogger): Promise<void> {
-  const { copied, failed } = await files.copyInto(outDir, cache);
-  if (copied.length > 0) logger.info(`Copied ${copied.length} files of the snapshot to ${files.site} (their links point there)`);
-  if (failed.size > 0) {
-    const listed = [...failed].map(([path, why]) => `${path} (${why})`).join(', ');
-    logger.warn(`${failed.size} files the site links to could not be copied from the snapshot's folder, so their links lead nowhere: ${listed}. Pull the copy again with --assets.`);
-  }
 }
 
 export { ConfigError };
