@@ -46,6 +46,7 @@ export interface CopyFilesOptions {
 /** An attribute Astro's image pipeline reads the image of rendered richtext from: kept. */
 const astroImage = /(__ASTRO_IMAGE_="[^"]*")/;
 
+/** The links to a copy's files, made paths of the site, and those files copied into a build or served in dev. */
 export class CopyFiles implements FileLinks {
   /** `http://127.0.0.1:23443/files/<repo>/` */
   readonly served: string;

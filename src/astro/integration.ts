@@ -32,7 +32,10 @@ export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
   incrementalOutput?: boolean;
   /**
    * A snapshot file (`comfortable-loader pull` writes one) to serve in-process instead of asking
-   * the CMS: no key, no network. Relative to the project root. Default: `CMFT_SNAPSHOT`.
+   * the CMS: no key, no network. Relative to the project root. Default: `CMFT_SNAPSHOT`. Its
+   * files other than images become files of the site (`<base>_comfortable/files/…`), copied into
+   * the build; it keeps a cache of its own, apart from the CMS's (see docs/pull.md).
+   * @example snapshot: 'content/acme.json'
    */
   snapshot?: string;
 }
