@@ -184,12 +184,25 @@ describe('failures are returned as live-collection errors that say what to check
     expect((await failure({ contentType: undefined, aliases: ['home', 'nope'] })).message).toMatch(/has no alias "nope": check the aliases option/);
     const down = await failure({ baseUrl: 'http://127.0.0.1:1/v1', retry: { attempts: 1 } });
     expect([down.code, down.message]).toEqual(['network', expect.stringMatching(/Check the baseUrl option .*\(http:\/\/127.0.0.1:1\/v1\)/)]);
+    expect(down.message).not.toContain('CMFT_SNAPSHOT');
     const failing = await startFaulty((_, response) => json(response, 503, errorBody(503, 'Service Unavailable')));
     try {
       const refused = await failure({ baseUrl: failing.url, retry: fastRetry });
       expect([refused.code, refused.message]).toEqual(['server', expect.stringMatching(/kept failing through every retry \(the retry option of comfortableLiveLoader\(\) in src\/live.config.ts\)/)]);
     } finally {
       await closeFaultyServers();
+    }
+  });
+
+  it('tells a user on a copy (CMFT_SNAPSHOT) that live collections ask the CMS, not the copy', async () => {
+    process.env.CMFT_SNAPSHOT = 'content/demo.json';
+    try {
+      const down = await failure({ baseUrl: 'http://127.0.0.1:1/v1', retry: { attempts: 1 } });
+      expect(down.message).toContain(
+        'CMFT_SNAPSHOT is set, but live collections do not serve a copy: they ask the baseUrl they are given. To use the copy, serve it with npx comfortable-loader serve content/demo.json and point baseUrl and apiKey at it',
+      );
+    } finally {
+      delete process.env.CMFT_SNAPSHOT;
     }
   });
 

@@ -64,6 +64,23 @@ describe('§10 a relative asset URL is answered as an absolute URL under /files/
     expect(await response.text()).toBe('');
   });
 
+  it('gives the file an ETag and answers 304 to a request that has it, so a client that keeps the file does not download it again', async () => {
+    const url = `${server.origin}/files/tiny/images/apples.svg`;
+    const first = await fetch(url);
+    const etag = first.headers.get('etag');
+    await first.arrayBuffer();
+    expect(etag).toMatch(/^"[0-9a-f]+-[0-9a-f]+"$/);
+    for (const header of [etag!, `W/${etag}`, `"other", ${etag}`, '*']) {
+      const again = await fetch(url, { headers: { 'if-none-match': header } });
+      expect(again.status, header).toBe(304);
+      expect(again.headers.get('etag')).toBe(etag);
+      expect(await again.text()).toBe('');
+    }
+    const changed = await fetch(url, { headers: { 'if-none-match': '"other"' } });
+    expect(changed.status).toBe(200);
+    expect(Buffer.from(await changed.arrayBuffer())).toEqual(readFileSync(fixture('images/apples.svg')));
+  });
+
   it('encodes a file name with spaces, and serves it under the encoded URL', async () => {
     const snapshot = tiny();
     snapshot.assets[0].fields.file.url = './images/green apples.svg';

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { access, cp, mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { access, cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build, createServer, type ViteDevServer } from 'vite';
+import { build, createLogger, createServer, resolveConfig, type ViteDevServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeAllPools } from '../src/api/transport.ts';
 import { genericDeclarations } from '../src/astro/declarations.ts';
@@ -83,8 +83,10 @@ describe('vite build', () => {
     expect(summary.swissHomeFallbacks).toMatchObject({ title: 'de_DE' });
   });
 
-  it('keeps its cache in the Vite cache folder', async () => {
-    await expect(access(join(work, 'vite-cache/comfortable/cache.sqlite'))).resolves.toBeUndefined();
+  it('keeps its cache in the Vite cache folder, one folder per base URL and repository', async () => {
+    const folders = (await readdir(join(work, 'vite-cache/comfortable'))).filter((name) => name.startsWith('cms-'));
+    expect(folders).toEqual([expect.stringMatching(/^cms-127\.0\.0\.1-\d+-tiny-[0-9a-f]{10}$/)]);
+    await expect(access(join(work, 'vite-cache/comfortable', folders[0]!, 'cache.sqlite'))).resolves.toBeUndefined();
   });
 });
 
@@ -162,5 +164,30 @@ describe('vite dev', () => {
     expect(changeset.sources['alias:home']).toEqual({ added: [], updated: [], removed: [] });
 
     expect(await cherry()).toEqual(['Cherry season, revised', 'Cherry season, revised']);
+  });
+});
+
+describe('a copy (a snapshot file)', () => {
+  it('is not served by the Vite plugin: the snapshot option is refused with what to do instead', async () => {
+    const { comfortableVite } = await import('../src/vite/index.ts');
+    expect(() => comfortableVite({ snapshot: 'content/tiny.json' } as never)).toThrow(
+      'Invalid option snapshot: the Vite plugin does not serve a copy. Serve it with npx comfortable-loader serve content/tiny.json and point baseUrl and apiKey (CMFT_BASE_URL, CMFT_API_KEY) at it',
+    );
+  });
+
+  it('named by CMFT_SNAPSHOT, it gets a warning that the plugin asks the CMS', async () => {
+    const { comfortableVite } = await import('../src/vite/index.ts');
+    const warnings: string[] = [];
+    const logger = { ...createLogger('silent'), warn: (message: string) => void warnings.push(message) };
+    const envDir = await mkdtemp(join(tmpdir(), 'comfortable-vite-env-'));
+    try {
+      await writeFile(join(envDir, '.env'), 'CMFT_SNAPSHOT=content/tiny.json\n');
+      await resolveConfig({ root: app, configFile: false, envDir, customLogger: logger, cacheDir: join(work, 'vite-cache-env'), plugins: [comfortableVite({ repository: 'tiny', collections: { news: {} } })] }, 'build');
+    } finally {
+      await rm(envDir, { recursive: true, force: true });
+    }
+    expect(warnings).toEqual([
+      `CMFT_SNAPSHOT is set (content/tiny.json), but the Vite plugin does not serve a copy: it asks ${server.url}. Serve the copy with npx comfortable-loader serve content/tiny.json and set CMFT_BASE_URL and CMFT_API_KEY to its URL and local key.`,
+    ]);
   });
 });

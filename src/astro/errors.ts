@@ -1,6 +1,7 @@
 import { AstroError } from 'astro/errors';
 import { notFoundTarget, type ReadApiErrorCode, scrub } from '../api/errors.ts';
 import type { CacheError } from '../cache/index.ts';
+import { cacheRootOf } from '../cache/origins.ts';
 import type { SyncError } from '../sync/engine.ts';
 import type { SharedSync } from '../sync/shared.ts';
 
@@ -40,7 +41,8 @@ export function loaderError(error: unknown, shared: SharedSync): unknown {
   if (!(error instanceof Error)) return error;
   const settings = settingsOf(shared);
   const root = rootOf(error);
-  const hint = settings && hintFor(root, settings);
+  // The cacheDir option holds a cache per origin (see cache/origins.ts): a hint names the option.
+  const hint = settings && hintFor(root, { ...settings, cacheDir: settings.cacheDir && cacheRootOf(settings.cacheDir) });
   if (!settings || hint === undefined) return error;
   // Without a full stop of its own: Astro ends the message with one when it tells it.
   return new LoaderError(root.code!, scrub(error.message, settings.apiKey).replace(/\.+$/, ''), hint);

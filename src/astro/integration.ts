@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AstroIntegration } from 'astro';
 import { defaultBaseUrl } from '../api/client.ts';
@@ -8,8 +8,10 @@ import { readEnv, withEnv } from '../sync/env.ts';
 import type { SyncLogger } from '../sync/engine.ts';
 import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import type { ReloadEvent } from '../server/registry.ts';
+import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/origins.ts';
 import { comfortableVite } from '../vite/plugin.ts';
 import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';
+import { CopyFiles, copyIntoBuild, useCopyFiles } from './copy-files.ts';
 import { virtualModuleTypes } from './declarations.ts';
 import { ImageHosts } from './image-hosts.ts';
 import { IncrementalBuild } from './incremental.ts';
@@ -30,7 +32,10 @@ export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
   incrementalOutput?: boolean;
   /**
    * A snapshot file (`comfortable-loader pull` writes one) to serve in-process instead of asking
-   * the CMS: no key, no network. Relative to the project root. Default: `CMFT_SNAPSHOT`.
+   * the CMS: no key, no network. Relative to the project root. Default: `CMFT_SNAPSHOT`. Its
+   * files other than images become files of the site (`<base>_comfortable/files/…`), copied into
+   * the build; it keeps a cache of its own, apart from the CMS's (see docs/pull.md).
+   * @example snapshot: 'content/acme.json'
    */
   snapshot?: string;
 }
@@ -86,6 +91,8 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
   let refresh: { secret: string | undefined; path: string } | undefined;
   const incremental = new IncrementalBuild();
   let served: ServedSnapshot | undefined;
+  let copyFiles: CopyFiles | undefined;
+  let cacheDir: string | undefined;
   return {
     name: 'comfortable-loader',
     hooks: {
@@ -98,7 +105,8 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         if (!filled.snapshot) delete filled.snapshot;
         if (filled.snapshot) {
           await served?.server.close(); // a restarted dev server sets up again
-          served = await serveSnapshot(resolve(root, filled.snapshot), { repository: filled.repository, fromEnv: !options.snapshot, watch: command === 'dev', warn: (line) => logger.warn(line) });
+          // Each request it answers, with astro --verbose.
+          served = await serveSnapshot(resolve(root, filled.snapshot), { repository: filled.repository, fromEnv: !options.snapshot, watch: command === 'dev', warn: (line) => logger.warn(line), log: (line) => logger.debug(line) });
           logger.info(`Serving the snapshot ${filled.snapshot} in-process at ${served.baseUrl}: the CMS is not asked`);
           if (served.portNote) logger.warn(served.portNote);
         }
@@ -106,7 +114,9 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         const { contentTypes = {}, refreshSecret, refreshPath = defaultRefreshPath, incrementalOutput = true, snapshot: _, ...config } = parseIntegrationOptions({ ...filled, ...connection });
         refresh = { secret: refreshSecret, path: refreshPath };
         const syncLogger: SyncLogger = { info: (m) => logger.info(m), warn: (m) => logger.warn(m) };
-        const cacheDir = config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir));
+        // One cache per origin, so a switch between the copy and the CMS keeps each one's content.
+        const origin: ContentOrigin = served ? { snapshot: relative(root, resolve(root, filled.snapshot!)) } : { baseUrl: config.baseUrl ?? defaultBaseUrl, repository: config.repository };
+        cacheDir = originCacheDir(config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir)), origin);
         shared.configure({ ...config, cacheDir }, syncLogger, served && filled.snapshot);
         loaderRegistry().setContentTypes(contentTypes);
         hosts = new ImageHosts(cacheDir, logger);
@@ -116,6 +126,8 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
       },
       'astro:config:done': async ({ config: astroConfig, injectTypes }) => {
         incremental.resolved(astroConfig);
+        copyFiles = served && new CopyFiles({ origin: served.server.origin, repository: served.repository, base: astroConfig.base, file: served.file, files: served.files });
+        useCopyFiles(copyFiles);
         await hosts?.resolved(astroConfig.image);
         injectTypes({ filename: 'comfortable.d.ts', content: await virtualModuleTypes(shared) });
       },
@@ -123,13 +135,17 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         hosts?.beforePages();
         await incremental.start();
       },
-      'astro:build:done': async ({ assets }) => {
+      'astro:build:done': async ({ assets, dir, logger }) => {
         await incremental.done(assets);
         await served?.server.close();
+        if (copyFiles && cacheDir) await copyIntoBuild(copyFiles, fileURLToPath(dir), cacheDir, logger);
       },
       'astro:server:setup': ({ server, refreshContent, logger }) => {
         // One subscription per dev server, ended with it: it sees the first sync and every refresh.
-        const unsubscribe = shared.onResult(() => hosts?.afterSync());
+        const unsubscribe = shared.onResult(() => {
+          hosts?.afterSync();
+          if (cacheDir) touchOrigin(cacheDir); // in use as long as the dev server runs
+        });
         server.httpServer?.once('close', unsubscribe);
         const run = async (payload: unknown) => {
           const result = await shared.refresh(changedIds(payload));
@@ -139,6 +155,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           logger.info(`Refreshed ${sources.length} changed sources (${loaders.join(', ') || 'no loaders'})`);
           return { sources, loaders, records: result.changeset.records };
         };
+        if (copyFiles) server.middlewares.use(copyFiles.middleware());
         if (served) {
           // The snapshot file changed (a new pull, an edit): what changed is refreshed, as a webhook would have it.
           const { server: api } = served;

@@ -66,7 +66,7 @@ function hintFor(error: ReadApiError, { baseUrl, repository, source }: ErrorCont
       return `Check the apiKey option of ${options} and the environment variable it is read from (CMFT_API_KEY in the examples): it must be a Read API key of the repository "${repository}".`;
     case 'network':
     case 'timeout':
-      return `Check the baseUrl option of ${options} (${baseUrl}) and that the server is up and reachable from this server; the timeouts option sets how long a request may take.`;
+      return `Check the baseUrl option of ${options} (${baseUrl}) and that the server is up and reachable from this server; the timeouts option sets how long a request may take.${copyNote()}`;
     case 'not_found': {
       const named = notFoundTarget(error.url);
       if (named) return `The repository "${repository}" has no ${named.kind} "${named.apiId}": check the ${named.kind === 'collection' ? 'collection' : 'aliases'} option of ${options}.`;
@@ -83,6 +83,13 @@ function hintFor(error: ReadApiError, { baseUrl, repository, source }: ErrorCont
     default:
       return '';
   }
+}
+
+/** Said to a user offline on a copy: the live collections do not read it (they run where the site is served). */
+function copyNote(): string {
+  const snapshot = process.env.CMFT_SNAPSHOT;
+  if (!snapshot) return '';
+  return ` CMFT_SNAPSHOT is set, but live collections do not serve a copy: they ask the baseUrl they are given. To use the copy, serve it with npx comfortable-loader serve ${snapshot} and point baseUrl and apiKey at it, with the local key the pull printed.`;
 }
 
 /** A failure other than a missing entry, as Astro's live-collection error with a code. */

@@ -8,6 +8,7 @@ import { referenceList, type StoredRecord } from '../sync/records.ts';
 import { sharedSync } from '../sync/shared.ts';
 import { cacheKeys } from '../sync/page-keys.ts';
 import { contentConfigDigest } from './config-modules.ts';
+import { fileLinks } from './copy-files.ts';
 import { describe, loaderError } from './errors.ts';
 import type { ComfortableLiveRecord } from './live-entries.ts';
 import { ReferenceConverter, warnPartialMappings } from './references.ts';
@@ -144,6 +145,7 @@ async function loadEntries(
   warnPartialMappings(cache, collection, members.values(), logger);
   const references = new ReferenceConverter(cache, collection, logger);
   const renderer = new RichtextRenderer(head.model, options.render, () => cache.assetFiles(), logger);
+  const links = fileLinks(); // a copy's files as files of the site
   const aliasesOf = aliasesByDocument(cache);
   const custom = options.entryId !== undefined;
   const live = new Set<string>();
@@ -177,7 +179,7 @@ async function loadEntries(
         id: member.id,
         locale,
         contentType: entry.contentType,
-        fields: references.fields(entry, view),
+        fields: links.fields(references.fields(entry, view)),
         fallbacks: entry.fallbacks,
         meta: entry.meta,
         digest: member.digest,
@@ -191,7 +193,7 @@ async function loadEntries(
       // the next build make this entry again, which asks for the image again (and warns again).
       const stored = unfetched.length > 0 ? `${digest}|unfetched` : digest;
       // Astro optimises the images of rendered HTML only for entries with a file path: this one names the entry.
-      store.set({ id: storeId, data: parsed, digest: stored, ...(rendered ? { rendered, filePath: `comfortable/${collection}/${storeId}` } : {}) });
+      store.set({ id: storeId, data: parsed, digest: stored, ...(rendered ? { rendered: links.rendered(rendered), filePath: `comfortable/${collection}/${storeId}` } : {}) });
       changed++;
       if (!before.has(storeId)) added++;
     }

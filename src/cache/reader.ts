@@ -236,6 +236,17 @@ export class CacheReader {
     return files;
   }
 
+  /**
+   * The distinct URLs starting with `prefix` that the documents hold (the links and images of
+   * their richtext), sorted. Only the documents that hold `prefix` at all are read.
+   */
+  urlsInDocuments(prefix: string): string[] {
+    const rows = this.#all<{ json: string }>("SELECT b.json FROM record r JOIN body b ON b.id = r.id WHERE r.content_type <> '_asset' AND instr(b.json, ?) > 0", prefix);
+    // In the stored JSON a URL ends where its string or attribute does: at a quote, escaped or not.
+    const url = new RegExp(`${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}${String.raw`[^"'\\\s<>]*`}`, 'g');
+    return [...new Set(rows.flatMap((row) => row.json.match(url) ?? []))].sort();
+  }
+
   /** Content types of the members of some sources, sorted. */
   contentTypes(sources: readonly string[]): string[] {
     return this.#all<{ content_type: string }>(

@@ -77,6 +77,22 @@ export async function fileProblem(relative: string, bounds: FileBounds): Promise
   return info?.isFile() ? undefined : 'missing';
 }
 
+/**
+ * A file's ETag, from its size and modification time (as nginx makes one): a client that keeps
+ * the file (Astro's image cache, which asks again once `max-age` has passed) revalidates it with
+ * a 304 instead of downloading it again. A pull rewrites only the files whose asset changed.
+ */
+const fileEtag = (size: number, mtimeMs: number): string => `"${size.toString(16)}-${Math.floor(mtimeMs).toString(16)}"`;
+
+/** Whether an `If-None-Match` header names the ETag (weak or strong, or `*`). */
+function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  return header.split(',').some((tag) => {
+    const trimmed = tag.trim();
+    return trimmed === '*' || trimmed.replace(/^W\//, '') === etag;
+  });
+}
+
 /** The real path of the file `/files/<repo>/<relative>` may serve, or undefined (404). */
 async function servable(repositories: Repositories, snapshots: SnapshotPaths, repo: string, relative: string): Promise<string | undefined> {
   const folder = repositories.folderOf(repo);
@@ -112,11 +128,17 @@ export function serveFile(repositories: Repositories, snapshots: SnapshotPaths, 
       await handle.close();
       return notFound();
     }
+    const etag = fileEtag(info.size, info.mtimeMs);
+    const headers = { 'access-control-allow-origin': '*', 'cache-control': 'public, max-age=60', etag };
+    if (matchesEtag(request.headers['if-none-match'], etag)) {
+      await handle.close();
+      response.writeHead(304, headers);
+      return void response.end();
+    }
     response.writeHead(200, {
-      'access-control-allow-origin': '*',
+      ...headers,
       'content-type': mimeTypes[extname(real!).toLowerCase()] ?? 'application/octet-stream',
       'content-length': String(info.size),
-      'cache-control': 'public, max-age=60',
     });
     if (request.method === 'HEAD') {
       await handle.close();

@@ -145,7 +145,10 @@ async function syncOnce(dir: string, config: SyncConfig, { logger, warn, hints }
       }
     }
     if (transient(error)) {
-      throw new SyncError('server_failed', `Sync of ${config.repository} failed: ${(error as Error).message} (the cache was left as it was)`, error);
+      // Falling back was allowed, but there is nothing to fall back on (a first sync of this server, or one of another version).
+      const none = config.onError === 'use-cache' && tx.head?.fingerprint !== fingerprintOf(config);
+      const left = none ? `; the cache in ${dir} holds no content of ${config.baseUrl} yet, so there is no last good content to use: sync once with the server reachable` : ' (the cache was left as it was)';
+      throw new SyncError('server_failed', `Sync of ${config.repository} failed: ${(error as Error).message}${left}`, error);
     }
     throw error;
   }

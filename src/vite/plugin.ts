@@ -1,5 +1,9 @@
 import { join } from 'node:path';
 import type { Plugin } from 'vite';
+import { defaultBaseUrl } from '../api/client.ts';
+import { fileLinks } from '../astro/copy-files.ts';
+import { originCacheDir } from '../cache/origins.ts';
+import { ConfigError } from '../sync/config.ts';
 import type { SyncResult } from '../sync/engine.ts';
 import { loadEntries } from '../sync/entries.ts';
 import { cacheKeys } from '../sync/page-keys.ts';
@@ -47,7 +51,9 @@ export async function virtualModule(result: SyncResult, id: string): Promise<str
   if (parsed.locale && !all.includes(parsed.locale)) throw new Error(`${id}: unknown locale "${parsed.locale}"; the repository has ${all.join(', ')}`);
   const ids = cache.members(sourceKey).map((member) => member.id);
   const keys = cacheKeys(cache, ids);
-  const entries = loadEntries(cache, ids, locales, parsed.locale ? [parsed.locale] : all).map((entry) => ({ ...entry, cacheKey: keys.get(entry.id)! }));
+  // In an Astro site built from a copy, its files are files of the site (see astro/copy-files.ts).
+  const links = fileLinks();
+  const entries = loadEntries(cache, ids, locales, parsed.locale ? [parsed.locale] : all).map((entry) => ({ ...entry, fields: links.fields(entry.fields), cacheKey: keys.get(entry.id)! }));
   const data = JSON.stringify({ entries, locales: all, defaultLocale: locales.defaultLocale });
   const head = `const data = JSON.parse(${JSON.stringify(data)});\nexport const locales = data.locales;\nexport const defaultLocale = data.defaultLocale;\n`;
   // A locale variant looks entries up in its own locale; the whole module in the default one.
@@ -66,6 +72,9 @@ export async function virtualModule(result: SyncResult, id: string): Promise<str
  * @example plugins: [comfortable({ baseUrl, repository: 'demo', apiKey: process.env.CMFT_API_KEY!, collections: { posts: {} } })]
  */
 export function comfortableVite(options?: ComfortableViteOptions): Plugin {
+  if (options && 'snapshot' in options) {
+    throw new ConfigError('snapshot', `Invalid option snapshot: the Vite plugin does not serve a copy. Serve it with npx comfortable-loader serve ${String((options as { snapshot: unknown }).snapshot)} and point baseUrl and apiKey (CMFT_BASE_URL, CMFT_API_KEY) at it, with the local key the pull printed; the Astro integration's snapshot option serves one in-process.`);
+  }
   const shared = sharedSync();
   const { refreshPath, ...given } = options ?? ({} as ComfortableViteOptions);
   let refreshSecret = given.refreshSecret;
@@ -79,11 +88,19 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
       // logs through Vite (Astro's integration configures both itself and passes no options).
       // Options it is not given come from CMFT_* in the environment or Vite's .env files for its mode.
       if (!options) return;
-      const { refreshSecret: secret, ...config } = withEnv(given, readEnv(resolved.envDir, resolved.mode), ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
+      const env = readEnv(resolved.envDir, resolved.mode);
+      const { refreshSecret: secret, ...config } = withEnv(given, env, ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
       refreshSecret = secret;
       const logger = { info: (message: string) => resolved.logger.info(message), warn: (message: string) => resolved.logger.warn(message) };
-      // Checked with the sources when the first sync starts: a missing repository or key is named then.
-      shared.configure({ ...config, cacheDir: config.cacheDir ?? join(resolved.cacheDir, 'comfortable') } as SharedConfig, logger);
+      const baseUrl = config.baseUrl ?? defaultBaseUrl;
+      if (env.CMFT_SNAPSHOT) {
+        logger.warn(`CMFT_SNAPSHOT is set (${env.CMFT_SNAPSHOT}), but the Vite plugin does not serve a copy: it asks ${baseUrl}. Serve the copy with npx comfortable-loader serve ${env.CMFT_SNAPSHOT} and set CMFT_BASE_URL and CMFT_API_KEY to its URL and local key.`);
+      }
+      // One cache per base URL and repository, so switching between two keeps each one's content.
+      // (Checked with the sources when the first sync starts: a missing repository or key is named then.)
+      const root = config.cacheDir ?? join(resolved.cacheDir, 'comfortable');
+      const cacheDir = config.repository ? originCacheDir(root, { baseUrl, repository: config.repository }) : root;
+      shared.configure({ ...config, cacheDir } as SharedConfig, logger);
     },
     resolveId: {
       filter: { id: /^virtual:comfortable\// },

@@ -124,7 +124,10 @@ describe('atomic commits', () => {
     const proxy = await startProxy(server);
     proxy.failFrom = 3;
     const dir = await tempDir();
-    await expect(sync({ ...configFor(proxy.url, dir), onError: 'use-cache' }, recorder())).rejects.toMatchObject({ code: 'server_failed' });
+    const failed = sync({ ...configFor(proxy.url, dir), onError: 'use-cache' }, recorder());
+    await expect(failed).rejects.toMatchObject({ code: 'server_failed' });
+    // It says that there is nothing to fall back on, not that a cache was kept.
+    await expect(failed).rejects.toThrow(`the cache in ${dir} holds no content of ${proxy.url} yet, so there is no last good content to use: sync once with the server reachable`);
     expect(await readdir(dir)).toEqual([]);
     await expect(sync({ ...configFor(proxy.url, dir), mode: 'offline' }, recorder())).rejects.toMatchObject({ code: 'offline_without_cache' });
   });
