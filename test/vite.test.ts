@@ -6,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, createServer, type ViteDevServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeAllPools } from '../src/api/transport.ts';
-import { genericDeclarations } from '../src/astro/declarations.ts';
+import { genericDeclarations } from '../src/vite/declarations.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { signWebhook } from '../src/wire/webhook.ts';
 import { fixture, startTiny, tinyKey } from './helpers/server.ts';
@@ -91,7 +91,7 @@ describe('vite build', () => {
 describe('the declarations in types/virtual.d.ts', () => {
   it('are the generic declarations Astro injects, so the two cannot drift apart', async () => {
     const shipped = await readFile(fileURLToPath(new URL('../types/virtual.d.ts', import.meta.url)), 'utf8');
-    expect(shipped.endsWith(genericDeclarations)).toBe(true);
+    expect(shipped.endsWith(genericDeclarations('comfortable-loader/vite'))).toBe(true);
   });
 
   it('type a usage sample, and refuse wrong uses', async () => {
