@@ -8,7 +8,7 @@ import { readEnv, withEnv } from '../sync/env.ts';
 import type { SyncLogger } from '../sync/engine.ts';
 import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import type { ReloadEvent } from '../server/registry.ts';
-import { comfortableVite } from '../vite/plugin.ts';
+import { virtualModulesPlugin } from '../vite/plugin.ts';
 import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';
 import { virtualModuleTypes } from './declarations.ts';
 import { ImageHosts } from './image-hosts.ts';
@@ -112,7 +112,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         hosts = new ImageHosts(cacheDir, logger);
         const incrementalSetup = incremental.setup(astroConfig, command, incrementalOutput, logger);
         if (incrementalSetup) injectScript('page-ssr', incrementalSetup.script);
-        updateConfig({ image: { remotePatterns: hosts.atSetup(config.baseUrl ?? defaultBaseUrl, command) }, vite: { plugins: [comfortableVite()], ...incrementalSetup?.config?.vite } });
+        updateConfig({ image: { remotePatterns: hosts.atSetup(config.baseUrl ?? defaultBaseUrl, command) }, vite: { plugins: [virtualModulesPlugin()], ...incrementalSetup?.config?.vite } });
       },
       'astro:config:done': async ({ config: astroConfig, injectTypes }) => {
         incremental.resolved(astroConfig);

@@ -1,89 +1,67 @@
-import { join } from 'node:path';
 import type { Plugin } from 'vite';
 import type { SyncResult } from '../sync/engine.ts';
-import { loadEntries } from '../sync/entries.ts';
-import { cacheKeys } from '../sync/page-keys.ts';
-import { readEnv, withEnv } from '../sync/env.ts';
-import { changedIds, type SharedConfig, sharedSync } from '../sync/shared.ts';
+import { readEnv } from '../sync/env.ts';
+import { changedIds, sharedSync } from '../sync/shared.ts';
+import { userFacing, viteError } from './errors.ts';
+import { parseVirtualId, virtualModule, virtualPrefix } from './module.ts';
+import { checkGivenOptions, type ComfortableViteOptions, resolveViteOptions } from './options.ts';
 import { refreshMiddleware } from './refresh.ts';
 
 /**
- * Build-time imports of synced content through virtual modules:
- * - `virtual:comfortable/collections/<apiId>` (and `queries/<name>`): `entries` in every locale, `getEntry(id, locale?)`, `locales`;
- * - `virtual:comfortable/collections/<apiId>/<locale>`: the entries of one locale, `getEntry(id)`;
- * - `virtual:comfortable/aliases/<apiId>`: the entry in the default locale, `entries` by locale,
- *   `getEntry(locale?)`; `.../<locale>`: the entry in that locale.
- * In dev, a refresh invalidates them and reloads the page.
+ * Build-time imports of synced content through `virtual:comfortable/...` modules (see
+ * module.ts); in dev, a refresh invalidates them and reloads the page.
  */
 
-export const virtualPrefix = 'virtual:comfortable/';
-
-export interface ComfortableViteOptions extends Partial<SharedConfig> {
-  /** Enables the signed dev refresh endpoint (see docs/astro.md, "Dev refresh"). Default: `CMFT_REFRESH_SECRET`. */
-  refreshSecret?: string;
-  refreshPath?: string;
-}
-
-const kinds = { collections: 'collection', aliases: 'alias', queries: 'query' } as const;
-
-/** Parses `virtual:comfortable/<kind>/<name>[/<locale>]`. */
-export function parseVirtualId(id: string): { kind: keyof typeof kinds; name: string; locale?: string } | undefined {
-  if (!id.startsWith(virtualPrefix)) return undefined;
-  const [kind, name, locale, ...rest] = id.slice(virtualPrefix.length).split('/');
-  if (!kind || !(kind in kinds) || !name || rest.length > 0) return undefined;
-  return { kind: kind as keyof typeof kinds, name, ...(locale ? { locale } : {}) };
-}
-
-/** Generates a virtual module's code. */
-export async function virtualModule(result: SyncResult, id: string): Promise<string> {
-  const parsed = parseVirtualId(id)!;
-  const sourceKey = `${kinds[parsed.kind]}:${parsed.name}`;
-  const { cache } = result;
-  if (!cache.sources().some((source) => source.key === sourceKey)) {
-    throw new Error(`${id}: "${parsed.name}" is not synced; add it to the ${parsed.kind} option of the comfortable integration or Vite plugin`);
+/**
+ * The Vite plugin, for plain Vite. Options it is not given come from `CMFT_BASE_URL`,
+ * `CMFT_REPOSITORY`, `CMFT_API_KEY` and `CMFT_REFRESH_SECRET`, in the environment or Vite's
+ * `.env` files for its mode. A wrong option fails when the config loads.
+ *
+ * @example plugins: [comfortable({ collections: { posts: {} }, aliases: ['home'] })]
+ */
+export function comfortableVite(options: ComfortableViteOptions = {}): Plugin {
+  try {
+    checkGivenOptions(options);
+  } catch (error) {
+    throw userFacing(error as Error);
   }
-  const { locales } = cache.head;
-  const all = locales.locales.map((l) => l.key);
-  if (parsed.locale && !all.includes(parsed.locale)) throw new Error(`${id}: unknown locale "${parsed.locale}"; the repository has ${all.join(', ')}`);
-  const ids = cache.members(sourceKey).map((member) => member.id);
-  const keys = cacheKeys(cache, ids);
-  const entries = loadEntries(cache, ids, locales, parsed.locale ? [parsed.locale] : all).map((entry) => ({ ...entry, cacheKey: keys.get(entry.id)! }));
-  const data = JSON.stringify({ entries, locales: all, defaultLocale: locales.defaultLocale });
-  const head = `const data = JSON.parse(${JSON.stringify(data)});\nexport const locales = data.locales;\nexport const defaultLocale = data.defaultLocale;\n`;
-  // A locale variant looks entries up in its own locale; the whole module in the default one.
-  const locale = `const locale = ${JSON.stringify(parsed.locale ?? null)} ?? data.defaultLocale;\n`;
-  if (parsed.kind === 'aliases') {
-    // Both variants have the same exports, so one declaration types them: the default is the entry.
-    return `${head}${locale}export const entries = Object.fromEntries(data.entries.map((e) => [e.locale, e]));\nexport const entry = entries[locale];\nexport function getEntry(l = locale) { return entries[l]; }\nexport default entry;\n`;
-  }
-  return `${head}${locale}export const entries = data.entries;\nexport function getEntry(id, l = locale) { return entries.find((e) => e.id === id && e.locale === l); }\nexport default entries;\n`;
+  return virtualModulesPlugin(options);
 }
 
 /**
- * The Vite plugin. With options it configures the shared sync (plain Vite); inside Astro the
- * integration configures it and adds this plugin without options.
- *
- * @example plugins: [comfortable({ baseUrl, repository: 'demo', apiKey: process.env.CMFT_API_KEY!, collections: { posts: {} } })]
+ * The plugin; with `options` it configures the shared sync (plain Vite), without it reads what
+ * the Astro integration configured.
  */
-export function comfortableVite(options?: ComfortableViteOptions): Plugin {
+export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin {
   const shared = sharedSync();
-  const { refreshPath, ...given } = options ?? ({} as ComfortableViteOptions);
-  let refreshSecret = given.refreshSecret;
+  let resolved: { refreshSecret?: string | undefined; refreshPath?: string | undefined } = {};
+  let command: 'build' | 'serve' = 'serve';
   let latest: Promise<SyncResult> | undefined;
   const current = () => (latest ??= shared.acquire('vite'));
+  const told = async <T>(read: () => Promise<T>): Promise<T> => {
+    try {
+      return await read();
+    } catch (error) {
+      throw viteError(error, shared);
+    }
+  };
 
   return {
     name: 'comfortable-loader',
-    configResolved(resolved) {
-      // Plain Vite: the cache goes inside Vite's cache folder unless configured, and the sync
-      // logs through Vite (Astro's integration configures both itself and passes no options).
-      // Options it is not given come from CMFT_* in the environment or Vite's .env files for its mode.
+    configResolved(config) {
+      command = config.command;
       if (!options) return;
-      const { refreshSecret: secret, ...config } = withEnv(given, readEnv(resolved.envDir, resolved.mode), ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
-      refreshSecret = secret;
-      const logger = { info: (message: string) => resolved.logger.info(message), warn: (message: string) => resolved.logger.warn(message) };
-      // Checked with the sources when the first sync starts: a missing repository or key is named then.
-      shared.configure({ ...config, cacheDir: config.cacheDir ?? join(resolved.cacheDir, 'comfortable') } as SharedConfig, logger);
+      try {
+        const { config: syncConfig, ...own } = resolveViteOptions(options, readEnv(config.envDir, config.mode), config);
+        resolved = own;
+        shared.configure(syncConfig, { info: (message) => config.logger.info(message), warn: (message) => config.logger.warn(message) });
+      } catch (error) {
+        throw userFacing(error as Error);
+      }
+    },
+    async buildStart() {
+      // A build syncs before any module is transformed, so a wrong key or id fails it once, first.
+      if (options && command === 'build') await told(current);
     },
     resolveId: {
       filter: { id: /^virtual:comfortable\// },
@@ -93,8 +71,8 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
     },
     load: {
       filter: { id: /^\0virtual:comfortable\// },
-      async handler(id) {
-        return shared.read(await current(), (result) => virtualModule(result, id.slice(1)));
+      handler(id) {
+        return told(async () => shared.read(await current(), (result) => virtualModule(result, id.slice(1))));
       },
     },
     configureServer(server) {
@@ -109,6 +87,7 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
         server.ws.send({ type: 'full-reload' });
       });
       server.httpServer?.once('close', unsubscribe);
+      const { refreshSecret, refreshPath } = resolved;
       if (refreshSecret) {
         server.middlewares.use(
           refreshMiddleware({
@@ -124,3 +103,6 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
     },
   };
 }
+
+export { parseVirtualId, virtualModule, virtualPrefix };
+export type { ComfortableViteOptions };

@@ -1,0 +1,63 @@
+import { join } from 'node:path';
+import { z } from 'zod';
+import { checkOptions, parseSyncConfig, syncConfigSchema } from '../sync/config.ts';
+import { withEnv } from '../sync/env.ts';
+import type { SharedConfig } from '../sync/shared.ts';
+
+/**
+ * The Vite plugin's options, checked by the same checker as the Astro integration's, with the
+ * nearest valid key for a misspelt one: what they say alone when `comfortable()` is called (so a
+ * typo fails before Vite does anything else), the rest once Vite's config is resolved and the
+ * `CMFT_*` variables of its `.env` files are known.
+ */
+
+/** Options of `comfortable()` from `comfortable-loader/vite`: those of the sync, and the plugin's own. */
+export interface ComfortableViteOptions extends Partial<SharedConfig> {
+  /** Enables the signed dev refresh endpoint (see docs/astro.md, "Dev refresh"). At least 16 characters. Default: `CMFT_REFRESH_SECRET`. */
+  refreshSecret?: string;
+  /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
+  refreshPath?: string;
+}
+
+/** The options' prefix in messages: `comfortable.colections`. */
+export const optionsPrefix = 'comfortable.';
+
+const viteOptionsSchema = syncConfigSchema
+  .extend({
+    refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
+    refreshPath: z.string().regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh').optional(),
+  })
+  .partial({ collections: true, aliases: true, queries: true });
+
+/** What the options must be when `comfortable()` is called: the connection may still come from the environment. */
+const givenSchema = viteOptionsSchema.partial({ repository: true, apiKey: true });
+
+/** Checks the options as written; throws a ConfigError naming the option (and the nearest valid key for a misspelt one). */
+export function checkGivenOptions(options: ComfortableViteOptions): void {
+  checkOptions(givenSchema, options, { prefix: optionsPrefix });
+}
+
+/** What the plugin works with once Vite's config is resolved. */
+export interface ResolvedViteOptions {
+  /** The shared sync's configuration. */
+  config: SharedConfig;
+  refreshSecret: string | undefined;
+  refreshPath: string | undefined;
+}
+
+/**
+ * The options with what they leave out taken from the `CMFT_*` variables, checked whole (the
+ * connection included, and that they name something to sync); the cache goes inside Vite's
+ * cache folder unless `cacheDir` says otherwise. Throws a ConfigError naming the option.
+ */
+export function resolveViteOptions(options: ComfortableViteOptions, env: Record<string, string>, vite: { cacheDir: string }): ResolvedViteOptions {
+  const filled = withEnv(options, env, ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
+  checkOptions(viteOptionsSchema, filled, { prefix: optionsPrefix });
+  const { refreshSecret, refreshPath, ...config } = filled;
+  parseSyncConfig(config, optionsPrefix); // nothing to sync is an error of the options too
+  return {
+    config: { ...config, cacheDir: config.cacheDir ?? join(vite.cacheDir, 'comfortable') } as SharedConfig,
+    refreshSecret,
+    refreshPath,
+  };
+}
