@@ -1,4 +1,4 @@
-import type { Plugin } from 'vite';
+import type { Environment, Plugin } from 'vite';
 import type { SyncResult } from '../sync/engine.ts';
 import { readEnv } from '../sync/env.ts';
 import { changedIds, sharedSync } from '../sync/shared.ts';
@@ -9,7 +9,10 @@ import { refreshMiddleware } from './refresh.ts';
 
 /**
  * Build-time imports of synced content through `virtual:comfortable/...` modules (see
- * module.ts); in dev, a refresh invalidates them and reloads the page.
+ * module.ts); in dev, a refresh invalidates them and reloads the page. The shared sync outlives
+ * a restarted dev server (it lives on globalThis): each new config replaces its sources, and
+ * everything else (the round this plugin reads, its listener, the refresh endpoint) belongs to
+ * one server and ends with it.
  */
 
 /**
@@ -37,7 +40,19 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin {
   let resolved: { refreshSecret?: string | undefined; refreshPath?: string | undefined } = {};
   let command: 'build' | 'serve' = 'serve';
   let latest: Promise<SyncResult> | undefined;
-  const current = () => (latest ??= shared.acquire('vite'));
+  /** This plugin's subscriptions to the shared sync, one per dev server, each with that server's environments. */
+  const subscriptions = new Set<{ environments: Environment[]; end: () => void }>();
+
+  /** The round this plugin reads; a failed one is not kept, so the next import after a fix syncs again. */
+  const current = (): Promise<SyncResult> => {
+    if (latest) return latest;
+    const round = shared.acquire('vite');
+    latest = round;
+    round.catch(() => {
+      if (latest === round) latest = undefined;
+    });
+    return round;
+  };
   const told = async <T>(read: () => Promise<T>): Promise<T> => {
     try {
       return await read();
@@ -54,6 +69,7 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin {
       try {
         const { config: syncConfig, ...own } = resolveViteOptions(options, readEnv(config.envDir, config.mode), config);
         resolved = own;
+        // Replaces the sources, connection and round of the last config, a restarted server's included.
         shared.configure(syncConfig, { info: (message) => config.logger.info(message), warn: (message) => config.logger.warn(message) });
       } catch (error) {
         throw userFacing(error as Error);
@@ -76,8 +92,7 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin {
       },
     },
     configureServer(server) {
-      // One subscription per dev server (Astro may run more than one with this plugin), ended with it.
-      const unsubscribe = shared.onResult((result) => {
+      const end = shared.onResult((result) => {
         latest = Promise.resolve(result);
         for (const environment of Object.values(server.environments)) {
           for (const module of environment.moduleGraph.idToModuleMap.values()) {
@@ -86,9 +101,11 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin {
         }
         server.ws.send({ type: 'full-reload' });
       });
-      server.httpServer?.once('close', unsubscribe);
+      // Ended when this server's environments close (see closeBundle), in middleware mode and on a restart too.
+      subscriptions.add({ environments: Object.values(server.environments), end });
       const { refreshSecret, refreshPath } = resolved;
       if (refreshSecret) {
+        // A restart replaces the middleware stack, so this endpoint goes with the server it was added to.
         server.middlewares.use(
           refreshMiddleware({
             secret: refreshSecret,
@@ -99,6 +116,15 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin {
             },
           }),
         );
+      }
+    },
+    closeBundle() {
+      // In dev, Vite closes each environment of a server that closes or restarts with this hook.
+      for (const subscription of subscriptions) {
+        if (subscription.environments.includes(this.environment)) {
+          subscription.end();
+          subscriptions.delete(subscription);
+        }
       }
     },
   };
