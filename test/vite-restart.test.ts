@@ -106,6 +106,8 @@ describe('a restarted dev server in middleware mode', () => {
     // In middleware mode there is no HTTP server whose closing would end the old server's listener.
     await middleware.restart();
     await middleware.restart();
+    // The content the restarted server synced as it started (which reloads the page, once).
+    await middleware.ssrLoadModule('virtual:comfortable/collections/news');
     const reloads: unknown[] = [];
     const send = middleware.ws.send.bind(middleware.ws);
     middleware.ws.send = ((payload: { type?: string }) => {

@@ -57,7 +57,8 @@ export function sourceDeclarations(cache: CacheReader, from: string): string {
         ? `${common}  export const entry: Entry;\n  export const entries: Record<string, Entry>;\n  export function getEntry(locale?: string): Entry | undefined;\n  export default entry;\n`
         : `${common}  export const entries: Entry[];\n  export function getEntry(id: string, locale?: string): Entry | undefined;\n  export default entries;\n`;
     const module = `virtual:comfortable/${folders[kind]}/${name}`;
-    text += `declare module '${module}' {\n${exports}}\ndeclare module '${module}/*' {\n${exports}}\n`;
+    // A locale variant has the same exports as the whole module.
+    text += `declare module '${module}' {\n${exports}}\ndeclare module '${module}/*' {\n  export * from '${module}';\n  export { default } from '${module}';\n}\n`;
   }
   return text;
 }

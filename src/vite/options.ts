@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { checkOptions, parseSyncConfig, syncConfigSchema } from '../sync/config.ts';
 import { withEnv } from '../sync/env.ts';
@@ -17,6 +17,13 @@ export interface ComfortableViteOptions extends Partial<SharedConfig> {
   refreshSecret?: string;
   /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
   refreshPath?: string;
+  /**
+   * The declaration file the plugin writes after each sync (only when its text changes), which
+   * types each virtual module's entries from the synced content: relative to the Vite root, or
+   * absolute; `false` writes none. Default `comfortable.d.ts`.
+   * @example comfortable({ collections: { posts: {} }, dts: 'src/comfortable.d.ts' })
+   */
+  dts?: string | false;
 }
 
 /** The options' prefix in messages: `comfortable.colections`. */
@@ -26,6 +33,7 @@ const viteOptionsSchema = syncConfigSchema
   .extend({
     refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
     refreshPath: z.string().regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh').optional(),
+    dts: z.union([z.string().min(1), z.literal(false)], { error: 'expected the path of a .d.ts file, such as comfortable.d.ts, or false' }).optional(),
   })
   .partial({ collections: true, aliases: true, queries: true });
 
@@ -43,6 +51,8 @@ export interface ResolvedViteOptions {
   config: SharedConfig;
   refreshSecret: string | undefined;
   refreshPath: string | undefined;
+  /** The absolute path of the declaration file, or undefined for none. */
+  dts: string | undefined;
 }
 
 /**
@@ -50,14 +60,15 @@ export interface ResolvedViteOptions {
  * connection included, and that they name something to sync); the cache goes inside Vite's
  * cache folder unless `cacheDir` says otherwise. Throws a ConfigError naming the option.
  */
-export function resolveViteOptions(options: ComfortableViteOptions, env: Record<string, string>, vite: { cacheDir: string }): ResolvedViteOptions {
+export function resolveViteOptions(options: ComfortableViteOptions, env: Record<string, string>, vite: { root: string; cacheDir: string }): ResolvedViteOptions {
   const filled = withEnv(options, env, ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
   checkOptions(viteOptionsSchema, filled, { prefix: optionsPrefix });
-  const { refreshSecret, refreshPath, ...config } = filled;
+  const { refreshSecret, refreshPath, dts = 'comfortable.d.ts', ...config } = filled;
   parseSyncConfig(config, optionsPrefix); // nothing to sync is an error of the options too
   return {
     config: { ...config, cacheDir: config.cacheDir ?? join(vite.cacheDir, 'comfortable') } as SharedConfig,
     refreshSecret,
     refreshPath,
+    dts: dts === false ? undefined : isAbsolute(dts) ? dts : resolve(vite.root, dts),
   };
 }

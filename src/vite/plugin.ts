@@ -1,9 +1,13 @@
-import type { Environment, Plugin } from 'vite';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Environment, Plugin, ResolvedConfig } from 'vite';
 import type { SyncResult } from '../sync/engine.ts';
+import type { VirtualEntry } from '../sync/entries.ts';
 import { readEnv } from '../sync/env.ts';
 import { changedIds, sharedSync } from '../sync/shared.ts';
+import { declarationFile } from './declarations.ts';
 import { userFacing, viteError } from './errors.ts';
-import { parseVirtualId, virtualModule, virtualPrefix } from './module.ts';
+import { moduleData, parseVirtualId, virtualModule, virtualPrefix } from './module.ts';
 import { checkGivenOptions, type ComfortableViteOptions, resolveViteOptions } from './options.ts';
 import { refreshMiddleware } from './refresh.ts';
 
@@ -15,6 +19,17 @@ import { refreshMiddleware } from './refresh.ts';
  * one server and ends with it.
  */
 
+/** What other plugins of the same config can ask the plugin (a page per entry in `generateBundle`). */
+export interface ComfortableViteApi {
+  /**
+   * The entries `virtual:comfortable/<path>` gives, synced first if they are not yet: a
+   * collection's or query's in every locale (`collections/posts`) or in one
+   * (`collections/posts/de_DE`), an alias's one per locale (`aliases/home`).
+   * @example for (const post of await content.api.entries('collections/posts/en_US')) this.emitFile({ type: 'asset', fileName: `posts/${post.id}.html`, source: page(post) });
+   */
+  entries(path: string): Promise<VirtualEntry[]>;
+}
+
 /**
  * The Vite plugin, for plain Vite. Options it is not given come from `CMFT_BASE_URL`,
  * `CMFT_REPOSITORY`, `CMFT_API_KEY` and `CMFT_REFRESH_SECRET`, in the environment or Vite's
@@ -22,7 +37,7 @@ import { refreshMiddleware } from './refresh.ts';
  *
  * @example plugins: [comfortable({ collections: { posts: {} }, aliases: ['home'] })]
  */
-export function comfortableVite(options: ComfortableViteOptions = {}): Plugin {
+export function comfortableVite(options: ComfortableViteOptions = {}): Plugin & { api: ComfortableViteApi } {
   try {
     checkGivenOptions(options);
   } catch (error) {
@@ -35,18 +50,35 @@ export function comfortableVite(options: ComfortableViteOptions = {}): Plugin {
  * The plugin; with `options` it configures the shared sync (plain Vite), without it reads what
  * the Astro integration configured.
  */
-export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin {
+export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin & { api: ComfortableViteApi } {
   const shared = sharedSync();
-  let resolved: { refreshSecret?: string | undefined; refreshPath?: string | undefined } = {};
-  let command: 'build' | 'serve' = 'serve';
+  let resolved: { refreshSecret?: string | undefined; refreshPath?: string | undefined; dts?: string | undefined } = {};
+  let vite: ResolvedConfig | undefined;
   let latest: Promise<SyncResult> | undefined;
   /** This plugin's subscriptions to the shared sync, one per dev server, each with that server's environments. */
   const subscriptions = new Set<{ environments: Environment[]; end: () => void }>();
 
+  /** Writes the declaration file when its text changed; a failure to write is a warning, never a failed sync. */
+  const declare = async (result: SyncResult) => {
+    const { dts } = resolved;
+    if (!dts) return;
+    const text = declarationFile(result.cache);
+    try {
+      if ((await readFile(dts, 'utf8').catch(() => undefined)) === text) return;
+      await mkdir(dirname(dts), { recursive: true });
+      await writeFile(dts, text);
+    } catch (error) {
+      vite?.logger.warn(`comfortable-loader could not write the declarations to ${dts} (${(error as Error).message}): set the dts option of comfortable() to another file, or to false`);
+    }
+  };
+
   /** The round this plugin reads; a failed one is not kept, so the next import after a fix syncs again. */
   const current = (): Promise<SyncResult> => {
     if (latest) return latest;
-    const round = shared.acquire('vite');
+    const round = shared.acquire('vite').then(async (result) => {
+      await declare(result);
+      return result;
+    });
     latest = round;
     round.catch(() => {
       if (latest === round) latest = undefined;
@@ -63,8 +95,11 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin {
 
   return {
     name: 'comfortable-loader',
+    api: {
+      entries: (path) => told(async () => shared.read(await current(), (result) => moduleData(result, `${virtualPrefix}${path}`).entries)),
+    },
     configResolved(config) {
-      command = config.command;
+      vite = config;
       if (!options) return;
       try {
         const { config: syncConfig, ...own } = resolveViteOptions(options, readEnv(config.envDir, config.mode), config);
@@ -77,7 +112,7 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin {
     },
     async buildStart() {
       // A build syncs before any module is transformed, so a wrong key or id fails it once, first.
-      if (options && command === 'build') await told(current);
+      if (options && vite?.command === 'build') await told(current);
     },
     resolveId: {
       filter: { id: /^virtual:comfortable\// },
@@ -94,6 +129,7 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin {
     configureServer(server) {
       const end = shared.onResult((result) => {
         latest = Promise.resolve(result);
+        void declare(result);
         for (const environment of Object.values(server.environments)) {
           for (const module of environment.moduleGraph.idToModuleMap.values()) {
             if (module.id?.startsWith(`\0${virtualPrefix}`)) environment.moduleGraph.invalidateModule(module);
@@ -117,6 +153,8 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin {
           }),
         );
       }
+      // Content is synced as the server starts, so the declaration file is there before the first page.
+      if (options) void told(current).catch((error: Error) => server.config.logger.error(error.message, { timestamp: true }));
     },
     closeBundle() {
       // In dev, Vite closes each environment of a server that closes or restarts with this hook.
