@@ -1,20 +1,22 @@
 import { spawn } from 'node:child_process';
-import { access, cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { access, appendFile, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, createLogger, createServer, resolveConfig, type ViteDevServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeAllPools } from '../src/api/transport.ts';
-import { genericDeclarations } from '../src/astro/declarations.ts';
+import { genericDeclarations } from '../src/vite/declarations.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { signWebhook } from '../src/wire/webhook.ts';
 import { fixture, startTiny, tinyKey } from './helpers/server.ts';
 
 /**
  * The Vite plugin in a plain Vite 8 app (test/fixtures/vite-app, no Astro) against the local
- * Read API: `vite build` of an SSR entry that imports the virtual modules, the shipped
- * declarations (types/virtual.d.ts) checked by tsc, and the signed refresh endpoint in dev.
+ * Read API: `vite build` of an SSR entry that imports the virtual modules, the declaration file
+ * the plugin writes, the shipped declarations (types/virtual.d.ts) checked by tsc, and the
+ * signed refresh endpoint in dev. (tsc on the written declarations, in a project without astro,
+ * is test/vite-types.test.ts.)
  */
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -36,6 +38,7 @@ beforeAll(async () => {
     CMFT_REFRESH_SECRET: secret,
     FIXTURE_VITE_CACHE: join(work, 'vite-cache'),
     FIXTURE_OUT_DIR: join(work, 'dist'),
+    FIXTURE_DTS: join(work, 'types/comfortable.d.ts'),
   });
 });
 
@@ -88,12 +91,36 @@ describe('vite build', () => {
     expect(folders).toEqual([expect.stringMatching(/^cms-127\.0\.0\.1-\d+-tiny-[0-9a-f]{10}$/)]);
     await expect(access(join(work, 'vite-cache/comfortable', folders[0]!, 'cache.sqlite'))).resolves.toBeUndefined();
   });
+
+  it('writes the declaration file, with the fields of each synced source and its locale variants typed', async () => {
+    const text = await readFile(join(work, 'types/comfortable.d.ts'), 'utf8');
+    expect(text).toContain('/// <reference types="comfortable-loader/virtual" />');
+    expect(text).toContain("declare module 'virtual:comfortable/collections/news' {");
+    expect(text).toContain("declare module 'virtual:comfortable/collections/news/*' {\n  export * from 'virtual:comfortable/collections/news';");
+    expect(text).toContain("declare module 'virtual:comfortable/aliases/home' {");
+    expect(text).toContain('"title"?: string | null;');
+    expect(text).toContain('"contentType": "news";');
+    expect(text).not.toContain(tinyKey);
+  });
+
+  it('rewrites the declaration file only when its text changes', async () => {
+    const file = join(work, 'types/comfortable.d.ts');
+    const written = await readFile(file, 'utf8');
+    const longAgo = new Date('2001-01-01T00:00:00Z');
+    await utimes(file, longAgo, longAgo);
+    await build({ root: app, configFile: join(app, 'vite.config.ts') });
+    expect((await stat(file)).mtime).toEqual(longAgo); // the same text: left alone
+
+    await appendFile(file, '// edited by hand\n');
+    await build({ root: app, configFile: join(app, 'vite.config.ts') });
+    expect(await readFile(file, 'utf8')).toBe(written);
+  }, 60_000);
 });
 
 describe('the declarations in types/virtual.d.ts', () => {
   it('are the generic declarations Astro injects, so the two cannot drift apart', async () => {
     const shipped = await readFile(fileURLToPath(new URL('../types/virtual.d.ts', import.meta.url)), 'utf8');
-    expect(shipped.endsWith(genericDeclarations)).toBe(true);
+    expect(shipped.endsWith(genericDeclarations('comfortable-loader/vite'))).toBe(true);
   });
 
   it('type a usage sample, and refuse wrong uses', async () => {

@@ -1,7 +1,9 @@
-// Declarations of the virtual:comfortable/... modules for plain Vite projects.
-// Reference it from your tsconfig: "types": ["comfortable-loader/virtual"].
+// Declarations of the virtual:comfortable/... modules for plain Vite projects, with entries
+// whose fields are Record<string, unknown>. Reference it from your tsconfig:
+// "types": ["comfortable-loader/virtual"]. The file the Vite plugin writes after each sync
+// (comfortable.d.ts) references this one and types each synced source's fields precisely.
 declare module 'virtual:comfortable/collections/*' {
-  import type { VirtualEntry as Entry } from 'comfortable-loader';
+  import type { VirtualEntry as Entry } from 'comfortable-loader/vite';
   export const entries: Entry[];
   export const locales: string[];
   export const defaultLocale: string;
@@ -9,7 +11,7 @@ declare module 'virtual:comfortable/collections/*' {
   export default entries;
 }
 declare module 'virtual:comfortable/queries/*' {
-  import type { VirtualEntry as Entry } from 'comfortable-loader';
+  import type { VirtualEntry as Entry } from 'comfortable-loader/vite';
   export const entries: Entry[];
   export const locales: string[];
   export const defaultLocale: string;
@@ -17,7 +19,7 @@ declare module 'virtual:comfortable/queries/*' {
   export default entries;
 }
 declare module 'virtual:comfortable/aliases/*' {
-  import type { VirtualEntry as Entry } from 'comfortable-loader';
+  import type { VirtualEntry as Entry } from 'comfortable-loader/vite';
   /** The entry in the default locale, or in the locale of a `.../<locale>` import. */
   export const entry: Entry;
   export const entries: Record<string, Entry>;

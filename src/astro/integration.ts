@@ -9,7 +9,7 @@ import type { SyncLogger } from '../sync/engine.ts';
 import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import type { ReloadEvent } from '../server/registry.ts';
 import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/origins.ts';
-import { comfortableVite } from '../vite/plugin.ts';
+import { virtualModulesPlugin } from '../vite/plugin.ts';
 import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';
 import { CopyFiles, copyIntoBuild, useCopyFiles } from './copy-files.ts';
 import { virtualModuleTypes } from './declarations.ts';
@@ -122,7 +122,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         hosts = new ImageHosts(cacheDir, logger);
         const incrementalSetup = incremental.setup(astroConfig, command, incrementalOutput, logger);
         if (incrementalSetup) injectScript('page-ssr', incrementalSetup.script);
-        updateConfig({ image: { remotePatterns: hosts.atSetup(config.baseUrl ?? defaultBaseUrl, command) }, vite: { plugins: [comfortableVite()], ...incrementalSetup?.config?.vite } });
+        updateConfig({ image: { remotePatterns: hosts.atSetup(config.baseUrl ?? defaultBaseUrl, command) }, vite: { plugins: [virtualModulesPlugin()], ...incrementalSetup?.config?.vite } });
       },
       'astro:config:done': async ({ config: astroConfig, injectTypes }) => {
         incremental.resolved(astroConfig);

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { CacheReader } from '../cache/index.ts';
 import { assetSchema, entryMetaSchema } from '../sync/entries.ts';
 import type { Model } from '../sync/records.ts';
+import { toTypeScript } from '../sync/typescript.ts';
 
 /**
  * Schemas for entries, built from what the data shows of each content type, and the same as
@@ -103,44 +104,4 @@ export function createEntrySchema(
   const schema =
     variants.length === 0 ? entrySchema(z.record(z.string(), z.unknown())) : variants.length === 1 ? variants[0]! : z.discriminatedUnion('contentType', variants as never);
   return { schema, types: `export type Entry = ${toTypeScript(schema)};\n` };
-}
-
-/** Prints a zod schema of the kinds used here as a TypeScript type. */
-export function toTypeScript(schema: z.ZodType, indent = ''): string {
-  const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
-  const inner = indent + '  ';
-  switch (def.type) {
-    case 'string':
-      return 'string';
-    case 'number':
-      return 'number';
-    case 'boolean':
-      return 'boolean';
-    case 'unknown':
-      return 'unknown';
-    case 'null':
-      return 'null';
-    case 'literal':
-      return (def.values as unknown[]).map((v) => JSON.stringify(v)).join(' | ');
-    case 'nullable':
-      return `${toTypeScript(def.innerType as z.ZodType, indent)} | null`;
-    case 'optional':
-      return toTypeScript(def.innerType as z.ZodType, indent);
-    case 'array':
-      return `Array<${toTypeScript(def.element as z.ZodType, indent)}>`;
-    case 'union':
-      return (def.options as z.ZodType[]).map((o) => `(${toTypeScript(o, indent)})`).join(' | ');
-    case 'record':
-      return `Record<string, ${toTypeScript(def.valueType as z.ZodType, indent)}>`;
-    case 'object': {
-      const shape = def.shape as Record<string, z.ZodType>;
-      const lines = Object.entries(shape).map(([key, value]) => {
-        const optional = (value as unknown as { _zod: { def: { type: string } } })._zod.def.type === 'optional' ? '?' : '';
-        return `${inner}${JSON.stringify(key)}${optional}: ${toTypeScript(value, inner)};`;
-      });
-      return `{\n${lines.join('\n')}\n${indent}}`;
-    }
-    default:
-      return 'unknown';
-  }
 }

@@ -47,11 +47,11 @@ const querySchema = sourceOptionsSchema.extend({
 
 export const syncConfigSchema = z.strictObject({
   /** The Read API base URL. Default `https://api.cmft.io/v1`. */
-  baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as https://api.cmft.io/v1 (the integration and the CLI read CMFT_BASE_URL)' }).default(defaultBaseUrl),
+  baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as https://api.cmft.io/v1 (the integration, the Vite plugin and the CLI read CMFT_BASE_URL)' }).default(defaultBaseUrl),
   /** The repository's API id. */
-  repository: z.string({ error: 'expected the repository API id, such as "demo" (the integration and the CLI read CMFT_REPOSITORY)' }).min(1),
+  repository: z.string({ error: 'expected the repository API id, such as "demo" (the integration, the Vite plugin and the CLI read CMFT_REPOSITORY)' }).min(1),
   /** A Read API key of the repository; read it from the environment. Never written anywhere. */
-  apiKey: z.string({ error: 'expected a Read API key of the repository (the integration and the CLI read CMFT_API_KEY from the environment or .env)' }).min(1, 'expected a Read API key of the repository, not an empty string'),
+  apiKey: z.string({ error: 'expected a Read API key of the repository (the integration, the Vite plugin and the CLI read CMFT_API_KEY from the environment or .env)' }).min(1, 'expected a Read API key of the repository, not an empty string'),
   /** Collections to sync, by API id, each with its own options. */
   collections: z.record(z.string().min(1), sourceOptionsSchema).default({}),
   /** Aliases to sync: a list of API ids, or API id → options. */

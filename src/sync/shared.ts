@@ -146,8 +146,10 @@ export class SharedSync {
   }
 
   #start(run: () => Promise<SyncResult>): Round {
+    const config = this.#config;
     const promise = run().then((result) => {
-      for (const listener of this.#listeners) listener(result);
+      // A round of a configuration replaced meanwhile (a restarted dev server) is not told to listeners, which serve the new one.
+      if (this.#config === config) for (const listener of this.#listeners) listener(result);
       return result;
     });
     promise.catch(() => {}); // every consumer awaits it and sees the error

@@ -1,6 +1,12 @@
 import '../node-check.ts';
 export { comfortableVite, comfortableVite as comfortable, comfortableVite as default, virtualModule, parseVirtualId, virtualPrefix } from './plugin.ts';
-export type { ComfortableViteOptions } from './plugin.ts';
+export type { ComfortableViteApi, ComfortableViteOptions } from './plugin.ts';
+export { ComfortableViteError } from './errors.ts';
+export type { ModuleData } from './module.ts';
 export { refreshMiddleware, defaultRefreshPath } from './refresh.ts';
 export { pageKey } from '../sync/page-keys.ts';
+export type { KeyPart } from '../sync/page-keys.ts';
 export { signWebhook, WebhookVerifier, webhookHeaders, webhookToleranceSeconds } from '../wire/webhook.ts';
+// The entry types a Vite project needs, from an entry that reaches no Astro code or types (the package root does).
+export type { Asset, AssetFile, Entry, EntryReference, Image, UnresolvedAsset, VirtualEntry } from '../sync/entries.ts';
+export type { Changeset, SourceChanges } from '../sync/changeset.ts';

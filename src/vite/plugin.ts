@@ -1,106 +1,119 @@
-import { join } from 'node:path';
-import type { Plugin } from 'vite';
-import { defaultBaseUrl } from '../api/client.ts';
-import { fileLinks } from '../astro/copy-files.ts';
-import { originCacheDir } from '../cache/origins.ts';
-import { ConfigError } from '../sync/config.ts';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Environment, Plugin, ResolvedConfig } from 'vite';
 import type { SyncResult } from '../sync/engine.ts';
-import { loadEntries } from '../sync/entries.ts';
-import { cacheKeys } from '../sync/page-keys.ts';
-import { readEnv, withEnv } from '../sync/env.ts';
-import { changedIds, type SharedConfig, sharedSync } from '../sync/shared.ts';
+import type { VirtualEntry } from '../sync/entries.ts';
+import { readEnv } from '../sync/env.ts';
+import { changedIds, sharedSync } from '../sync/shared.ts';
+import { declarationFile } from './declarations.ts';
+import { userFacing, viteError } from './errors.ts';
+import { moduleData, parseVirtualId, virtualModule, virtualPrefix } from './module.ts';
+import { checkGivenOptions, type ComfortableViteOptions, resolveViteOptions } from './options.ts';
 import { refreshMiddleware } from './refresh.ts';
 
 /**
- * Build-time imports of synced content through virtual modules:
- * - `virtual:comfortable/collections/<apiId>` (and `queries/<name>`): `entries` in every locale, `getEntry(id, locale?)`, `locales`;
- * - `virtual:comfortable/collections/<apiId>/<locale>`: the entries of one locale, `getEntry(id)`;
- * - `virtual:comfortable/aliases/<apiId>`: the entry in the default locale, `entries` by locale,
- *   `getEntry(locale?)`; `.../<locale>`: the entry in that locale.
- * In dev, a refresh invalidates them and reloads the page.
+ * Build-time imports of synced content through `virtual:comfortable/...` modules (see
+ * module.ts); in dev, a refresh invalidates them and reloads the page. The shared sync outlives
+ * a restarted dev server (it lives on globalThis): each new config replaces its sources, and
+ * everything else (the round this plugin reads, its listener, the refresh endpoint) belongs to
+ * one server and ends with it.
  */
 
-export const virtualPrefix = 'virtual:comfortable/';
-
-export interface ComfortableViteOptions extends Partial<SharedConfig> {
-  /** Enables the signed dev refresh endpoint (see docs/astro.md, "Dev refresh"). Default: `CMFT_REFRESH_SECRET`. */
-  refreshSecret?: string;
-  refreshPath?: string;
-}
-
-const kinds = { collections: 'collection', aliases: 'alias', queries: 'query' } as const;
-
-/** Parses `virtual:comfortable/<kind>/<name>[/<locale>]`. */
-export function parseVirtualId(id: string): { kind: keyof typeof kinds; name: string; locale?: string } | undefined {
-  if (!id.startsWith(virtualPrefix)) return undefined;
-  const [kind, name, locale, ...rest] = id.slice(virtualPrefix.length).split('/');
-  if (!kind || !(kind in kinds) || !name || rest.length > 0) return undefined;
-  return { kind: kind as keyof typeof kinds, name, ...(locale ? { locale } : {}) };
-}
-
-/** Generates a virtual module's code. */
-export async function virtualModule(result: SyncResult, id: string): Promise<string> {
-  const parsed = parseVirtualId(id)!;
-  const sourceKey = `${kinds[parsed.kind]}:${parsed.name}`;
-  const { cache } = result;
-  if (!cache.sources().some((source) => source.key === sourceKey)) {
-    throw new Error(`${id}: "${parsed.name}" is not synced; add it to the ${parsed.kind} option of the comfortable integration or Vite plugin`);
-  }
-  const { locales } = cache.head;
-  const all = locales.locales.map((l) => l.key);
-  if (parsed.locale && !all.includes(parsed.locale)) throw new Error(`${id}: unknown locale "${parsed.locale}"; the repository has ${all.join(', ')}`);
-  const ids = cache.members(sourceKey).map((member) => member.id);
-  const keys = cacheKeys(cache, ids);
-  // In an Astro site built from a copy, its files are files of the site (see astro/copy-files.ts).
-  const links = fileLinks();
-  const entries = loadEntries(cache, ids, locales, parsed.locale ? [parsed.locale] : all).map((entry) => ({ ...entry, fields: links.fields(entry.fields), cacheKey: keys.get(entry.id)! }));
-  const data = JSON.stringify({ entries, locales: all, defaultLocale: locales.defaultLocale });
-  const head = `const data = JSON.parse(${JSON.stringify(data)});\nexport const locales = data.locales;\nexport const defaultLocale = data.defaultLocale;\n`;
-  // A locale variant looks entries up in its own locale; the whole module in the default one.
-  const locale = `const locale = ${JSON.stringify(parsed.locale ?? null)} ?? data.defaultLocale;\n`;
-  if (parsed.kind === 'aliases') {
-    // Both variants have the same exports, so one declaration types them: the default is the entry.
-    return `${head}${locale}export const entries = Object.fromEntries(data.entries.map((e) => [e.locale, e]));\nexport const entry = entries[locale];\nexport function getEntry(l = locale) { return entries[l]; }\nexport default entry;\n`;
-  }
-  return `${head}${locale}export const entries = data.entries;\nexport function getEntry(id, l = locale) { return entries.find((e) => e.id === id && e.locale === l); }\nexport default entries;\n`;
+/** What other plugins of the same config can ask the plugin (a page per entry in `generateBundle`). */
+export interface ComfortableViteApi {
+  /**
+   * The entries `virtual:comfortable/<path>` gives, synced first if they are not yet: a
+   * collection's or query's in every locale (`collections/posts`) or in one
+   * (`collections/posts/de_DE`), an alias's one per locale (`aliases/home`).
+   * @example for (const post of await content.api.entries('collections/posts/en_US')) this.emitFile({ type: 'asset', fileName: `posts/${post.id}.html`, source: page(post) });
+   */
+  entries(path: string): Promise<VirtualEntry[]>;
 }
 
 /**
- * The Vite plugin. With options it configures the shared sync (plain Vite); inside Astro the
- * integration configures it and adds this plugin without options.
+ * The Vite plugin, for plain Vite. Options it is not given come from `CMFT_BASE_URL`,
+ * `CMFT_REPOSITORY`, `CMFT_API_KEY` and `CMFT_REFRESH_SECRET`, in the environment or Vite's
+ * `.env` files for its mode. A wrong option fails when the config loads.
  *
- * @example plugins: [comfortable({ baseUrl, repository: 'demo', apiKey: process.env.CMFT_API_KEY!, collections: { posts: {} } })]
+ * @example plugins: [comfortable({ collections: { posts: {} }, aliases: ['home'] })]
  */
-export function comfortableVite(options?: ComfortableViteOptions): Plugin {
-  if (options && 'snapshot' in options) {
-    throw new ConfigError('snapshot', `Invalid option snapshot: the Vite plugin does not serve a copy. Serve it with npx comfortable-loader serve ${String((options as { snapshot: unknown }).snapshot)} and point baseUrl and apiKey (CMFT_BASE_URL, CMFT_API_KEY) at it, with the local key the pull printed; the Astro integration's snapshot option serves one in-process.`);
+export function comfortableVite(options: ComfortableViteOptions = {}): Plugin & { api: ComfortableViteApi } {
+  try {
+    checkGivenOptions(options);
+  } catch (error) {
+    throw userFacing(error as Error);
   }
+  return virtualModulesPlugin(options);
+}
+
+/**
+ * The plugin; with `options` it configures the shared sync (plain Vite), without it reads what
+ * the Astro integration configured.
+ */
+export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin & { api: ComfortableViteApi } {
   const shared = sharedSync();
-  const { refreshPath, ...given } = options ?? ({} as ComfortableViteOptions);
-  let refreshSecret = given.refreshSecret;
+  let resolved: { refreshSecret?: string | undefined; refreshPath?: string | undefined; dts?: string | undefined } = {};
+  let vite: ResolvedConfig | undefined;
   let latest: Promise<SyncResult> | undefined;
-  const current = () => (latest ??= shared.acquire('vite'));
+  /** This plugin's subscriptions to the shared sync, one per dev server, each with that server's environments. */
+  const subscriptions = new Set<{ environments: Environment[]; end: () => void }>();
+
+  /** Writes the declaration file when its text changed; a failure to write is a warning, never a failed sync. */
+  const declare = async (result: SyncResult) => {
+    const { dts } = resolved;
+    if (!dts) return;
+    const text = declarationFile(result.cache);
+    try {
+      if ((await readFile(dts, 'utf8').catch(() => undefined)) === text) return;
+      await mkdir(dirname(dts), { recursive: true });
+      await writeFile(dts, text);
+    } catch (error) {
+      vite?.logger.warn(`comfortable-loader could not write the declarations to ${dts} (${(error as Error).message}): set the dts option of comfortable() to another file, or to false`);
+    }
+  };
+
+  /** The round this plugin reads; a failed one is not kept, so the next import after a fix syncs again. */
+  const current = (): Promise<SyncResult> => {
+    if (latest) return latest;
+    const round = shared.acquire('vite').then(async (result) => {
+      await declare(result);
+      return result;
+    });
+    latest = round;
+    round.catch(() => {
+      if (latest === round) latest = undefined;
+    });
+    return round;
+  };
+  const told = async <T>(read: () => Promise<T>): Promise<T> => {
+    try {
+      return await read();
+    } catch (error) {
+      throw viteError(error, shared);
+    }
+  };
 
   return {
     name: 'comfortable-loader',
-    configResolved(resolved) {
-      // Plain Vite: the cache goes inside Vite's cache folder unless configured, and the sync
-      // logs through Vite (Astro's integration configures both itself and passes no options).
-      // Options it is not given come from CMFT_* in the environment or Vite's .env files for its mode.
+    api: {
+      entries: (path) => told(async () => shared.read(await current(), (result) => moduleData(result, `${virtualPrefix}${path}`).entries)),
+    },
+    configResolved(config) {
+      vite = config;
       if (!options) return;
-      const env = readEnv(resolved.envDir, resolved.mode);
-      const { refreshSecret: secret, ...config } = withEnv(given, env, ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
-      refreshSecret = secret;
-      const logger = { info: (message: string) => resolved.logger.info(message), warn: (message: string) => resolved.logger.warn(message) };
-      const baseUrl = config.baseUrl ?? defaultBaseUrl;
-      if (env.CMFT_SNAPSHOT) {
-        logger.warn(`CMFT_SNAPSHOT is set (${env.CMFT_SNAPSHOT}), but the Vite plugin does not serve a copy: it asks ${baseUrl}. Serve the copy with npx comfortable-loader serve ${env.CMFT_SNAPSHOT} and set CMFT_BASE_URL and CMFT_API_KEY to its URL and local key.`);
+      try {
+        const { config: syncConfig, warning, ...own } = resolveViteOptions(options, readEnv(config.envDir, config.mode), config);
+        resolved = own;
+        if (warning) config.logger.warn(warning);
+        // Replaces the sources, connection and round of the last config, a restarted server's included.
+        shared.configure(syncConfig, { info: (message) => config.logger.info(message), warn: (message) => config.logger.warn(message) });
+      } catch (error) {
+        throw userFacing(error as Error);
       }
-      // One cache per base URL and repository, so switching between two keeps each one's content.
-      // (Checked with the sources when the first sync starts: a missing repository or key is named then.)
-      const root = config.cacheDir ?? join(resolved.cacheDir, 'comfortable');
-      const cacheDir = config.repository ? originCacheDir(root, { baseUrl, repository: config.repository }) : root;
-      shared.configure({ ...config, cacheDir } as SharedConfig, logger);
+    },
+    async buildStart() {
+      // A build syncs before any module is transformed, so a wrong key or id fails it once, first.
+      if (options && vite?.command === 'build') await told(current);
     },
     resolveId: {
       filter: { id: /^virtual:comfortable\// },
@@ -110,14 +123,14 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
     },
     load: {
       filter: { id: /^\0virtual:comfortable\// },
-      async handler(id) {
-        return shared.read(await current(), (result) => virtualModule(result, id.slice(1)));
+      handler(id) {
+        return told(async () => shared.read(await current(), (result) => virtualModule(result, id.slice(1))));
       },
     },
     configureServer(server) {
-      // One subscription per dev server (Astro may run more than one with this plugin), ended with it.
-      const unsubscribe = shared.onResult((result) => {
+      const end = shared.onResult((result) => {
         latest = Promise.resolve(result);
+        void declare(result);
         for (const environment of Object.values(server.environments)) {
           for (const module of environment.moduleGraph.idToModuleMap.values()) {
             if (module.id?.startsWith(`\0${virtualPrefix}`)) environment.moduleGraph.invalidateModule(module);
@@ -125,8 +138,11 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
         }
         server.ws.send({ type: 'full-reload' });
       });
-      server.httpServer?.once('close', unsubscribe);
+      // Ended when this server's environments close (see closeBundle), in middleware mode and on a restart too.
+      subscriptions.add({ environments: Object.values(server.environments), end });
+      const { refreshSecret, refreshPath } = resolved;
       if (refreshSecret) {
+        // A restart replaces the middleware stack, so this endpoint goes with the server it was added to.
         server.middlewares.use(
           refreshMiddleware({
             secret: refreshSecret,
@@ -138,6 +154,20 @@ export function comfortableVite(options?: ComfortableViteOptions): Plugin {
           }),
         );
       }
+      // Content is synced as the server starts, so the declaration file is there before the first page.
+      if (options) void told(current).catch((error: Error) => server.config.logger.error(error.message, { timestamp: true }));
+    },
+    closeBundle() {
+      // In dev, Vite closes each environment of a server that closes or restarts with this hook.
+      for (const subscription of subscriptions) {
+        if (subscription.environments.includes(this.environment)) {
+          subscription.end();
+          subscriptions.delete(subscription);
+        }
+      }
     },
   };
 }
+
+export { parseVirtualId, virtualModule, virtualPrefix };
+export type { ComfortableViteOptions };

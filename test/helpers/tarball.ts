@@ -35,17 +35,33 @@ export async function packTarball(): Promise<{ tarball: string; files: string[];
  * the repository tests with.
  */
 export async function installSite(dir: string, tarball: string, astroVersion: string): Promise<void> {
+  await installTarball(dir, tarball, () => true);
+  const manifest = { name: 'tarball-site', private: true, type: 'module', dependencies: { astro: astroVersion, 'comfortable-loader': `file:${tarball}` } };
+  await writeFile(join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
+}
+
+/**
+ * Makes `dir` a plain Vite site (no Astro) that installed the tarball: as `installSite`, but
+ * astro and @astrojs/* are not linked, so that nothing the site imports can reach them
+ * unnoticed. `dir` must be outside this repository, whose node_modules would provide them.
+ */
+export async function installViteSite(dir: string, tarball: string): Promise<void> {
+  await installTarball(dir, tarball, (name) => name !== 'astro' && name !== '@astrojs');
+  const manifest = { name: 'vite-tarball-site', private: true, type: 'module', dependencies: { vite: '*', 'comfortable-loader': `file:${tarball}` } };
+  await writeFile(join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
+}
+
+/** Unpacks the tarball into `dir`/node_modules/comfortable-loader and links the repository's packages that `link` accepts. */
+async function installTarball(dir: string, tarball: string, link: (name: string) => boolean): Promise<void> {
   const modules = join(dir, 'node_modules');
   const target = join(modules, 'comfortable-loader');
   await mkdir(target, { recursive: true });
   await run('tar', ['-xzf', tarball, '-C', target, '--strip-components=1']);
   for (const name of await readdir(join(root, 'node_modules'))) {
     // Dot folders hold caches (.astro, .vite) that the site must keep to itself.
-    if (name.startsWith('.') || name === 'comfortable-loader') continue;
+    if (name.startsWith('.') || name === 'comfortable-loader' || !link(name)) continue;
     await symlink(join(root, 'node_modules', name), join(modules, name));
   }
-  const manifest = { name: 'tarball-site', private: true, type: 'module', dependencies: { astro: astroVersion, 'comfortable-loader': `file:${tarball}` } };
-  await writeFile(join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
 }
 
 /** Runs `astro build` in a site; resolves with its exit code and everything it printed. */

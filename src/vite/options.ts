@@ -1,0 +1,90 @@
+import { isAbsolute, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { originCacheDir } from '../cache/origins.ts';
+import { checkOptions, ConfigError, parseSyncConfig, syncConfigSchema } from '../sync/config.ts';
+import { withEnv } from '../sync/env.ts';
+import type { SharedConfig } from '../sync/shared.ts';
+
+/**
+ * The Vite plugin's options, checked by the same checker as the Astro integration's, with the
+ * nearest valid key for a misspelt one: what they say alone when `comfortable()` is called (so a
+ * typo fails before Vite does anything else), the rest once Vite's config is resolved and the
+ * `CMFT_*` variables of its `.env` files are known.
+ */
+
+/** Options of `comfortable()` from `comfortable-loader/vite`: those of the sync, and the plugin's own. */
+export interface ComfortableViteOptions extends Partial<SharedConfig> {
+  /** Enables the signed dev refresh endpoint (see docs/astro.md, "Dev refresh"). At least 16 characters. Default: `CMFT_REFRESH_SECRET`. */
+  refreshSecret?: string;
+  /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
+  refreshPath?: string;
+  /**
+   * The declaration file the plugin writes after each sync (only when its text changes), which
+   * types each virtual module's entries from the synced content: relative to the Vite root, or
+   * absolute; `false` writes none. Default `comfortable.d.ts`.
+   * @example comfortable({ collections: { posts: {} }, dts: 'src/comfortable.d.ts' })
+   */
+  dts?: string | false;
+}
+
+/** The options' prefix in messages: `comfortable.colections`. */
+export const optionsPrefix = 'comfortable.';
+
+const viteOptionsSchema = syncConfigSchema
+  .extend({
+    refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
+    refreshPath: z.string().regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh').optional(),
+    dts: z.union([z.string().min(1), z.literal(false)], { error: 'expected the path of a .d.ts file, such as comfortable.d.ts, or false' }).optional(),
+  })
+  .partial({ collections: true, aliases: true, queries: true });
+
+/** What the options must be when `comfortable()` is called: the connection may still come from the environment. */
+const givenSchema = viteOptionsSchema.partial({ repository: true, apiKey: true });
+
+/** Checks the options as written; throws a ConfigError naming the option (and the nearest valid key for a misspelt one). */
+export function checkGivenOptions(options: ComfortableViteOptions): void {
+  if ('snapshot' in options) {
+    const file = String((options as { snapshot: unknown }).snapshot);
+    throw new ConfigError(
+      'snapshot',
+      `Invalid option snapshot: the Vite plugin does not serve a copy. Serve it with npx comfortable-loader serve ${file} and point baseUrl and apiKey (CMFT_BASE_URL, CMFT_API_KEY) at it, with the local key the pull printed; the Astro integration's snapshot option serves one in-process.`,
+    );
+  }
+  checkOptions(givenSchema, options, { prefix: optionsPrefix });
+}
+
+/** What the plugin works with once Vite's config is resolved. */
+export interface ResolvedViteOptions {
+  /** The shared sync's configuration. */
+  config: SharedConfig;
+  refreshSecret: string | undefined;
+  refreshPath: string | undefined;
+  /** The absolute path of the declaration file, or undefined for none. */
+  dts: string | undefined;
+  /** What to warn of: CMFT_SNAPSHOT set, which the plugin does not serve. */
+  warning?: string;
+}
+
+/**
+ * The options with what they leave out taken from the `CMFT_*` variables, checked whole (the
+ * connection included, and that they name something to sync); the cache goes inside Vite's
+ * cache folder unless `cacheDir` says otherwise. Throws a ConfigError naming the option.
+ */
+export function resolveViteOptions(options: ComfortableViteOptions, env: Record<string, string>, vite: { root: string; cacheDir: string }): ResolvedViteOptions {
+  const filled = withEnv(options, env, ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
+  checkOptions(viteOptionsSchema, filled, { prefix: optionsPrefix });
+  const { refreshSecret, refreshPath, dts = 'comfortable.d.ts', ...config } = filled;
+  const { baseUrl, repository } = parseSyncConfig(config, optionsPrefix); // nothing to sync is an error of the options too
+  // One cache per base URL and repository, so switching between two keeps each one's content.
+  const cacheDir = originCacheDir(config.cacheDir ?? join(vite.cacheDir, 'comfortable'), { baseUrl, repository });
+  const warning = env.CMFT_SNAPSHOT
+    ? `CMFT_SNAPSHOT is set (${env.CMFT_SNAPSHOT}), but the Vite plugin does not serve a copy: it asks ${baseUrl}. Serve the copy with npx comfortable-loader serve ${env.CMFT_SNAPSHOT} and set CMFT_BASE_URL and CMFT_API_KEY to its URL and local key.`
+    : undefined;
+  return {
+    config: { ...config, cacheDir } as SharedConfig,
+    refreshSecret,
+    refreshPath,
+    dts: dts === false ? undefined : isAbsolute(dts) ? dts : resolve(vite.root, dts),
+    ...(warning ? { warning } : {}),
+  };
+}
