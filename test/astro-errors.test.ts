@@ -39,7 +39,7 @@ describe('a build that fails in a loader hints at the option to check', () => {
   it('a wrong API key: the apiKey option and its environment variable', async () => {
     const output = await failedBuild({});
     expect(output).toContain('answered 401');
-    expect(output).toContain(`The Read API at ${server.url} refused the API key. Check the apiKey option of comfortable() in astro.config, and the environment variable it is read from (CMFT_API_KEY in the examples)`);
+    expect(output).toContain(`The Read API at ${server.url} refused the API key. Check the apiKey option of comfortable() in astro.config, and the environment variable it is read from (CMFT_API_KEY by default)`);
   }, 60_000);
 
   it('the same when the site gives its own schemas, so that only load() runs', async () => {
@@ -51,7 +51,7 @@ describe('a build that fails in a loader hints at the option to check', () => {
     const baseUrl = `http://127.0.0.1:${await freePort()}/v1`;
     const output = await failedBuild({ CMFT_BASE_URL: baseUrl, CMFT_API_KEY: 'tiny-key' });
     expect(output).toContain('ECONNREFUSED');
-    expect(output).toContain(`The Read API at ${baseUrl} could not be reached. Check the baseUrl option of comfortable() in astro.config (CMFT_BASE_URL in the examples)`);
+    expect(output).toContain(`The Read API at ${baseUrl} could not be reached. Check the baseUrl option of comfortable() in astro.config (CMFT_BASE_URL by default)`);
   }, 60_000);
 
   it('a repository that does not exist: the repository option', async () => {

@@ -76,7 +76,7 @@ describe('a wrong option fails astro build with the option, where it is, and the
 
 describe('a CMS error names the setting to fix, in one sentence each', () => {
   const cases: [string, (base: string) => Record<string, string>, RegExp][] = [
-    ['a base URL without its version', (base) => ({ CMFT_BASE_URL: base.replace(/\/v1$/, '') }), /GET http:\/\/127\.0\.0\.1:\d+\/kitchen answered 404[\s\S]*Hint:\s+Check the baseUrl option of comfortable\(\) \(http:\/\/127\.0\.0\.1:\d+, CMFT_BASE_URL in the examples\): the Read API's base URL ends in its version/],
+    ['a base URL without its version', (base) => ({ CMFT_BASE_URL: base.replace(/\/v1$/, '') }), /GET http:\/\/127\.0\.0\.1:\d+\/kitchen answered 404[\s\S]*Hint:\s+Check the baseUrl option of comfortable\(\) \(http:\/\/127\.0\.0\.1:\d+, CMFT_BASE_URL by default\): the Read API's base URL ends in its version/],
     ['a wrong key', () => ({ CMFT_API_KEY: 'not-a-key-of-kitchen' }), /Hint:\s+The Read API at \S+ refused the API key\. Check the apiKey option of comfortable\(\)/],
     ['a wrong repository', () => ({ CMFT_REPOSITORY: 'kitchn' }), /Hint:\s+Check the repository option of comfortable\(\) \("kitchn"\)/],
     ['the CMS down in CI', () => ({ CMFT_BASE_URL: 'http://127.0.0.1:9/v1', CI: 'true' }), /could not be reached\.[^\n]*with onError: 'use-cache' in comfortable\(\) it builds from the content of the last sync/],
@@ -90,4 +90,23 @@ describe('a CMS error names the setting to fix, in one sentence each', () => {
     expect(output).not.toMatch(/\.\.(\s|$)/);
     expect(output).not.toContain('//kitchen');
   }, 120_000);
+});
+
+describe('a build that fails on its options leaves the last good content as it was', () => {
+  it('syncs nothing, so the next build with the CMS down still has every source', async () => {
+    await site.loaders(defaultLoaders);
+    const good = await site.astro(kitchen.server);
+    expect(good.code, good.output).toBe(0);
+    await site.loaders(recipes((o) => o.replace('includes: 1', 'include: 2')));
+    const failed = await site.astro(kitchen.server);
+    expect(failed.code, failed.output).not.toBe(0);
+    expect(failed.output).not.toMatch(/Synced kitchen|no longer names/);
+    await site.loaders(defaultLoaders);
+    const { url } = kitchen.server;
+    await kitchen.server.close();
+    const { code, output } = await site.astro({ url } as typeof kitchen.server);
+    expect(code, output).toBe(0);
+    expect(output).toMatch(/using the cached content of \S+, stale: /);
+    expect(output).toMatch(/\[comfortable:collection:recipes\] 6 documents × 4 locales/);
+  }, 180_000);
 });

@@ -82,7 +82,7 @@ describe('a failed sync names the option to fix in vite.config', () => {
   it('a wrong API key: the apiKey option and CMFT_API_KEY, once, and never the key', { timeout: 60_000 }, async () => {
     const output = await failedCli({ CMFT_API_KEY: wrongKey });
     expect(output).toContain('answered 401');
-    expect(count(output, `The Read API at ${server.url} refused the API key. Check the apiKey option of comfortable() in vite.config, and the environment variable it is read from (CMFT_API_KEY in the examples)`)).toBe(1);
+    expect(count(output, `The Read API at ${server.url} refused the API key. Check the apiKey option of comfortable() in vite.config, and the environment variable it is read from (CMFT_API_KEY by default)`)).toBe(1);
     expect(output).not.toContain(wrongKey);
   });
 
@@ -101,11 +101,11 @@ describe('a failed sync names the option to fix in vite.config', () => {
 
   it('a server that is down: the baseUrl option and CMFT_BASE_URL', async () => {
     const baseUrl = `http://127.0.0.1:${await freePort()}/v1`;
-    expect(await failedBuild({ baseUrl })).toContain(`The Read API at ${baseUrl} could not be reached. Check the baseUrl option of comfortable() in vite.config (CMFT_BASE_URL in the examples)`);
+    expect(await failedBuild({ baseUrl })).toContain(`The Read API at ${baseUrl} could not be reached. Check the baseUrl option of comfortable() in vite.config (CMFT_BASE_URL by default)`);
   });
 
   it('a base URL without the API version: the baseUrl option', async () => {
-    expect(await failedBuild({ baseUrl: server.origin })).toContain(`Check the baseUrl option of comfortable() (${server.origin}, CMFT_BASE_URL in the examples): the Read API's base URL ends in its version`);
+    expect(await failedBuild({ baseUrl: server.origin })).toContain(`Check the baseUrl option of comfortable() (${server.origin}, CMFT_BASE_URL by default): the Read API's base URL ends in its version`);
   });
 
   it('a repository that does not exist: the repository option', async () => {

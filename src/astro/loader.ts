@@ -47,12 +47,19 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
   const shared = sharedSync();
   const registry = loaderRegistry();
   let sources: LoaderSource[] = [];
-  let invalid: unknown;
+  let problem: RegisteredLoader['problem'];
   try {
     sources = loaderSources(options);
   } catch (error) {
     // Told when Astro loads the collection, whose name the message then gives.
-    invalid = error;
+    problem = (collection) => {
+      try {
+        loaderSources(options, collection);
+      } catch (named) {
+        return named as Error;
+      }
+      return error as Error;
+    };
   }
   const name = `comfortable:${sources.map((s) => `${s.kind}:${s.name}`).join('+') || 'invalid'}`;
   const entryId = options.entryId ?? defaultEntryId;
@@ -63,8 +70,11 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
     contentType: options.contentType,
     locales: options.locales,
     entryId: options.entryId,
+    problem,
   };
   registry.add(registered);
+  // A sync without this loader's sources would drop them, and their last good content, from the cache.
+  if (problem) shared.hold(problem());
   const keys = sources.map((s) => shared.register(s.kind, s.name, s.options));
   registered.sources = keys;
 
@@ -75,7 +85,7 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
       // Bad options, or a sync that failed, fail the load, which names the collection and, in
       // dev, tells the error itself: the schema waits for it.
       const unknownEntries = { schema: z.unknown(), types: 'export type Entry = unknown;' };
-      if (invalid) return unknownEntries;
+      if (registry.broken(registered)) return unknownEntries;
       try {
         const result = await shared.current();
         return createEntrySchema(result.cache, keys, (contentType) => registry.collectionFor(contentType)?.collection);
@@ -87,7 +97,12 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
       // Which Astro collection this is: references into it take its entry ids.
       registry.bind(registered, context.collection);
       try {
-        if (invalid) loaderSources(options, context.collection); // throws again, naming the collection
+        // Bad options of any loader: none syncs, and each tells the same error, with its collection.
+        const broken = registry.broken(registered);
+        if (broken) {
+          if (broken !== registered) await registry.settled(registered, () => {});
+          throw broken.problem!(broken.collection);
+        }
         // In a refresh from the dev endpoint, its sync has just run: read that, start no other.
         const refreshed = (context.refreshContextData as { comfortable?: unknown } | undefined)?.comfortable !== undefined;
         const result = await (refreshed ? shared.current() : shared.acquire(`load:${name}`));

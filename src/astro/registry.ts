@@ -26,6 +26,8 @@ export interface RegisteredLoader {
   contentType?: string | undefined;
   /** The loader's `locales` option; undefined for every locale of the repository. */
   locales?: string[] | undefined;
+  /** The error of the loader's options, named after the collection once it is known; undefined when they are right. */
+  problem?: ((collection?: string) => Error) | undefined;
   /** The loader's own `entryId` option; undefined for the default `<locale>/<id>`. */
   entryId?: ((entry: EntryIdInput) => string) | undefined;
   /** The Astro collection it fills, once it has loaded. */
@@ -87,6 +89,11 @@ export class LoaderRegistry {
     }
     this.#generation.loaders.push(loader);
     this.#generationOf.set(loader, this.#generation);
+  }
+
+  /** A loader of `loader`'s generation whose options are wrong: no loader of it syncs. */
+  broken(loader: RegisteredLoader): RegisteredLoader | undefined {
+    return this.#generationOf.get(loader)?.loaders.find((l) => l.problem);
   }
 
   /** Whether the content config was evaluated again since the first time (an edit in dev). */

@@ -68,10 +68,10 @@ export function hintFor(error: { code?: HintedCode; url?: string }, settings: Hi
   const sourceOptions = site.loaders ? `of ${site.loaders.name}() in ${site.loaders.file}, and the collections, aliases and queries of comfortable()` : `the collections, aliases and queries of ${site.options}`;
   switch (error.code) {
     case 'authentication':
-      return `The Read API at ${baseUrl} refused the API key. Check the apiKey option of ${site.options}, and the environment variable it is read from (CMFT_API_KEY in the examples): it must be a Read API key of the repository "${settings.repository}".`;
+      return `The Read API at ${baseUrl} refused the API key. Check the apiKey option of ${site.options}, and the environment variable it is read from (CMFT_API_KEY by default): it must be a Read API key of the repository "${settings.repository}".`;
     case 'network':
     case 'timeout':
-      return `The Read API at ${baseUrl} could not be reached. Check the baseUrl option of ${site.options} (CMFT_BASE_URL in the examples), and that the server is up and reachable from this machine.${inCi}`;
+      return `The Read API at ${baseUrl} could not be reached. Check the baseUrl option of ${site.options} (CMFT_BASE_URL by default), and that the server is up and reachable from this machine.${inCi}`;
     case 'not_found':
       return typeof error.url === 'string' ? notFoundHint(error.url, settings, site) : undefined;
     case 'server':
@@ -114,7 +114,7 @@ function notFoundHint(url: string, { baseUrl, repository, snapshot }: HintSettin
   }
   if (named) return `The repository "${repository}" has no ${named.kind} "${named.apiId}". Check the ${named.kind} API id in ${whereNamed}.`;
   if (!/\/v\d+\/?$/.test(new URL(baseUrl).pathname)) {
-    return `Check the baseUrl option of comfortable() (${baseUrl}, CMFT_BASE_URL in the examples): the Read API's base URL ends in its version, such as https://api.cmft.io/v1. Then check the repository option ("${repository}").`;
+    return `Check the baseUrl option of comfortable() (${baseUrl}, CMFT_BASE_URL by default): the Read API's base URL ends in its version, such as https://api.cmft.io/v1. Then check the repository option ("${repository}").`;
   }
   return `Check the repository option of comfortable() ("${repository}"): it must be the API id of a repository at ${baseUrl}, one the API key may read. Check the baseUrl option too.`;
 }

@@ -36,6 +36,8 @@ export class SharedSync {
   #configSources = new Map<string, RegisteredSource>();
   /** The sources the loaders of the current content config registered. */
   #loaderSources = new Map<string, RegisteredSource>();
+  /** Why no sync may run now (see `hold`). */
+  #held: Error | undefined;
   #round: Round | undefined;
   /** Everyone who ever acquired a round. */
   readonly #consumers = new Set<string>();
@@ -78,6 +80,17 @@ export class SharedSync {
   /** Forgets the sources of the loaders registered so far: the content config was evaluated again, and its loaders register theirs anew. */
   newGeneration(): void {
     this.#loaderSources = new Map();
+    this.#held = undefined;
+    this.#round = undefined;
+  }
+
+  /**
+   * Holds every sync back with `problem` (a loader's options are wrong) until the content config
+   * is evaluated again: a sync without that loader's sources would drop them from the cache, and
+   * with them the last good content of the next build.
+   */
+  hold(problem: Error): void {
+    this.#held = problem;
     this.#round = undefined;
   }
 
@@ -147,7 +160,8 @@ export class SharedSync {
 
   #start(run: () => Promise<SyncResult>): Round {
     const config = this.#config;
-    const promise = run().then((result) => {
+    const held = this.#held;
+    const promise = (held ? Promise.reject(held) : run()).then((result) => {
       // A round of a configuration replaced meanwhile (a restarted dev server) is not told to listeners, which serve the new one.
       if (this.#config === config) for (const listener of this.#listeners) listener(result);
       return result;

@@ -56,7 +56,8 @@ export async function startKitchen(): Promise<KitchenServer> {
     server,
     file,
     close: async () => {
-      await server.close();
+      await server.close().catch(() => {}); // a test may have stopped it already
+
       await rm(dir, { recursive: true, force: true });
     },
   };
