@@ -36,6 +36,17 @@ const loaderCases: [string, Record<string, string>, string][] = [
   ['filter for filters', recipes((o) => o.replace('includes: 1', "filter: [{ '*.fields.slug': { equal: 'polenta' } }]")), `Unknown option options.filter ${where}: did you mean options.filters?`],
   ['a locale the repository lacks', recipes((o) => o.replace('{ collection:', "{ locales: ['en_US'], collection:")), `Invalid option locales ${where}: the repository has no locale "en_US"; it has en_GB, fr_FR, it_IT, it_CH`],
   ['an entryId that is no function', recipes((o) => o.replace(/entryId: .*\}$/, "entryId: 'slug' }")), `Invalid option entryId ${where}: expected a function`],
+  ['includes as a string', recipes((o) => o.replace('includes: 1', "includes: '2'")), `Invalid option options.includes ${where}: expected a level from 0 to 5, or a map of fields`],
+  [
+    'alias given a list',
+    { ...defaultLoaders, pages: defaultLoaders.pages!.replace('aliases:', 'alias:') },
+    'Invalid option alias of comfortableLoader() for the collection "pages" in src/content.config.ts: expected the API id of one alias, such as "home" (aliases takes a list of them)',
+  ],
+  [
+    'an entryId that gives two entries one id',
+    recipes((o) => o.replace('`${lang(locale)}/${fields.slug}`', '`${fields.slug}`')),
+    `Invalid option entryId ${where}: it gives the id "green-mole" to two entries (document 700000000000000303 in en_GB and document 700000000000000303 in fr_FR); ids must be unique`,
+  ],
   ['two sources', recipes((o) => o.replace('{ collection:', "{ contentType: 'recipe', collection:")), `Invalid options ${where}: give exactly one of collection, alias, aliases or contentType (got collection and contentType)`],
 ];
 

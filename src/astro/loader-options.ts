@@ -43,7 +43,7 @@ const apiId = z.string().min(1, 'expected an API id');
 
 const loaderOptionsSchema = z.strictObject({
   collection: apiId.optional(),
-  alias: apiId.optional(),
+  alias: z.string({ error: 'expected the API id of one alias, such as "home" (aliases takes a list of them)' }).min(1, 'expected an API id').optional(),
   aliases: z.array(apiId).min(1, 'expected a list of alias API ids').optional(),
   contentType: apiId.optional(),
   options: sourceOptionsSchema.optional(),

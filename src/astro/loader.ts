@@ -163,7 +163,8 @@ async function loadEntries(
   const links = fileLinks(); // a copy's files as files of the site
   const aliasesOf = aliasesByDocument(cache);
   const custom = options.entryId !== undefined;
-  const live = new Set<string>();
+  /** Each entry id made, with the document and locale it stands for. */
+  const live = new Map<string, string>();
   let changed = 0;
   let added = 0;
   const list = [...members.values()];
@@ -180,7 +181,9 @@ async function loadEntries(
       for (const locale of locales) {
         const localized = record && entryOf(record, locale, head.locales, () => undefined);
         const storeId = entryId({ id: member.id, locale, contentType: member.contentType, fields: localized?.fields ?? {} });
-        live.add(storeId);
+        const taken = live.get(storeId);
+        if (taken !== undefined) throw duplicateId(collection, storeId, taken, `document ${member.id} in ${locale}`);
+        live.set(storeId, `document ${member.id} in ${locale}`);
         const digest = digestOf(member, locale);
         if (store.get(storeId)?.digest !== digest) pending.push({ member, locale, storeId, digest });
       }
@@ -222,6 +225,14 @@ async function loadEntries(
     }
   }
   logger.info(`${members.size} documents × ${locales.length} locales: ${added} added, ${changed - added} updated, ${removed} removed, ${live.size - changed} unchanged`);
+}
+
+/** Two entries given one id: Astro would keep only the last, and a page would silently go missing. */
+function duplicateId(collection: string, id: string, first: string, second: string): ConfigError {
+  return new ConfigError(
+    'entryId',
+    `Invalid option entryId of comfortableLoader() for the collection "${collection}" in src/content.config.ts: it gives the id "${id}" to two entries (${first} and ${second}); ids must be unique, so include what tells them apart, such as the locale: ({ locale, fields }) => \`\${locale}/\${fields.slug}\``,
+  );
 }
 
 /** Document id → the API ids of the synced aliases pointing to it, sorted. */

@@ -29,7 +29,7 @@ export const sourceOptionsSchema = z.strictObject({
   filters: z.array(filterEntrySchema).optional(),
   sorting: z.record(z.string().regex(/^(fields|meta)\.[^.]+$/, 'expected fields.<name> or meta.<name>'), z.enum(['ASC', 'DESC', 'asc', 'desc', '1', '-1']).or(z.literal(1)).or(z.literal(-1))).optional(),
   /** A level from 0 to 5, or a field map. Default 1. */
-  includes: z.union([z.number().int().min(0).max(5), includeMapSchema]).optional(),
+  includes: z.union([z.number().int().min(0).max(5), includeMapSchema], { error: 'expected a level from 0 to 5, or a map of fields such as { "post.fields.author": 1 }' }).optional(),
   /** Embed asset records (default true), so images arrive with their documents. */
   embedAssets: z.boolean().optional(),
   /** A partial-response mask; the loader always adds the meta it needs. */
