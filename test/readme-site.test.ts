@@ -91,6 +91,7 @@ describe('the README, followed in a fresh Astro 7 site', () => {
       'src/lib/posts.ts',
       'src/layouts/Page.astro',
       'src/pages/[locale]/index.astro',
+      'src/pages/index.astro',
       'src/pages/[locale]/posts/[slug].astro',
       'src/pages/[locale]/authors/[slug].astro',
       'src/pages/[locale]/about.astro',
@@ -124,6 +125,8 @@ describe('the README, followed in a fresh Astro 7 site', () => {
     const author = /By <a href="(\/en_US\/authors\/[^"]+\/)"/.exec(post)![1]!;
     expect(await page(author.slice(1, -1))).toContain('The Slow Boat to the Fjords');
     expect(await page('de_CH/about')).toMatch(/<h1>[^<]+<\/h1>/);
+    // The root links to each locale's list.
+    expect(await readFile(join(dir, 'dist/index.html'), 'utf8')).toContain('<li><a href="/de_CH/">de_CH</a></li>');
     // Every page says its language and encoding (the layout the README gives), so German shows as German.
     for (const html of [list, post, await page('de_DE')]) expect(html).toMatch(/<html lang="(en-US|de-DE)"><head><meta charset="utf-8">/);
     // A fallback is marked: de_CH has no title of its own for some posts.

@@ -179,7 +179,7 @@ export async function copyIntoBuild(files: CopyFiles, outDir: string, cacheDir: 
   const cache = openCache(cacheDir);
   if (!cache) return; // nothing synced: nothing links to a file
   const { copied, failed } = await files.copyInto(outDir, cache);
-  if (copied.length > 0) logger.info(`Copied ${copied.length} files of the snapshot to ${files.site} (their links point there)`);
+  if (copied.length > 0) logger.info(`Copied ${copied.length} ${copied.length === 1 ? 'file' : 'files'} of the snapshot to ${files.site} (their links point there)`);
   if (failed.size > 0) {
     const listed = [...failed].map(([path, why]) => `${path} (${why})`).join(', ');
     logger.warn(`${failed.size} files the site links to could not be copied from the snapshot's folder, so their links lead nowhere: ${listed}. Pull the copy again with --assets.`);
