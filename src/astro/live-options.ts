@@ -50,7 +50,7 @@ export interface ComfortableLiveLoaderOptions {
    * @example { post: 'posts', author: 'authors' }
    */
   contentTypes?: Record<string, string>;
-  /** The richtext field rendered for `render(entry)`. Default: the content type's first; `false` renders none. */
+  /** The richtext field rendered for `render(entry)` (inside a section by its path, `'content.body'`). Default: the content type's first; `false` renders none. */
   render?: string | false;
   /** Timeouts of each request. Default: connect 5 s, headers 10 s, body 10 s (a page waits for them). */
   timeouts?: Partial<Timeouts>;
