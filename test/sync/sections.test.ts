@@ -3,6 +3,7 @@ import type { ReadApiServer } from '../../src/server/index.ts';
 import { sync, type SyncResult } from '../../src/sync/engine.ts';
 import { type Entry, loadEntries } from '../../src/sync/entries.ts';
 import { cacheKeys } from '../../src/sync/page-keys.ts';
+import { virtualModule } from '../../src/vite/plugin.ts';
 import { normalizeRecord, type Model } from '../../src/sync/records.ts';
 import { recorder, recordsOf, serve, startProxy, tempDir } from '../helpers/magazine.ts';
 import { lessonsConfig, lessonsSnapshot, sectionLevelLocales } from '../helpers/sections.ts';
@@ -117,6 +118,14 @@ describe('entries resolve the fields inside sections per locale', () => {
     const before = JSON.stringify(records.get('101'));
     loadEntries(result.cache, ['101'], result.cache.head.locales);
     expect(JSON.stringify(recordsOf(result).get('101'))).toBe(before);
+  });
+});
+
+describe('the Vite plugin’s modules', () => {
+  it('carry the entries with their sections resolved in the module’s locale', async () => {
+    const code = await virtualModule(result, 'virtual:comfortable/collections/lessons/fr_FR');
+    const module = await import(`data:text/javascript,${encodeURIComponent(code)}`);
+    expect(module.getEntry('101')).toMatchObject({ fields: { info: { title: 'Nœuds' }, content: { introduction: 'A knot a day' } }, fallbacks: { 'content.introduction': 'en_GB' } });
   });
 });
 
