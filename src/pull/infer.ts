@@ -1,5 +1,6 @@
 import type { ContentTypeDefinition, FieldDefinition, FieldType } from '../server/snapshot.ts';
-import { type FieldKind, isApiReference, isLocaleMap, isObject, kindOfValue, mergeKinds } from '../sync/shapes.ts';
+import { isSection } from '../sync/sections.ts';
+import { type FieldKind, isLocaleMap, kindOfValue, mergeKinds } from '../sync/shapes.ts';
 
 /**
  * Content types inferred from the documents of a pull, since the Read API does not describe
@@ -59,10 +60,6 @@ function see(field: Sighting, value: unknown): void {
 const isEmptyObject = (value: unknown): boolean =>
   typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
 
-/** An object that may be a section: not a reference, richtext, location or map of locales. */
-const mayBeSection = (value: unknown, locales: ReadonlySet<string>): value is Record<string, unknown> =>
-  isObject(value) && !isApiReference(value) && kindOfValue(value) === 'json' && !isLocaleMap(value, locales) && Object.keys(value).length > 0;
-
 /** A value of a field (at the top, or inside an object that may be a section when `depth` is 0). */
 function seeValue(field: Sighting, value: unknown, locales: ReadonlySet<string>, depth: number): void {
   if (isLocaleMap(value, locales)) {
@@ -73,7 +70,8 @@ function seeValue(field: Sighting, value: unknown, locales: ReadonlySet<string>,
     see(field, value);
     // Sections do not nest: only a field at the top may be one.
     if (depth > 0) return;
-    if (!mayBeSection(value, locales)) field.others++;
+    // An object that may be a section: not a reference, richtext, location or map of locales.
+    if (!isSection(value, locales)) field.others++;
     else {
       field.objects++;
       for (const [name, inner] of Object.entries(value)) {

@@ -11,7 +11,7 @@ import { isApiReference, isLocaleMap, isObject, kindOfValue } from './shapes.ts'
  * Under `locale=all` a localized field inside a section is a map of locales at the field
  * (`fields.seo.title.de_DE`, as the local server answers). A map of locales at the section
  * (`fields.seo.de_DE.title`), which the real service might answer instead, is read too: it is
- * turned field by field into the first shape, each field of it a localized one.
+ * turned field by field into the first shape (see `sectionByField`).
  *
  * Paths name a field inside a section from the top of `fields`, joined with dots (`seo.title`):
  * the stored record's `localized`, an entry's `fallbacks` and a reference's field use them.
@@ -20,8 +20,11 @@ import { isApiReference, isLocaleMap, isObject, kindOfValue } from './shapes.ts'
 /** A section as the Read API answers it: an object of fields, each holding its own value. */
 export function isSection(value: unknown, locales: { has(key: string): boolean }): value is Record<string, unknown> {
   if (!isObject(value) || isApiReference(value) || isLocaleMap(value, locales)) return false;
-  const kind = kindOfValue(value);
-  return kind !== 'richtext' && kind !== 'location' && Object.keys(value).length > 0;
+  const fields = value as Record<string, unknown>;
+  // Richtext or a location with more than its keys is still one, not a section of fields named so
+  // (whose map of locales would else be turned into a section).
+  if ((typeof fields.html === 'string' && typeof fields.plain === 'string') || (typeof fields.lat === 'number' && typeof fields.lng === 'number')) return false;
+  return kindOfValue(fields) === 'json' && Object.keys(fields).length > 0;
 }
 
 /**

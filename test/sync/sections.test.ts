@@ -211,4 +211,10 @@ describe('a map of locales at the section, as the real service might answer, is 
     expect(record.localized).toEqual(['info.title', 'content.introduction']);
     expect(model.lesson!.info).toMatchObject({ kind: 'section', fields: { title: { kind: 'text', localized: true } } });
   });
+
+  it('keeps a localized richtext with more keys than html and plain a localized field, not a section', () => {
+    const body = { en_GB: { html: '<p>a</p>', plain: 'a', words: 1 }, de: { html: '<p>b</p>', plain: 'b', words: 1 } };
+    const record = normalizeRecord({ fields: { body }, meta: { id: '1', contentType: 'page' } }, new Set(['en_GB', 'de']), {}, () => {});
+    expect(record).toMatchObject({ fields: { body }, localized: ['body'] });
+  });
 });
