@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parseSnapshot, SnapshotError } from '../src/server/snapshot.ts';
 import { startServer } from '../src/server/index.ts';
 import { idsOf, shapingAsks } from './helpers/server-shaping.ts';
-import { fixture, servedForFile } from './helpers/server.ts';
+import { fixture, getJson, servedForFile } from './helpers/server.ts';
 
 /**
  * Sections (spec §1): a content type's fields grouped under a section's API id. Every rule of a
@@ -164,6 +164,25 @@ describe('embedAssets embeds the assets inside sections', () => {
   it('keeps a dangling asset reference inside a section as a reference', async () => {
     const body = await ask('/lessons/documents/102', { embedAssets: true });
     expect(body.fields.content.video.map((v: any) => [v.meta.id, 'fields' in v])).toEqual([['302', true], ['399', false]]);
+  });
+
+  it('embeds a localized asset field inside a section in each locale of its map under locale=all', async () => {
+    const snapshot = lessons();
+    snapshot.contentTypes[1].fields.find((f: any) => f.apiId === 'photo').localized = true;
+    snapshot.documents.find((d: any) => d.meta.id === '201').fields.profile.photo = { en_GB: [{ meta: { id: '301', contentType: '_asset' } }], de: [{ meta: { id: '302', contentType: '_asset' } }] };
+    const own = await startServer({ snapshots: [snapshot], watch: false });
+    try {
+      const { status, body } = await getJson(own, '/lessons/documents/201?locale=all&embedAssets=true');
+      expect(status).toBe(200);
+      expect(Object.keys(body.fields.profile.photo)).toEqual(['en_GB', 'de']);
+      expect(body.fields.profile.photo.de[0].fields.title).toEqual({ en_GB: 'Ropes' });
+      const fr = await getJson(own, '/lessons/documents/201?locale=fr_FR&includes[*.fields.photo]=1');
+      expect(fr.body.fields.profile.photo).toEqual([{ meta: { id: '301', contentType: '_asset' } }]); // fr_FR → en_GB
+      expect(idsOf(fr.body.includes.photo)).toEqual(['301']);
+      expect(idsOf((await getJson(own, '/lessons/documents/201?locale=all&includes=1')).body.includes.photo)).toEqual(['301', '302']);
+    } finally {
+      await own.close();
+    }
   });
 
   it('leaves the record without embedAssets as it was (the view is shared by every answer)', async () => {
