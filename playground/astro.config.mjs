@@ -18,7 +18,7 @@ export default defineConfig({
       repository: 'demo',
       apiKey: /** @type {string} */ (CMFT_API_KEY),
       // Relations to these content types become references to these collections (content.config.ts).
-      contentTypes: { post: 'posts', author: 'authors', category: 'categories', page: 'pages' },
+      contentTypes: { post: 'posts', author: 'authors', category: 'categories', page: 'pages', event: 'events' },
       // Enables the signed dev refresh endpoint that `npm run dev` points the server's webhook at.
       refreshSecret: CMFT_REFRESH_SECRET,
       // Sources read through virtual modules (see src/pages/[locale]/categories/index.astro).

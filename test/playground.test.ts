@@ -170,6 +170,22 @@ describe('the first build', () => {
     expect(fallbacks(element(await page('de_CH/posts/the-slow-boat-to-the-fjords'), 'h1'))).toEqual(['title:de_DE']);
   });
 
+  test('the events page reads the fields inside sections, in each locale, with a fallback named by path', async () => {
+    const events = (html: string) => [...html.matchAll(/data-event="(\d+)"/g)].map((m) => m[1]);
+    const en = await page('en_US/events');
+    expect(events(en)).toEqual([id(601), id(602)]); // soonest first
+    expect(text(en)).toContain('Reading Night at the Harbour');
+    expect(text(en)).toContain('Our writers read from the summer issue on the deck of a moored ferry.');
+    expect(en).toMatch(/hosted by <a class="author-link" href="\/en_US\/authors\/maren-holt\/">Maren Holt<\/a>/);
+    expect(en).toContain('href="/en_US/posts/night-trains-are-back/"');
+    expect(en).toMatch(/<img src="\/_astro\/harbour-boats[^"]+"[^>]*class="poster"/);
+    expect(fallbacks(en)).toEqual([]);
+    const de = await page('de_DE/events');
+    expect(text(de)).toContain('Lesenacht am Hafen');
+    expect(fallbacks(de)).toEqual(['details.headline:en_US']); // the meetup has an English headline only
+    expect(text(await page('de_CH/events'))).toContain('Lesenacht am Hafe ');
+  });
+
   test('the onSync hook saw every source added', async () => {
     const changesets = await readChangesets();
     expect(changesets).toHaveLength(1);

@@ -5,14 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pull } from '../src/pull/pull.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { battery, batteryInfo, compareServers, describeDifferences, type SnapshotJson, type Target, writeCoverSnapshot } from './helpers/round-trip.ts';
-import { demoKey, demoSnapshot } from './helpers/server.ts';
+import { demoKey, demoSnapshot, fixture, tinyKey } from './helpers/server.ts';
 
 /**
  * The round trip: serve snapshot A, pull it into B through the client over HTTP, serve B; every
  * request of the battery (every route, filters on every type and operator, sorting, includes,
  * embedAssets, locales, masks, tags, search, paging, collections with request options, /files)
  * answers byte for byte the same from both, each server's own origin aside. With and without
- * the files, for a generated snapshot that covers every field type, and for the demo.
+ * the files, for a generated snapshot that covers every field type, for a repository with
+ * sections (test/fixtures/sections.json), and for the demo.
  */
 
 let scratch: string;
@@ -55,6 +56,15 @@ const cases: { name: string; make(dir: string): Promise<{ file: string; snapshot
     make: async (dir) => {
       const cover = await writeCoverSnapshot(dir);
       return { file: cover.file, snapshot: cover.snapshot, key: cover.key };
+    },
+  },
+  {
+    name: 'a repository with sections',
+    make: async (dir) => {
+      await cp(fixture('sections.json'), join(dir, 'sections.json'));
+      await cp(fixture('images'), join(dir, 'images'), { recursive: true });
+      const file = join(dir, 'sections.json');
+      return { file, snapshot: JSON.parse(await readFile(file, 'utf8')) as SnapshotJson, key: tinyKey };
     },
   },
   {

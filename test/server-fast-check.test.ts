@@ -4,7 +4,7 @@ import { Random } from '../bench/random.ts';
 import { generateSnapshot } from '../bench/generate.ts';
 import { fastFieldsTest } from '../src/server/fast-check.ts';
 import { startServer } from '../src/server/index.ts';
-import { assetContentType, type ContentTypeDefinition, fieldsSchema, fieldTypes, parseSnapshot } from '../src/server/snapshot.ts';
+import { assetContentType, type ContentTypeDefinition, fieldsSchema, fieldTypes, parseSnapshot, slotsOf } from '../src/server/snapshot.ts';
 
 // parseSnapshot tests a record's fields with plain functions first and asks the zod schemas only
 // when those refuse: the functions must never accept what the schemas refuse, and must accept
@@ -51,7 +51,32 @@ const types: ContentTypeDefinition[] = [
   assetContentType,
   // fields named as Object.prototype's own: a record without them still "has" them for zod
   { apiId: 'inherited', fields: [{ apiId: 'constructor', type: 'text' }, { apiId: 'toString', type: 'relation' }, { apiId: 'valueOf', type: 'json' }] },
+  // sections: fields under a section's key, beside fields at the top; sections named like Object's members too
+  {
+    apiId: 'sections',
+    fields: [
+      { apiId: 'title', type: 'text', localized: true, section: 'seo' },
+      { apiId: 'value', type: 'number' },
+      { apiId: 'image', type: 'asset', section: 'seo' },
+      { apiId: 'when', type: 'date', section: 'plan' },
+      { apiId: 'constructor', type: 'text', section: 'plan' },
+      { apiId: 'link', type: 'relation', section: 'toString' },
+    ],
+  },
+  {
+    apiId: 'sections-plain',
+    fields: [
+      { apiId: 'title', type: 'text', localized: true, section: 'seo' },
+      { apiId: 'value', type: 'number' },
+      { apiId: 'image', type: 'asset', section: 'seo' },
+      { apiId: 'when', type: 'date', section: 'plan' },
+    ],
+  },
 ];
+
+/** The keys of a content type's `fields`: a field at the top, or a section with its fields. */
+const keysOf = (type: ContentTypeDefinition): [string, string[] | undefined][] =>
+  slotsOf(type).map((slot) => (slot.section === undefined ? [slot.field.apiId, undefined] : [slot.section, slot.fields.map((f) => f.apiId)]));
 
 const zodAccepts = (type: ContentTypeDefinition, fields: unknown) => fieldsSchema(type, locales).safeParse(fields).success;
 
@@ -62,12 +87,16 @@ describe('the fast field tests of parseSnapshot', () => {
     let tried = 0;
     for (const type of types) {
       const fast = fastFieldsTest(type, locales);
-      const names = type.fields.map((field) => field.apiId);
+      const keys = keysOf(type);
+      const names = keys.map(([name]) => name);
+      const inSection = keys.find(([, inner]) => inner)?.[1];
       const tries = [
         {},
         Object.defineProperty({}, names[0]!, { value: 5, enumerable: false }),
         ...pieces.map((value) => ({ [names[0]!]: value })),
-        ...Array.from({ length: 20_000 / types.length }, () => randomFields(random, names)),
+        // a piece inside a section, and a section that is a piece
+        ...(inSection ? pieces.flatMap((value) => [{ [keys.find(([, inner]) => inner)![0]]: { [inSection[0]!]: value } }, { [keys.find(([, inner]) => inner)![0]]: value }]) : []),
+        ...Array.from({ length: 20_000 / types.length }, () => randomFields(random, keys)),
       ];
       for (const fields of tries) {
         if (!fast(fields)) continue;
@@ -108,9 +137,20 @@ describe('the fast field tests of parseSnapshot', () => {
     }
   });
 
-  it('accept every record of the demo and of a generated repository, so that zod is not asked', async () => {
+  it('read a field inside a section named like a member of every object only where the section holds it', () => {
+    const snapshot = JSON.parse(JSON.stringify(generateSnapshot({ documents: 10, seed: 3 })));
+    snapshot.contentTypes.push({ apiId: 'car', fields: [{ apiId: 'driver', type: 'text' }, { apiId: 'constructor', type: 'text', section: 'make' }, { apiId: 'valueOf', type: 'number', section: 'make' }] });
+    const meta = (id: string) => ({ ...snapshot.documents[0].meta, id, contentType: 'car' });
+    snapshot.documents.push({ fields: { driver: 'Ada', make: { constructor: 'Ferrari' } }, meta: meta('900001') }, { fields: { make: {} }, meta: meta('900002') });
+    const [with_, without] = parseSnapshot(snapshot, 'cars.json').documents.slice(-2).map((d) => d.fields.make as Record<string, unknown>);
+    expect(with_!.constructor).toBe('Ferrari');
+    expect(without!.constructor).toBeUndefined();
+  });
+
+  it('accept every record of the demo, of a generated repository and of the sections fixture, so that zod is not asked', async () => {
     const demo = JSON.parse(await readFile(new URL('../playground/content/demo.json', import.meta.url), 'utf8'));
-    for (const snapshot of [demo, JSON.parse(JSON.stringify(generateSnapshot({ documents: 300, seed: 11 })))]) {
+    const lessons = JSON.parse(await readFile(new URL('./fixtures/sections.json', import.meta.url), 'utf8'));
+    for (const snapshot of [demo, lessons, JSON.parse(JSON.stringify(generateSnapshot({ documents: 300, seed: 11 })))]) {
       const keys = snapshot.repository.locales.map((l: { key: string }) => l.key);
       const byApiId = new Map<string, ContentTypeDefinition>(snapshot.contentTypes.map((t: ContentTypeDefinition) => [t.apiId, t]));
       const records = [...snapshot.documents.map((r: any) => [byApiId.get(r.meta.contentType), r]), ...(snapshot.assets ?? []).map((r: any) => [assetContentType, r])];
@@ -119,9 +159,13 @@ describe('the fast field tests of parseSnapshot', () => {
   });
 });
 
-function randomFields(random: Random, names: string[]): Record<string, unknown> {
+function randomFields(random: Random, keys: [string, string[] | undefined][]): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
-  for (const name of names) if (random.chance(0.9)) fields[name] = randomValue(random);
+  for (const [name, inner] of keys) {
+    if (!random.chance(0.9)) continue;
+    // a section: mostly an object of its fields (drawn as a record's are), now and then any value
+    fields[name] = inner && random.chance(0.9) ? randomFields(random, inner.map((n) => [n, undefined])) : randomValue(random);
+  }
   if (random.chance(0.05)) fields.unknown = 'x';
   return fields;
 }

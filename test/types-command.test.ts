@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReadApiServer } from '../src/server/index.ts';
-import { startTiny, tinyKey } from './helpers/server.ts';
+import { type ReadApiServer, startServer } from '../src/server/index.ts';
+import { fixture, startTiny, tinyKey } from './helpers/server.ts';
 
 /**
  * `comfortable-loader types`: zod schema files per content type, from the cache of a config,
@@ -19,10 +19,10 @@ let server: ReadApiServer;
 let project: string;
 const requests: string[] = [];
 
-function run(command: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(command: string, args: string[], cwd = project): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const { CI: _ci, ...env } = process.env;
-    const child = spawn(process.execPath, [command, ...args], { cwd: project, env });
+    const child = spawn(process.execPath, [command, ...args], { cwd, env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -140,5 +140,52 @@ export const parsed = [newsFields.parse({}), authorFields.parse(ada)];
     const missing = await run(cli, ['types', '--config', 'missing.json']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('Config file not found');
+  });
+});
+
+describe('the types command on content types with sections', () => {
+  let lessons: ReadApiServer;
+  let folder: string;
+
+  beforeAll(async () => {
+    lessons = await startServer({ paths: [fixture('sections.json')], watch: false });
+    folder = await mkdtemp(join(tmpdir(), 'comfortable-types-sections-'));
+    const config = { baseUrl: lessons.url, repository: 'lessons', apiKey: tinyKey, collections: { lessons: {} }, queries: { teachers: { contentType: 'teacher' } }, cacheDir: 'cache', contentTypes: { lesson: 'lessons', teacher: 'teachers' } };
+    await writeFile(join(folder, 'comfortable.config.json'), JSON.stringify(config));
+  });
+
+  afterAll(async () => {
+    await lessons?.close();
+    if (folder) await rm(folder, { recursive: true, force: true });
+  });
+
+  it('types each field inside a section, one a line, a relation inside one as a reference to its collection', async () => {
+    const { code, stderr } = await run(cli, ['types'], folder);
+    expect(code, stderr).toBe(0);
+    const lesson = await readFile(join(folder, 'src/content/schemas/lesson.ts'), 'utf8');
+    expect(lesson).toContain(
+      [
+        'export const lessonFields = z.object({',
+        '  slug: z.string().nullable().optional(),',
+        '  info: z.object({',
+        '    title: z.string().nullable().optional(),',
+        '    description: z.object({ html: z.string(), plain: z.string() }).nullable().optional(),',
+        '    level: z.string().nullable().optional(),',
+        '  }).nullable().optional(),',
+        '  content: z.object({',
+        '    introduction: z.string().nullable().optional(),',
+        '    video: z.array(asset).nullable().optional(),',
+        "    teacher: z.union([reference('teachers'), unresolved]).nullable().optional(),",
+        "    related: z.array(z.union([reference('lessons'), unresolved])).nullable().optional(),",
+        '  }).nullable().optional(),',
+        '  quiz: z.object({',
+        '    questions: z.array(z.string()).nullable().optional(),',
+        '    passMark: z.number().nullable().optional(),',
+        '  }).nullable().optional(),',
+        '  publishedAt: z.string().nullable().optional(),',
+        '});',
+      ].join('\n'),
+    );
+    expect(await readFile(join(folder, 'src/content/schemas/teacher.ts'), 'utf8')).toContain("    mentor: z.union([reference('teachers'), unresolved]).nullable().optional(),\n");
   });
 });

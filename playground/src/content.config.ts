@@ -13,6 +13,8 @@ export const collections = {
   authors: defineCollection({ loader: comfortableLoader({ contentType: 'author' }) }),
   categories: defineCollection({ loader: comfortableLoader({ contentType: 'category' }) }),
   pages: defineCollection({ loader: comfortableLoader({ collection: 'pages' }) }),
+  // Events group their fields into sections: `fields.details.headline`, `fields.programme.host`.
+  events: defineCollection({ loader: comfortableLoader({ collection: 'events' }) }),
   // The document the alias `home` points to: one entry per locale.
   home: defineCollection({ loader: comfortableLoader({ alias: 'home' }) }),
 };

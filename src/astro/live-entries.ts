@@ -2,6 +2,7 @@ import type { LiveDataEntry } from 'astro';
 import { type Entry, entryOf, mapRelations } from '../sync/entries.ts';
 import type { Locales } from '../sync/locales.ts';
 import { type Model, normalizeRecord, referenceList, type StoredRecord } from '../sync/records.ts';
+import { valueAt } from '../sync/sections.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import type { LiveAnswer } from './live-requests.ts';
 import { firstRichtextField, type Heading, renderRichtext, richtextOf } from './rendered.ts';
@@ -164,7 +165,7 @@ export class LiveShaper {
   #render(record: ComfortableLiveRecord): Rendered | undefined {
     if (this.#options.render === false) return undefined;
     const field = this.#options.render ?? firstRichtextField(this.#model, record.contentType);
-    const html = field === undefined ? undefined : richtextOf(record.fields[field]);
+    const html = field === undefined ? undefined : richtextOf(valueAt(record.fields, field));
     if (html === undefined) return undefined;
     const { html: out, metadata } = renderRichtext(html, new Map(), () => false);
     return { html: out, metadata: { headings: metadata.headings } };

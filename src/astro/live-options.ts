@@ -67,7 +67,7 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
    * @example fields: z.object({ title: z.string(), slug: z.string(), author: z.object({ collection: z.literal('authors'), id: z.string() }).nullish() })
    */
   fields?: FieldsSchema<Fields>;
-  /** The richtext field rendered for `render(entry)`. Default: the content type's first; `false` renders none. */
+  /** The richtext field rendered for `render(entry)` (inside a section by its path, `'content.body'`). Default: the content type's first; `false` renders none. */
   render?: string | false;
   /** Timeouts of each request. Default: connect 5 s, headers 10 s, body 10 s (a page waits for them). */
   timeouts?: Partial<Timeouts>;

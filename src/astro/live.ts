@@ -3,6 +3,7 @@ import type { LiveLoader } from 'astro/loaders';
 import { createClient, defaultBaseUrl, type ReadApiClient } from '../api/client.ts';
 import { ConfigError } from '../sync/config.ts';
 import type { Locales } from '../sync/locales.ts';
+import { valueNamed } from '../sync/sections.ts';
 import { cacheTag, type ComfortableLiveEntryData, LiveShaper } from './live-entries.ts';
 import { type ComfortableLiveError, entryNotFound, type ErrorContext, liveError } from './live-errors.ts';
 import { checkFields } from './live-fields.ts';
@@ -115,7 +116,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
     else {
       // A handful of aliases: their documents are compared in the locale here.
       const entries = shaper.shape(await requests.list({}), locales, [locale]);
-      return entries.find((entry) => entry.data.fields[request.field] === request.value);
+      return entries.find((entry) => valueNamed(entry.data.fields, request.field) === request.value);
     }
     return answer && shaper.shape(answer, locales, [locale])[0];
   }

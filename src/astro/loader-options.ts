@@ -23,8 +23,9 @@ export interface ComfortableLoaderOptions {
   options?: SourceOptions;
   /**
    * The richtext field rendered as the entry's content, for `render(entry)` and `<Content />`
-   * (with headings, and images of the repository's assets optimised by Astro). Default: the
-   * content type's first richtext field; `false` renders none.
+   * (with headings, and images of the repository's assets optimised by Astro); a field inside a
+   * section by its path, such as `'content.body'`. Default: the content type's first richtext
+   * field (those inside sections included); `false` renders none.
    */
   render?: string | false;
   /** Locales that get entries. Default: every locale of the repository. */

@@ -1,7 +1,8 @@
 import { decodeHTML, decodeHTMLAttribute } from 'entities';
 import GithubSlugger from 'github-slugger';
 import { request } from 'undici';
-import type { Model } from '../sync/records.ts';
+import type { Model, TypeModel } from '../sync/records.ts';
+import { fieldAt, valueAt } from '../sync/sections.ts';
 
 /**
  * A richtext field as Astro's `rendered` content, so `render(entry)` and `<Content />` work:
@@ -25,9 +26,17 @@ export interface Rendered {
 /** What the cache knows of the file of each asset, by its URL. */
 export type AssetFiles = Map<string, { width?: number | undefined; height?: number | undefined }>;
 
-/** The richtext field a loader renders by default: the content type's first. */
+/** The richtext field a loader renders by default: the content type's first, by its path (`content.body` inside a section). */
 export function firstRichtextField(model: Model, contentType: string): string | undefined {
-  return Object.entries(model[contentType] ?? {}).find(([, field]) => field.kind === 'richtext')?.[0];
+  const first = (fields: TypeModel, prefix: string): string | undefined => {
+    for (const [name, field] of Object.entries(fields)) {
+      if (field.kind === 'richtext') return prefix + name;
+      const inner = field.kind === 'section' ? first(field.fields ?? {}, `${prefix}${name}.`) : undefined;
+      if (inner !== undefined) return inner;
+    }
+    return undefined;
+  };
+  return first(model[contentType] ?? {}, '');
 }
 
 const escapeAttribute = (text: string) => text.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
@@ -167,7 +176,7 @@ export class RichtextRenderer {
   fieldOf(contentType: string): string | undefined {
     if (this.#field === false) return undefined;
     const field = this.#field ?? firstRichtextField(this.#model, contentType);
-    return field !== undefined && this.#model[contentType]?.[field]?.kind === 'richtext' ? field : undefined;
+    return field !== undefined && fieldAt(this.#model[contentType], field)?.kind === 'richtext' ? field : undefined;
   }
 
   /** Checks, once each in a load, the images of assets in the rendered fields of these entries. */
@@ -175,7 +184,8 @@ export class RichtextRenderer {
     const files = this.#assetFiles();
     const urls: string[] = [];
     for (const entry of entries) {
-      const html = richtextOf(entry.fields[this.fieldOf(entry.contentType) ?? '']);
+      const field = this.fieldOf(entry.contentType);
+      const html = field === undefined ? undefined : richtextOf(valueAt(entry.fields, field));
       if (html === undefined) continue;
       // A URL that failed in this load is not asked again (a load makes its entries in batches).
       for (const src of imageSources(html)) if (files.has(src) && !this.#failures.has(src)) urls.push(src);
@@ -190,7 +200,7 @@ export class RichtextRenderer {
    */
   render(entry: RenderableEntry): { rendered: Rendered | undefined; unfetched: string[] } {
     const field = this.fieldOf(entry.contentType);
-    const html = field === undefined ? undefined : richtextOf(entry.fields[field]);
+    const html = field === undefined ? undefined : richtextOf(valueAt(entry.fields, field));
     const unfetched: string[] = [];
     if (html === undefined) return { rendered: undefined, unfetched };
     const rendered = renderRichtext(html, this.#assetFiles(), (url) => {

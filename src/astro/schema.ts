@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CacheReader } from '../cache/index.ts';
 import { assetSchema, entryMetaSchema } from '../sync/entries.ts';
-import type { Model } from '../sync/records.ts';
+import type { FieldModel, Model, TypeModel } from '../sync/records.ts';
 import { toTypeScript } from '../sync/typescript.ts';
 
 /**
@@ -28,8 +28,17 @@ function relationTo(collections: string[] | undefined, reference: ReferenceTo): 
   return z.union([...collections.map(reference), unresolvedSchema]);
 }
 
-function fieldSchema(field: Model[string][string], collections: string[] | undefined, reference: ReferenceTo): z.ZodType {
+/** Section schemas, so the `types` command prints them one field a line. */
+export const sectionSchemas = new WeakSet<z.ZodType>();
+
+function fieldSchema(field: FieldModel, path: string, targets: Record<string, string[]>, reference: ReferenceTo): z.ZodType {
+  const collections = targets[path];
   switch (field.kind) {
+    case 'section': {
+      const section = sectionSchema(field.fields ?? {}, `${path}.`, targets, reference);
+      sectionSchemas.add(section);
+      return section;
+    }
     case 'text':
     case 'date':
     case 'color':
@@ -53,18 +62,24 @@ function fieldSchema(field: Model[string][string], collections: string[] | undef
   }
 }
 
-/**
- * The fields of one content type; every field may be null or missing, so an emptied field never
- * breaks a build. `targets` (relation field → collections) types relations as references to them,
- * each written by `reference` (the `types` command writes Astro's `reference('<collection>')`).
- */
-export function fieldsSchema(model: Model, contentType: string, targets: Record<string, string[]> = {}, reference: ReferenceTo = referenceObject) {
+/** An object of fields (a content type's, or a section's), each nullable and optional. */
+function sectionSchema(fields: TypeModel, prefix: string, targets: Record<string, string[]>, reference: ReferenceTo) {
   const shape: Record<string, z.ZodType> = {};
-  for (const [name, field] of Object.entries(model[contentType] ?? {})) shape[name] = fieldSchema(field, targets[name], reference).nullable().optional();
+  for (const [name, field] of Object.entries(fields)) shape[name] = fieldSchema(field, prefix + name, targets, reference).nullable().optional();
   return z.object(shape);
 }
 
-/** Relation field → the collections its stored references point to, through `collectionOf` (the contentTypes option). */
+/**
+ * The fields of one content type; every field may be null or missing, so an emptied field never
+ * breaks a build. A section is an object of its fields, typed alike. `targets` (relation field,
+ * by path inside a section such as `content.teacher` → collections) types relations as references
+ * to them, each written by `reference` (the `types` command writes Astro's `reference('<collection>')`).
+ */
+export function fieldsSchema(model: Model, contentType: string, targets: Record<string, string[]> = {}, reference: ReferenceTo = referenceObject) {
+  return sectionSchema(model[contentType] ?? {}, '', targets, reference);
+}
+
+/** Relation field (by path inside a section) → the collections its stored references point to, through `collectionOf` (the contentTypes option). */
 export function referenceTargets(cache: CacheReader, contentType: string, collectionOf: (contentType: string) => string | undefined): Record<string, string[]> {
   const targets: Record<string, string[]> = {};
   for (const [field, types] of cache.referenceTargets(contentType)) {

@@ -2,7 +2,7 @@ import { access, mkdir, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { fieldsSchema, referenceTargets, relationSchema, unresolvedSchema } from '../astro/schema.ts';
+import { fieldsSchema, referenceTargets, relationSchema, sectionSchemas, unresolvedSchema } from '../astro/schema.ts';
 import { CacheError, type CacheReader, openCache } from '../cache/index.ts';
 import { ConfigError, parseSyncConfig, type SyncConfig } from '../sync/config.ts';
 import { cacheDirOf, sync, type SyncLogger } from '../sync/engine.ts';
@@ -113,6 +113,12 @@ export type ${type}Fields = z.infer<typeof ${name}Fields>;
 `;
 }
 
+/** A schema without its `.nullable()` and `.optional()`. */
+function unwrapped(schema: z.ZodType): z.ZodType {
+  const def = (schema as unknown as { _zod: { def: { type: string; innerType?: z.ZodType } } })._zod.def;
+  return (def.type === 'nullable' || def.type === 'optional') && def.innerType ? unwrapped(def.innerType) : schema;
+}
+
 /** `blog-post` → `blogPost`, safe as a JavaScript identifier. */
 function identifier(apiId: string): string {
   const words = apiId.split(/[^A-Za-z0-9]+/).filter(Boolean);
@@ -159,7 +165,7 @@ function zodSource(schema: z.ZodType, printer: Printer, indent: string, multilin
       return `z.literal(${(def.values as unknown[]).map((v) => (typeof v === 'string' ? quote(v) : JSON.stringify(v))).join(', ')})`;
     case 'nullable':
     case 'optional':
-      return `${inner(def.innerType)}.${def.type}()`;
+      return `${zodSource(def.innerType as z.ZodType, printer, indent, multiline)}.${def.type}()`;
     case 'array':
       return `z.array(${inner(def.element)})`;
     case 'union': {
@@ -171,7 +177,8 @@ function zodSource(schema: z.ZodType, printer: Printer, indent: string, multilin
     case 'record':
       return `z.record(z.string(), ${inner(def.valueType)})`;
     case 'object': {
-      const fields = Object.entries(def.shape as Record<string, z.ZodType>).map(([k, v]) => [key(k), zodSource(v, printer, `${indent}  `, false)]);
+      // A section one field a line too, as the content type's own fields.
+      const fields = Object.entries(def.shape as Record<string, z.ZodType>).map(([k, v]) => [key(k), zodSource(v, printer, `${indent}  `, sectionSchemas.has(unwrapped(v)))]);
       if (fields.length === 0) return 'z.object({})';
       if (!multiline) return `z.object({ ${fields.map(([k, v]) => `${k}: ${v}`).join(', ')} })`;
       return `z.object({\n${fields.map(([k, v]) => `${indent}  ${k}: ${v},\n`).join('')}${indent}})`;

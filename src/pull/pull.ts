@@ -7,8 +7,9 @@ import { parseSnapshot, type Snapshot } from '../server/snapshot.ts';
 import type { SyncConfig } from '../sync/config.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import { type FileOutcome, filePaths, syncFiles } from './files.ts';
-import { inferContentTypes } from './infer.ts';
+import { contentTypesOf, sightFields } from './infer.ts';
 import { byId, type SnapshotRecord, snapshotAsset, snapshotDocument } from './records.ts';
+import { confirmSections } from './sections.ts';
 import { newLocalKey, readPrevious, snapshotText, stageFile } from './snapshot-file.ts';
 
 /**
@@ -109,7 +110,8 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   }
   const collections = await memberLists(client, config.collections, locales.locales.map((l) => l.key), warn);
   const aliases = await aliasTargets(client, Array.isArray(config.aliases) ? config.aliases : Object.keys(config.aliases));
-  const { contentTypes, warnings: typeWarnings } = inferContentTypes(documents, localeKeys);
+  const sightings = sightFields(documents, localeKeys);
+  const { contentTypes, warnings: typeWarnings } = contentTypesOf(sightings, await confirmSections(client, sightings.unconfirmed));
   typeWarnings.forEach(warn);
 
   let files: FileOutcome | undefined;
@@ -211,13 +213,13 @@ function listedLocales(meta: RepositoryMeta): (Locales & { keys: Set<string> }) 
 function guessLocales(meta: RepositoryMeta, records: ApiRecord[], warn: (m: string) => void): Locales {
   const counts = new Map<string, number>();
   const shape = /^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/;
-  for (const record of records) {
-    for (const value of Object.values(record.fields)) {
-      if (typeof value !== 'object' || value === null || Array.isArray(value) || 'meta' in value || 'html' in value || 'lat' in value) continue;
-      const keys = Object.keys(value);
-      if (keys.length > 0 && keys.every((k) => shape.test(k))) for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
-    }
-  }
+  const count = (value: unknown, depth: number): void => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || 'meta' in value || 'html' in value || 'lat' in value) return;
+    const keys = Object.keys(value);
+    if (keys.length > 0 && keys.every((k) => shape.test(k))) for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
+    else if (depth === 0) for (const inner of Object.values(value)) count(inner, 1); // the localized fields of a section
+  };
+  for (const record of records) for (const value of Object.values(record.fields)) count(value, 0);
   const keys = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([k]) => k);
   const defaultLocale = meta.defaultLocale ?? keys[0] ?? 'en_US';
   const all = [...new Set([defaultLocale, ...keys])];

@@ -1,5 +1,6 @@
 import type { ApiRecord } from '../wire/schemas.ts';
-import { isApiReference as isReference, isLocaleMap, isObject } from '../sync/records.ts';
+import { isSection, sectionByField } from '../sync/sections.ts';
+import { isApiReference as isReference, isLocaleMap, isObject } from '../sync/shapes.ts';
 
 /**
  * Wire records as a snapshot holds them: references reduced to `{ meta: { id, contentType } }`
@@ -36,7 +37,8 @@ export function snapshotMeta(meta: ApiRecord['meta']): SnapshotRecord['meta'] {
 /**
  * A document as answered with `locale=all` and `embedAssets`, made a snapshot record in place
  * (the answer is the pull's own): each reference to an asset goes to `asset`, with the record
- * when it came embedded, and is reduced to its reference.
+ * when it came embedded, and is reduced to its reference, inside sections too; a section that
+ * came as a map of locales is turned into the snapshot's shape (maps of locales at its fields).
  */
 export function snapshotDocument(record: ApiRecord, locales: ReadonlySet<string>, asset: (id: string, embedded: ApiRecord | undefined) => void): SnapshotRecord {
   const reduce = (value: unknown): unknown => {
@@ -50,13 +52,18 @@ export function snapshotDocument(record: ApiRecord, locales: ReadonlySet<string>
     }
     return value;
   };
-  const { fields } = record;
-  for (const name in fields) {
-    const value = fields[name];
-    if (isLocaleMap(value, locales)) for (const locale in value) value[locale] = reduce(value[locale]);
-    else fields[name] = reduce(value);
-  }
-  return { fields, meta: snapshotMeta(record.meta) };
+  const reduceFields = (fields: Record<string, unknown>, top: boolean): void => {
+    for (const name in fields) {
+      const value = fields[name];
+      // A section in either shape of locale=all (see sync/sections.ts) becomes the snapshot's: locale maps at its fields.
+      const section = top ? (sectionByField(value, locales) ?? (isSection(value, locales) ? value : undefined)) : undefined;
+      if (section) reduceFields((fields[name] = section) as Record<string, unknown>, false);
+      else if (isLocaleMap(value, locales)) for (const locale in value) value[locale] = reduce(value[locale]);
+      else fields[name] = reduce(value);
+    }
+  };
+  reduceFields(record.fields, true);
+  return { fields: record.fields, meta: snapshotMeta(record.meta) };
 }
 
 const fileKeys = ['url', 'fileName', 'mimeType', 'size', 'width', 'height'] as const;

@@ -1,4 +1,4 @@
-import type { ContentTypeDefinition, FieldType } from './snapshot.ts';
+import { type ContentTypeDefinition, type FieldType, slotsOf } from './snapshot.ts';
 
 /**
  * The field checks of `parseSnapshot` as plain functions, compiled once per content type: a
@@ -90,8 +90,8 @@ const orEmpty =
  * and refused) and refuses a key that no field declares.
  */
 export function fastFieldsTest(type: ContentTypeDefinition, locales: readonly string[]): Test {
-  // A field named __proto__ is no key of the zod schema's shape: zod decides those.
-  if (type.fields.some((field) => field.apiId === '__proto__')) return () => false;
+  // A field (or section) named __proto__ is no key of the zod schema's shape: zod decides those.
+  if (type.fields.some((field) => field.apiId === '__proto__' || field.section === '__proto__')) return () => false;
   const byLocale = (value: Test): Test => {
     const item = orEmpty(value);
     return (v) => {
@@ -100,15 +100,21 @@ export function fastFieldsTest(type: ContentTypeDefinition, locales: readonly st
       return Object.keys(v).every((key) => locales.includes(key));
     };
   };
-  const tests = new Map<string, Test>();
-  for (const field of type.fields) {
+  const testOf = (field: ContentTypeDefinition['fields'][number]): Test => {
     const value = type.apiId === '_asset' && field.apiId === 'file' ? isFile : valueTests[field.type];
-    tests.set(field.apiId, orEmpty(field.localized ? byLocale(value) : value));
-  }
-  return (fields) => {
+    return orEmpty(field.localized ? byLocale(value) : value);
+  };
+  /** An object holding these fields and no other key (a record's `fields`, or a section of them). */
+  const objectOf = (tests: Map<string, Test>): Test => (fields) => {
     if (!isPlain(fields)) return false;
     for (const [name, test] of tests) if (!test(fields[name])) return false;
     for (const name of Object.keys(fields)) if (!tests.has(name)) return false;
     return true;
   };
+  const tests = new Map<string, Test>();
+  for (const slot of slotsOf(type)) {
+    if (slot.section === undefined) tests.set(slot.field.apiId, testOf(slot.field));
+    else tests.set(slot.section, orEmpty(objectOf(new Map(slot.fields.map((field) => [field.apiId, testOf(field)])))));
+  }
+  return objectOf(tests);
 }

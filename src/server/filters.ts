@@ -50,7 +50,9 @@ export interface FilterPath extends ValueSource {
 export function parseFilterPath(path: string, option = 'filters'): FilterPath {
   const parts = path.split('.');
   if (parts.length !== 3 || parts.some((p) => p === '') || (parts[1] !== 'fields' && parts[1] !== 'meta')) {
-    throw badRequest(`Malformed path ${quote(path)} in ${option}: expected <contentType|*>.<fields|meta>.<name>, such as *.fields.title`);
+    // A field inside a section is named by its own API id: `*.fields.title`, not `*.fields.seo.title`.
+    const inSection = parts.length === 4 && parts[1] === 'fields' && !parts.includes('') ? `; a field inside a section is named without the section, such as ${parts[0]}.fields.${parts[3]}` : '';
+    throw badRequest(`Malformed path ${quote(path)} in ${option}: expected <contentType|*>.<fields|meta>.<name>, such as *.fields.title${inSection}`);
   }
   const [contentType, scope, name] = parts as [string, 'fields' | 'meta', string];
   if (scope === 'meta' && !metaKind(name)) {

@@ -39,7 +39,11 @@ function parseFieldMap(map: Record<string, unknown>, depth: number, budget: { le
   if (budget.left < 0) throw badRequest(`Invalid includes: more than ${maxIncludeFields} fields in the field map`);
   return entries.map(([path, child]) => {
     const match = /^([^.]+)\.fields\.([^.]+)$/.exec(path);
-    if (!match) throw badRequest(`Malformed includes path ${quote(path)}: expected <contentType|*>.fields.<name>, such as *.fields.author`);
+    if (!match) {
+      const inSection = /^([^.]+)\.fields\.[^.]+\.([^.]+)$/.exec(path);
+      const hint = inSection ? `; a field inside a section is named without the section, such as ${inSection[1]}.fields.${inSection[2]}` : '';
+      throw badRequest(`Malformed includes path ${quote(path)}: expected <contentType|*>.fields.<name>, such as *.fields.author${hint}`);
+    }
     let children: IncludeNode[] = [];
     if (typeof child === 'object' && child !== null && !Array.isArray(child)) children = parseFieldMap(child as Record<string, unknown>, depth + 1, budget);
     else if (!(child === 1 || child === '1' || child === true || child === 'true')) {

@@ -19,9 +19,19 @@ export type LocaleView = string; // a locale key, or 'all'
 
 export interface TypeInfo {
   definition: ContentTypeDefinition;
+  /** Every field by its own API id, those inside sections included (filters, sorting and includes name them so). */
   fields: Map<string, FieldDefinition>;
+  /** The API ids of the sections: the keys of `fields` in a document that hold fields of their own. */
+  sections: Set<string>;
   /** Relation and asset fields, in content-type order. */
   referenceFields: FieldDefinition[];
+}
+
+/** A field's value in a record's fields (or a view of them): under its section's key when it stands in one; own keys only. */
+export function valueIn(fields: Record<string, unknown>, field: FieldDefinition): unknown {
+  const holder = field.section === undefined ? fields : Object.hasOwn(fields, field.section) ? fields[field.section] : undefined;
+  if (typeof holder !== 'object' || holder === null) return undefined;
+  return Object.hasOwn(holder, field.apiId) ? (holder as Record<string, unknown>)[field.apiId] : undefined; // a field named constructor is not Object's
 }
 
 /** The path under the snapshot's folder of a relative asset URL; undefined for an absolute URL. */
@@ -78,40 +88,57 @@ export class PreparedRecord {
   fields(locale: LocaleView): Record<string, unknown> {
     let view = this.#views.get(locale);
     if (view) return view;
-    view = {};
     const chain = locale === 'all' ? undefined : this.#repository.chains.get(locale)!;
+    const { sections } = this.type;
+    view = {};
     for (const [name, stored] of Object.entries(this.raw.fields)) {
-      const field = this.type.fields.get(name)!;
-      let value: unknown = stored ?? null;
-      if (field.localized && value !== null) {
-        const byLocale = value as Record<string, unknown>;
-        if (chain) {
-          value = null;
-          for (const key of chain) {
-            if (byLocale[key] !== undefined && byLocale[key] !== null) {
-              value = byLocale[key];
-              break;
-            }
-          }
-        } else {
-          value = Object.fromEntries(Object.entries(byLocale).filter(([, v]) => v !== undefined && v !== null));
-        }
+      if (!sections.has(name)) {
+        view[name] = this.#resolveField(name, stored, chain);
+        continue;
       }
-      view[name] = this.#repository.absolutize(this, name, value);
+      // Every rule of a field holds inside a section: its fields are resolved as the top's are.
+      if (stored === null || typeof stored !== 'object') {
+        view[name] = stored ?? null;
+        continue;
+      }
+      const section: Record<string, unknown> = {};
+      for (const [inner, value] of Object.entries(stored)) section[inner] = this.#resolveField(inner, value, chain);
+      view[name] = section;
     }
     this.#views.set(locale, view);
     return view;
   }
 
+  /** A field's value in a locale: along the chain for a localized one, every locale's own for `all` (no chain). */
+  #resolveField(name: string, stored: unknown, chain: string[] | undefined): unknown {
+    const field = this.type.fields.get(name)!;
+    let value: unknown = stored ?? null;
+    if (field.localized && value !== null) {
+      const byLocale = value as Record<string, unknown>;
+      if (chain) {
+        value = null;
+        for (const key of chain) {
+          if (byLocale[key] !== undefined && byLocale[key] !== null) {
+            value = byLocale[key];
+            break;
+          }
+        }
+      } else {
+        value = Object.fromEntries(Object.entries(byLocale).filter(([, v]) => v !== undefined && v !== null));
+      }
+    }
+    return this.#repository.absolutize(this, name, value);
+  }
+
   /** The value a filter, sort or search reads: the locale's value after fallback, the default locale's for `all`. */
   value(name: string, locale: LocaleView): unknown {
-    const view = this.fields(locale === 'all' ? this.#repository.defaultLocale : locale);
-    return Object.hasOwn(view, name) ? view[name] : undefined; // a field named constructor is not Object's
+    const field = this.type.fields.get(name);
+    return field && valueIn(this.fields(locale === 'all' ? this.#repository.defaultLocale : locale), field);
   }
 
   /** Ids this record references through a field, in order (every locale's for `all`). */
   references(field: FieldDefinition, locale: LocaleView): string[] {
-    const value = this.fields(locale)[field.apiId];
+    const value = valueIn(this.fields(locale), field);
     const values = locale === 'all' && field.localized && value && typeof value === 'object' ? Object.values(value) : [value];
     const ids: string[] = [];
     for (const v of values) {
@@ -133,7 +160,7 @@ export class PreparedRecord {
     };
     const view = this.fields(locale);
     for (const field of this.type.definition.fields) {
-      const value = view[field.apiId];
+      const value = valueIn(view, field);
       if (locale === 'all' && field.localized && value && typeof value === 'object') {
         for (const v of Object.values(value)) add(field, v);
       } else add(field, value);
@@ -206,7 +233,8 @@ export class PreparedRepository {
     for (const definition of [...snapshot.contentTypes, assetContentType]) {
       const fields = new Map(definition.fields.map((f) => [f.apiId, f]));
       const referenceFields = definition.fields.filter((f) => f.type === 'relation' || f.type === 'asset');
-      this.types.set(definition.apiId, { definition, fields, referenceFields });
+      const sections = new Set(definition.fields.flatMap((f) => f.section ?? []));
+      this.types.set(definition.apiId, { definition, fields, sections, referenceFields });
       if (definition.apiId === '_asset') continue;
       for (const field of definition.fields) {
         let byType = this.fieldsByName.get(field.apiId);
@@ -286,7 +314,7 @@ export class PreparedRepository {
   /** The record with every asset reference in its fields replaced by the asset record. */
   embedAssets(record: PreparedRecord, locale: LocaleView): { fields: Record<string, unknown>; meta: PreparedRecord['meta'] } {
     const fields = record.fields(locale);
-    const assetFields = record.type.referenceFields.filter((f) => f.type === 'asset' && Object.hasOwn(fields, f.apiId) && fields[f.apiId]);
+    const assetFields = record.type.referenceFields.filter((f) => f.type === 'asset' && valueIn(fields, f));
     if (assetFields.length === 0) return record.toObject(locale);
     const embed = (refs: unknown): unknown =>
       Array.isArray(refs)
@@ -297,8 +325,10 @@ export class PreparedRepository {
         : refs;
     const out = { ...fields };
     for (const field of assetFields) {
-      const value = fields[field.apiId];
-      out[field.apiId] =
+      const value = valueIn(fields, field);
+      // Inside a section, in a copy of the section: the view is shared by every answer.
+      const holder = field.section === undefined ? out : (out[field.section] = { ...(out[field.section] as Record<string, unknown>) });
+      holder[field.apiId] =
         locale === 'all' && field.localized && value && typeof value === 'object' && !Array.isArray(value)
           ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, embed(v)]))
           : embed(value);

@@ -17,7 +17,7 @@ const localizableTypes = new Set<FieldType>(['text', 'richtext', 'number', 'sele
 
 const apiId = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be 1-100 letters, digits, "_" or "-"');
 const documentId = z.string().regex(/^\d{1,20}$/, 'must be a string of 1-20 digits');
-const localeKey = z.string().regex(/^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/, 'must be a language key such as en_US');
+const localeKey = z.string().regex(/^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/, 'must be a language key such as en_US or de');
 const timestamp = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/, 'must be an ISO 8601 UTC timestamp such as 2024-01-31T12:00:00.000Z')
@@ -31,6 +31,8 @@ const fieldSchema = z.strictObject({
   apiId,
   type: z.enum(fieldTypes),
   localized: z.boolean().optional(),
+  /** The API id of the section the field stands in: documents hold it under `fields.<section>.<apiId>`. */
+  section: apiId.optional(),
 });
 
 const contentTypeSchema = z.strictObject({
@@ -121,6 +123,30 @@ const valueSchemas: Record<FieldType, z.ZodType> = {
   json: z.unknown(),
 };
 
+/**
+ * Where a content type's fields stand in a document: a field at the top of `fields`, or a
+ * section (its API id) holding its fields, each in the order it first appears in the definition.
+ */
+export type Slot = { field: FieldDefinition; section?: undefined } | { section: string; fields: FieldDefinition[] };
+
+export function slotsOf(type: ContentTypeDefinition): Slot[] {
+  const slots: Slot[] = [];
+  const sections = new Map<string, FieldDefinition[]>();
+  for (const field of type.fields) {
+    if (field.section === undefined) {
+      slots.push({ field });
+      continue;
+    }
+    let fields = sections.get(field.section);
+    if (!fields) {
+      sections.set(field.section, (fields = []));
+      slots.push({ section: field.section, fields });
+    }
+    fields.push(field);
+  }
+  return slots;
+}
+
 /** The asset record's fields, as if `_asset` were a content type. */
 export const assetContentType: ContentTypeDefinition = {
   apiId: '_asset',
@@ -132,12 +158,16 @@ export const assetContentType: ContentTypeDefinition = {
 };
 
 export function fieldsSchema(type: ContentTypeDefinition, locales: string[]): z.ZodType {
-  const shape: Record<string, z.ZodType> = {};
-  for (const field of type.fields) {
+  const schemaOf = (field: FieldDefinition) => {
     const value = type.apiId === '_asset' && field.apiId === 'file' ? fileSchema : valueSchemas[field.type];
     // A localized value: an object of the repository's locales (an object schema checks one several times faster than a record of an enum).
     const byLocale = () => z.strictObject(Object.fromEntries(locales.map((locale) => [locale, value.nullable().optional()])));
-    shape[field.apiId] = (field.localized ? byLocale() : value).nullable().optional();
+    return (field.localized ? byLocale() : value).nullable().optional();
+  };
+  const shape: Record<string, z.ZodType> = {};
+  for (const slot of slotsOf(type)) {
+    if (slot.section === undefined) shape[slot.field.apiId] = schemaOf(slot.field);
+    else shape[slot.section] = z.strictObject(Object.fromEntries(slot.fields.map((field) => [field.apiId, schemaOf(field)]))).nullable().optional();
   }
   return z.strictObject(shape);
 }
@@ -215,10 +245,13 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
     if (type.apiId === '_asset') fail(['contentTypes', i, 'apiId'], '"_asset" is reserved for assets');
     if (types.has(type.apiId)) fail(['contentTypes', i, 'apiId'], `duplicate content type ${JSON.stringify(type.apiId)}`);
     types.set(type.apiId, type);
+    // Filters, sorting and includes name a field inside a section by its own API id: unique across the type's sections.
     const names = new Set<string>();
+    const sections = new Set(type.fields.flatMap((field) => field.section ?? []));
     type.fields.forEach((field, j) => {
-      if (names.has(field.apiId)) fail(['contentTypes', i, 'fields', j, 'apiId'], `duplicate field ${JSON.stringify(field.apiId)}`);
+      if (names.has(field.apiId)) fail(['contentTypes', i, 'fields', j, 'apiId'], `duplicate field ${JSON.stringify(field.apiId)} (a field's API id is unique in its content type, across sections)`);
       names.add(field.apiId);
+      if (sections.has(field.apiId)) fail(['contentTypes', i, 'fields', j, 'apiId'], `${JSON.stringify(field.apiId)} is the API id of a section of this content type too`);
       if (field.localized && !localizableTypes.has(field.type)) {
         fail(['contentTypes', i, 'fields', j, 'localized'], `a ${field.type} field cannot be localized (only text, richtext, number, select and asset)`);
       }
@@ -234,11 +267,21 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
       const fast = fastFieldsTest(type, localeKeys);
       let schema: z.ZodType | undefined;
       // A field named like a member of every object (constructor, toString…) that a record lacks
-      // would be checked as that member: such records lose their prototype, so the check reads
-      // only what the record holds (the server's own reads take own properties only).
-      const inherited = type.fields.map((field) => field.apiId).filter((name) => name in Object.prototype);
+      // would be checked as that member: such records (and sections) lose their prototype, so the
+      // check reads only what they hold (the server's own reads take own properties only).
+      const slots = slotsOf(type);
+      const inherited = (names: string[]) => names.filter((name) => name in Object.prototype);
+      const top = inherited(slots.map((slot) => slot.section ?? slot.field.apiId));
+      const inSections = slots.flatMap((slot) => (slot.section === undefined ? [] : [{ section: slot.section, names: inherited(slot.fields.map((f) => f.apiId)) }])).filter((s) => s.names.length > 0);
+      const ownOnly = (value: Record<string, unknown>, names: string[]) => {
+        if (names.some((name) => !Object.hasOwn(value, name))) Object.setPrototypeOf(value, null);
+      };
       checkOf = (value, at) => {
-        if (inherited.some((name) => !Object.hasOwn(value, name))) Object.setPrototypeOf(value, null);
+        ownOnly(value, top);
+        for (const { section, names } of inSections) {
+          const held = Object.hasOwn(value, section) ? value[section] : undefined;
+          if (typeof held === 'object' && held !== null && !Array.isArray(held)) ownOnly(held as Record<string, unknown>, names);
+        }
         if (!fast(value)) check((schema ??= fieldsSchema(type, localeKeys)), value, file, [...at, 'fields']);
       };
       fieldChecks.set(type.apiId, checkOf);
@@ -267,7 +310,8 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
   const referenceFields = new Map([...types].map(([apiId, type]) => [apiId, type.fields.filter((field) => field.type === 'relation' || field.type === 'asset')]));
   snapshot.documents.forEach((record, i) => {
     for (const field of referenceFields.get(record.meta.contentType)!) {
-      const raw = record.fields[field.apiId];
+      const holder = field.section === undefined ? record.fields : (record.fields[field.section] as Record<string, unknown> | null | undefined);
+      const raw = holder?.[field.apiId];
       if (!raw) continue;
       const byLocale = field.localized && typeof raw === 'object' && !Array.isArray(raw);
       for (const locale of byLocale ? Object.keys(raw) : ['']) {
@@ -277,7 +321,7 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
           const ref = refs[k]!;
           const actual = contentTypeOf.get(ref.meta.id);
           if (actual !== undefined && actual !== ref.meta.contentType) {
-            const at = ['documents', i, 'fields', field.apiId, ...(locale ? [locale] : []), ...(Array.isArray(value) ? [k] : []), 'meta', 'contentType'];
+            const at = ['documents', i, 'fields', ...(field.section === undefined ? [] : [field.section]), field.apiId, ...(locale ? [locale] : []), ...(Array.isArray(value) ? [k] : []), 'meta', 'contentType'];
             fail(at, `reference to ${ref.meta.id} says ${JSON.stringify(ref.meta.contentType)} but that record is a ${JSON.stringify(actual)}`);
           }
         }

@@ -34,7 +34,11 @@ export function parseSorting(repository: PreparedRepository, sorting: unknown): 
   let dropped = false;
   for (const [key, direction] of entries) {
     const match = /^(fields|meta)\.([^.]+)$/.exec(key);
-    if (!match) throw badRequest(`Malformed sorting key ${quote(key)}: expected fields.<name> or meta.<name>`);
+    if (!match) {
+      const inSection = /^fields\.[^.]+\.([^.]+)$/.exec(key);
+      const hint = inSection ? `; a field inside a section is named without the section, such as fields.${inSection[1]}` : '';
+      throw badRequest(`Malformed sorting key ${quote(key)}: expected fields.<name> or meta.<name>${hint}`);
+    }
     const scope = match[1] as 'fields' | 'meta';
     const name = match[2]!;
     if (scope === 'meta') {

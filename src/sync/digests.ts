@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import type { IncludeMap } from '../api/query.ts';
 import type { Node } from '../cache/records.ts';
 import { follows, type IncludeOptions, includeDepth } from './reach.ts';
+import { ownName } from './sections.ts';
 
 /**
  * Dependency digests: a member's digest changes when the member, or any record its source's
@@ -65,7 +66,7 @@ export function dependencyDigests(members: readonly string[], options: IncludeOp
     const parts = Object.entries(map).map(([path, child]) => {
       const [contentType, , field] = path.split('.') as [string, string, string];
       if (contentType !== '*' && contentType !== node.contentType) return '-';
-      const reached = node.references.filter((ref) => ref.field === field && isFollowed(ref)).map((ref) => alongMap(ref.id, typeof child === 'object' ? child : undefined));
+      const reached = node.references.filter((ref) => ownName(ref.field) === field && isFollowed(ref)).map((ref) => alongMap(ref.id, typeof child === 'object' ? child : undefined));
       return sortedJoin(reached);
     });
     return h(`${ownPart(node)}|${parts.join(';')}`);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CacheReader } from '../cache/reader.ts';
 import { fallbackChains, type Locales, localizeRecord } from './locales.ts';
-import { type Model, referenceList, type StoredRecord } from './records.ts';
+import { type Model, referenceList, type StoredRecord, type TypeModel } from './records.ts';
 
 /**
  * Entries: a record as pages use it, in one locale. Fallback is applied and marked, relations
@@ -80,32 +80,58 @@ export type Entry = z.infer<typeof looseEntrySchema>;
 /** An entry of a `virtual:comfortable/...` module: with the `cacheKey` of a page that shows it (see `pageKey`). */
 export type VirtualEntry = Entry & { cacheKey: string };
 
-/** An entry schema for one content type, from what the data shows of its fields. */
+/** An entry schema for one content type, from what the data shows of its fields (a section: an object of its fields). */
 export function entrySchemaFor(model: Model, contentType: string) {
-  const shape: Record<string, z.ZodType> = {};
-  for (const [name, field] of Object.entries(model[contentType] ?? {})) {
-    const kind = field.kind ?? 'json';
-    let schema: z.ZodType = fieldValueSchemas[kind as keyof typeof fieldValueSchemas] ?? z.unknown();
-    if (kind === 'select') schema = field.multiple ? z.array(z.string()) : z.string();
-    if (kind === 'relation') schema = field.multiple ? z.array(referenceSchema) : referenceSchema;
-    shape[name] = schema.nullable().optional();
-  }
-  return looseEntrySchema.extend({ contentType: z.literal(contentType), fields: z.object(shape) });
+  const shapeOf = (fields: TypeModel): z.ZodObject => {
+    const shape: Record<string, z.ZodType> = {};
+    for (const [name, field] of Object.entries(fields)) {
+      const kind = field.kind ?? 'json';
+      let schema: z.ZodType = kind === 'section' ? shapeOf(field.fields ?? {}) : (fieldValueSchemas[kind as keyof typeof fieldValueSchemas] ?? z.unknown());
+      if (kind === 'select') schema = field.multiple ? z.array(z.string()) : z.string();
+      if (kind === 'relation') schema = field.multiple ? z.array(referenceSchema) : referenceSchema;
+      shape[name] = schema.nullable().optional();
+    }
+    return z.object(shape);
+  };
+  return looseEntrySchema.extend({ contentType: z.literal(contentType), fields: shapeOf(model[contentType] ?? {}) });
 }
 
 /** Whether a value is a relation as an entry holds it: `{ id, contentType }`, nothing else. */
 const isRef = (value: unknown): value is EntryReference =>
   typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 2 && typeof (value as EntryReference).id === 'string' && typeof (value as EntryReference).contentType === 'string';
 
-/** An entry's fields with each relation (a field the model knows as one) replaced by what `convert` makes of each reference in it. */
-export function mapRelations(fields: Record<string, unknown>, typeModel: Model[string] | undefined, convert: (ref: EntryReference, field: string) => unknown): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...fields };
-  for (const [name, value] of Object.entries(out)) {
-    if (typeModel?.[name]?.kind !== 'relation' || value === null || value === undefined) continue;
-    const each = (ref: unknown) => (isRef(ref) ? convert(ref, name) : ref);
-    out[name] = Array.isArray(value) ? value.map(each) : each(value);
+/**
+ * An entry's fields with each relation (a field the model knows as one, inside sections too)
+ * replaced by what `convert` makes of each reference in it; `field` is its path (`seo.author`).
+ */
+export function mapRelations(fields: Record<string, unknown>, typeModel: TypeModel | undefined, convert: (ref: EntryReference, field: string) => unknown): Record<string, unknown> {
+  const map = (values: Record<string, unknown>, models: TypeModel | undefined, prefix: string): Record<string, unknown> => {
+    const out: Record<string, unknown> = { ...values };
+    for (const [name, value] of Object.entries(out)) {
+      const model = models?.[name];
+      if (value === null || value === undefined) continue;
+      if (model?.kind === 'section' && isPlainObject(value)) out[name] = map(value, model.fields, `${prefix}${name}.`);
+      if (model?.kind !== 'relation') continue;
+      const each = (ref: unknown) => (isRef(ref) ? convert(ref, prefix + name) : ref);
+      out[name] = Array.isArray(value) ? value.map(each) : each(value);
+    }
+    return out;
+  };
+  return map(fields, typeModel, '');
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A value with each list of asset references in it (inside sections too) made assets; a new object only where one changed. */
+function withAssets(value: unknown, asset: (ref: EntryReference) => Asset): unknown {
+  if (Array.isArray(value)) return value.length > 0 && value.every((v) => isRef(v) && v.contentType === '_asset') ? value.map(asset) : value;
+  if (!isPlainObject(value) || isRef(value)) return value;
+  let out: Record<string, unknown> | undefined;
+  for (const [name, inner] of Object.entries(value)) {
+    const made = withAssets(inner, asset);
+    if (made !== inner) (out ??= { ...value })[name] = made;
   }
-  return out;
+  return out ?? value;
 }
 
 /**
@@ -132,9 +158,7 @@ export function entryOf(record: StoredRecord, locale: string, locales: Locales, 
     if (typeof width === 'number' && typeof height === 'number' && width > 0 && height > 0) return { kind: 'image', id: stored.id, src: file.url ?? '', width, height, ...about };
     return { kind: 'file', id: stored.id, src: file.url ?? '', ...about };
   };
-  for (const [name, value] of Object.entries(fields)) {
-    if (Array.isArray(value) && value.length > 0 && value.every((v) => isRef(v) && v.contentType === '_asset')) fields[name] = value.map(asset);
-  }
+  for (const [name, value] of Object.entries(fields)) fields[name] = withAssets(value, asset);
   return {
     id: record.id,
     locale,

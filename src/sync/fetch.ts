@@ -3,7 +3,7 @@ import type { FilterEntry, ListOptions } from '../api/query.ts';
 import type { ApiRecord, ListAnswer } from '../wire/schemas.ts';
 import { requestOptions, type Source } from './config.ts';
 import type { AnsweredPage, Intake } from './intake.ts';
-import type { Model } from './records.ts';
+import type { Model, TypeModel } from './records.ts';
 
 /**
  * The requests of a sync. Each feeds what it receives to the intake and returns ids; none
@@ -21,48 +21,67 @@ export interface Stamp {
 
 /**
  * The mask of a listing that carries the stamps of the assets its documents embed (asked with
- * `embedAssets`): each asset field of the model, through each locale where it is localized.
- * It names keys only, no wildcard, so a server that masks the json-mask way answers it.
- * Undefined when the model has no asset field.
+ * `embedAssets`): each asset field of the model, through each locale where it is localized, and
+ * through its section where it stands in one (`fields(seo(image(meta(…))))`). It names keys
+ * only, no wildcard, so a server that masks the json-mask way answers it. Undefined when the
+ * model has no asset field.
  */
 export function assetStampsMask(model: Model, localeKeys: readonly string[]): string | undefined {
-  const forms = new Map<string, { plain: boolean; localized: boolean }>();
-  for (const [contentType, fields] of Object.entries(model)) {
-    if (contentType === '_asset') continue;
-    for (const [name, field] of Object.entries(fields)) {
-      if (field.kind !== 'asset') continue;
-      const form = forms.get(name) ?? { plain: false, localized: false };
-      if (field.localized) form.localized = true;
-      else form.plain = true;
-      forms.set(name, form);
-    }
+  /** A key of the mask: an asset field (plain, localized or both, across content types), a section of them, or both. */
+  interface Term {
+    plain: boolean;
+    localized: boolean;
+    inner: Map<string, Term>;
   }
-  const terms = [...forms].flatMap(([name, { plain, localized }]) => {
-    const inner = [...(plain ? [listing] : []), ...(localized ? localeKeys.map((key) => `${key}(${listing})`) : [])];
-    return inner.length > 0 ? [`${name}(${inner.join(',')})`] : [];
-  });
+  const termIn = (terms: Map<string, Term>, name: string): Term => {
+    let term = terms.get(name);
+    if (!term) terms.set(name, (term = { plain: false, localized: false, inner: new Map() }));
+    return term;
+  };
+  const add = (terms: Map<string, Term>, fields: TypeModel): void => {
+    for (const [name, field] of Object.entries(fields)) {
+      if (field.kind === 'section') add(termIn(terms, name).inner, field.fields ?? {});
+      if (field.kind !== 'asset') continue;
+      const term = termIn(terms, name);
+      if (field.localized) term.localized = true;
+      else term.plain = true;
+    }
+  };
+  const top = new Map<string, Term>();
+  for (const [contentType, fields] of Object.entries(model)) if (contentType !== '_asset') add(top, fields);
+  const render = (terms: Map<string, Term>): string[] =>
+    [...terms].flatMap(([name, { plain, localized, inner }]) => {
+      const parts = [...(plain ? [listing] : []), ...(localized ? localeKeys.map((key) => `${key}(${listing})`) : []), ...render(inner)];
+      return parts.length > 0 ? [`${name}(${parts.join(',')})`] : [];
+    });
+  const terms = render(top);
   return terms.length > 0 ? `${listing},fields(${terms.join(',')})` : undefined;
 }
 
 /**
- * The stamps of the records embedded in the fields of an answered document (plain or localized).
- * A reference left as it is (to an asset the server no longer has) carries no stamps: it is skipped.
+ * The stamps of the records embedded in the fields of an answered document: plain, localized,
+ * inside sections (whichever shape of `locale=all` they came in). A reference left as it is (to
+ * an asset the server no longer has) carries no stamps: it is skipped.
  */
 export function embeddedStamps(record: { fields?: Record<string, unknown> }): Stamp[] {
   const stamps: Stamp[] = [];
-  const take = (value: unknown) => {
-    if (!Array.isArray(value)) return;
-    for (const item of value) {
-      const meta = (item as { meta?: Stamp } | null)?.meta;
-      if (typeof meta?.id === 'string' && (meta.updatedAt !== undefined || meta.revision !== undefined)) stamps.push(meta);
+  const take = (value: unknown, depth: number) => {
+    if (Array.isArray(value)) {
+      for (const item of value) {
+        const meta = (item as { meta?: Stamp } | null)?.meta;
+        if (typeof meta?.id === 'string' && (meta.updatedAt !== undefined || meta.revision !== undefined)) stamps.push(meta);
+      }
+    } else if (value && typeof value === 'object' && depth < maxDepth) {
+      // A map of locales, or a section: the arrays are further in.
+      for (const inner of Object.values(value)) take(inner, depth + 1);
     }
   };
-  for (const value of Object.values(record.fields ?? {})) {
-    if (Array.isArray(value)) take(value);
-    else if (value && typeof value === 'object') for (const inLocale of Object.values(value)) take(inLocale);
-  }
+  for (const value of Object.values(record.fields ?? {})) take(value, 0);
   return stamps;
 }
+
+/** How deep `embeddedStamps` looks for lists of assets: a section, a map of locales, and a section in it, with room to spare. */
+const maxDepth = 6;
 
 /**
  * Runs every task to its end, then throws the first failure: a task left running after a

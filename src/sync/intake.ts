@@ -1,6 +1,7 @@
 import type { Records } from '../cache/records.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import { digestOf, embeddedIn, isLocaleMap, mergePartial, type Model, normalizeRecord, referenceList, type StoredRecord } from './records.ts';
+import { isSection } from './sections.ts';
 
 /** Which keys are locale keys: the repository's, or (when it does not list them) anything shaped like one. */
 export type LocaleKeys = { has(key: string): boolean };
@@ -123,8 +124,12 @@ export class Intake {
   }
 
   #count(answer: ApiRecord): void {
-    for (const value of Object.values(answer.fields)) {
-      if (isLocaleMap(value, this.#locales)) for (const key of Object.keys(value)) this.localeCounts.set(key, (this.localeCounts.get(key) ?? 0) + 1);
-    }
+    const count = (fields: Record<string, unknown>): void => {
+      for (const value of Object.values(fields)) {
+        if (isLocaleMap(value, this.#locales)) for (const key of Object.keys(value)) this.localeCounts.set(key, (this.localeCounts.get(key) ?? 0) + 1);
+        else if (isSection(value, this.#locales)) count(value); // the localized fields of a section
+      }
+    };
+    count(answer.fields);
   }
 }

@@ -1,4 +1,5 @@
-import type { Model, StoredRecord } from './records.ts';
+import type { FieldModel, StoredRecord, TypeModel } from './records.ts';
+import { sectionsOf } from './sections.ts';
 
 /**
  * Locales and fallback chains. They come from the repository endpoint; when a server does not
@@ -46,6 +47,7 @@ export interface LocalizedFields {
   /**
    * Localized fields whose value is not the record's own in this locale → the locale it came
    * from, or null when none has one (a localized field of the model the record lacks included).
+   * A field inside a section is named by its path: `fallbacks['seo.title']`.
    */
   fallbacks: Record<string, string | null>;
 }
@@ -53,29 +55,49 @@ export interface LocalizedFields {
 /**
  * A record's fields as seen in one locale. `fields` is what the model knows of the record's
  * content type: with it, a localized field that no locale of the record has (absent, `null` or
- * `{}` on the wire) is marked `null` in `fallbacks` too; without it, only the fields the record holds are.
+ * `{}` on the wire) is marked `null` in `fallbacks` too; without it, only the fields the record
+ * holds are. Sections are seen field by field: a section is a new object only where it holds a
+ * localized field (or the model knows it as a section), else the record's own.
  */
-export function localizeRecord(record: StoredRecord, chain: readonly string[], fields?: Model[string]): LocalizedFields {
-  const values: Record<string, unknown> = {};
+export function localizeRecord(record: StoredRecord, chain: readonly string[], fields?: TypeModel): LocalizedFields {
   const fallbacks: Record<string, string | null> = {};
-  for (const [name, value] of Object.entries(record.fields)) {
-    if (record.localized.includes(name)) {
-      const own = value as Record<string, unknown>;
-      const from = chain.find((key) => own[key] !== undefined && own[key] !== null);
-      values[name] = from === undefined ? null : own[from];
-      if (from !== chain[0]) fallbacks[name] = from ?? null;
-    } else if (fields?.[name]?.localized && isEmpty(value)) {
-      // A localized field answered `null`, or `{}` before the model knew it was localized.
-      values[name] = null;
-      fallbacks[name] = null;
-    } else {
-      values[name] = value;
+  const { localized } = record;
+  // The sections (by path) that hold a localized field: only these are made again per locale.
+  const holders = localized.some((path) => path.includes('.')) ? sectionsOf(localized) : undefined;
+  const absent = (field: FieldModel, path: string): void => {
+    if (field.localized) fallbacks[path] = null;
+    else if (field.kind === 'section') for (const [name, inner] of Object.entries(field.fields ?? {})) absent(inner, `${path}.${name}`);
+  };
+  const see = (values: Record<string, unknown>, models: TypeModel | undefined, prefix: string): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(values)) {
+      const path = prefix === '' ? name : prefix + name;
+      const model = models?.[name];
+      if (localized.includes(path)) {
+        const own = value as Record<string, unknown>;
+        const from = chain.find((key) => own[key] !== undefined && own[key] !== null);
+        out[name] = from === undefined ? null : own[from];
+        if (from !== chain[0]) fallbacks[path] = from ?? null;
+      } else if (model?.localized && isEmpty(value)) {
+        // A localized field answered `null`, or `{}` before the model knew it was localized.
+        out[name] = null;
+        fallbacks[path] = null;
+      } else if (model?.kind === 'section' || holders?.has(path)) {
+        if (value !== null && typeof value === 'object' && !Array.isArray(value)) out[name] = see(value as Record<string, unknown>, model?.fields, `${path}.`);
+        else {
+          out[name] = value;
+          if (model) absent(model, path);
+        }
+      } else {
+        out[name] = value;
+      }
     }
-  }
-  for (const [name, field] of Object.entries(fields ?? {})) {
-    if (field.localized && !(name in record.fields)) fallbacks[name] = null;
-  }
-  return { fields: values, fallbacks };
+    for (const [name, field] of Object.entries(models ?? {})) {
+      if (!(name in values)) absent(field, prefix + name);
+    }
+    return out;
+  };
+  return { fields: see(record.fields, fields, ''), fallbacks };
 }
 
 const isEmpty = (value: unknown): boolean =>

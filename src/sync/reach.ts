@@ -1,6 +1,7 @@
 import type { Node, Reference } from '../cache/records.ts';
 import type { DanglingReference } from '../cache/transaction.ts';
 import type { IncludeMap } from '../api/query.ts';
+import { ownName } from './sections.ts';
 
 /**
  * What a source's includes reach (spec §6), worked out from the stored references, so an
@@ -77,7 +78,8 @@ export function reach(starts: readonly string[], options: IncludeOptions, read: 
         for (const [path, child] of Object.entries(map)) {
           const [contentType, , field] = path.split('.') as [string, string, string];
           const typed = from.filter((node) => contentType === '*' || contentType === node.contentType);
-          const reached = unique(visit(linksOf(typed, (ref) => ref.field === field && isFollowed(ref))));
+          // A field map names a field inside a section by its own API id, as the server does.
+          const reached = unique(visit(linksOf(typed, (ref) => ownName(ref.field) === field && isFollowed(ref))));
           if (typeof child === 'object' && reached.length > 0) next.push({ from: reached, map: child });
         }
       }

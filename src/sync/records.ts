@@ -1,5 +1,9 @@
 import { digestOfJson, type Reference } from '../cache/records.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
+import { type FieldKind, isApiReference, isLocaleMap, isObject, kindOfValue, mergeKinds, type Ref } from './shapes.ts';
+import { isSection, sectionByField } from './sections.ts';
+
+export { type FieldKind, isApiReference, isLocaleMap, isObject, kindOfValue, mergeKinds, type Ref } from './shapes.ts';
 
 /**
  * Normalised records: one per document or asset, deduplicated by id, with references reduced
@@ -8,11 +12,6 @@ import type { ApiRecord } from '../wire/schemas.ts';
  * when an entry is read (see `locales.ts`).
  */
 
-export interface Ref {
-  id: string;
-  contentType: string;
-}
-
 export interface StoredRecord {
   id: string;
   contentType: string;
@@ -20,67 +19,32 @@ export interface StoredRecord {
   tags: string[];
   createdAt: string;
   updatedAt: string;
-  /** Field name → value; a localized field holds `{ [locale]: value }` of its own values. */
+  /** Field name → value; a localized field holds `{ [locale]: value }` of its own values; a section, its fields so. */
   fields: Record<string, unknown>;
-  /** Names of the localized fields, in field order. */
+  /** Paths of the localized fields (`title`, `seo.title` inside the section `seo`), in field order. */
   localized: string[];
 }
 
-export type FieldKind =
-  | 'text' | 'richtext' | 'number' | 'date' | 'boolean' | 'location' | 'select' | 'color' | 'relation' | 'asset' | 'json';
-
-/** What the data shows of a content type's fields: kind, and whether localized. */
-export type Model = Record<string, Record<string, { kind?: FieldKind; localized: boolean; multiple?: boolean }>>;
-
-export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/** `{ meta: { id, contentType } }`, optionally with `fields` (an embedded record). */
-export function isApiReference(value: unknown): value is { meta: Ref; fields?: Record<string, unknown> } {
-  return isObject(value) && isObject(value.meta) && typeof value.meta.id === 'string' && typeof value.meta.contentType === 'string';
+/** What the data shows of one field: its kind (a section's: the fields in it), whether localized, whether a list. */
+export interface FieldModel {
+  kind?: FieldKind | 'section';
+  localized: boolean;
+  multiple?: boolean;
+  /** The fields of a section, by their own API ids. */
+  fields?: Record<string, FieldModel>;
 }
 
-const isoDate = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+/** What the data shows of one content type's fields, by API id (a section's fields under it). */
+export type TypeModel = Record<string, FieldModel>;
 
-/** The kind a value shows; `undefined` for null and empty values, which show nothing. */
-export function kindOfValue(value: unknown): FieldKind | undefined {
-  if (value === null || value === undefined) return undefined;
-  if (typeof value === 'number') return 'number';
-  if (typeof value === 'boolean') return 'boolean';
-  if (typeof value === 'string') return isoDate.test(value) ? 'date' : /^#[0-9a-fA-F]{6}$/.test(value) ? 'color' : 'text';
-  if (Array.isArray(value)) {
-    if (value.length === 0) return undefined;
-    if (value.every(isApiReference)) return value.every((v) => v.meta.contentType === '_asset') ? 'asset' : 'relation';
-    if (value.every((v) => typeof v === 'string')) return 'select';
-    return 'json';
-  }
-  if (isApiReference(value)) return value.meta.contentType === '_asset' ? 'asset' : 'relation';
-  if (!isObject(value)) return 'json';
-  if (typeof value.html === 'string' && typeof value.plain === 'string' && Object.keys(value).length === 2) return 'richtext';
-  if (typeof value.lat === 'number' && typeof value.lng === 'number' && Object.keys(value).length === 2) return 'location';
-  return 'json';
-}
-
-/** Two sightings of a field's kind → the kind that covers both. */
-export function mergeKinds(a: FieldKind | undefined, b: FieldKind | undefined): FieldKind | undefined {
-  if (!a || a === b) return b ?? a;
-  if (!b) return a;
-  const strings = new Set<FieldKind>(['text', 'date', 'color']);
-  if (strings.has(a) && strings.has(b)) return 'text';
-  if ((a === 'select' && strings.has(b)) || (b === 'select' && strings.has(a))) return 'select';
-  return 'json';
-}
-
-/** A localized value under `locale=all`: an object whose keys are all locale keys of the repository. */
-export function isLocaleMap(value: unknown, locales: { has(key: string): boolean }): value is Record<string, unknown> {
-  // A location's `lat` and `lng` look like locale keys when the locales are guessed from the data.
-  if (!isObject(value) || isApiReference(value) || kindOfValue(value) === 'location') return false;
-  const keys = Object.keys(value);
-  return keys.length > 0 && keys.every((key) => locales.has(key));
-}
+/** What the data shows of each content type's fields. */
+export type Model = Record<string, TypeModel>;
 
 /**
  * Normalises a document or asset as answered with `locale=all`. Embedded records found in its
- * fields are handed to `embedded` and replaced by references.
+ * fields are handed to `embedded` and replaced by references. A section is normalised field by
+ * field (its localized fields by locale, its references reduced), whichever shape of
+ * `locale=all` it came in (see `sections.ts`): what is stored depends on the values alone.
  */
 export function normalizeRecord(
   answer: ApiRecord,
@@ -89,8 +53,6 @@ export function normalizeRecord(
   embedded: (record: ApiRecord) => void,
 ): StoredRecord {
   const { id, contentType } = answer.meta;
-  const typeModel = (model[contentType] ??= {});
-  const fields: Record<string, unknown> = {};
   const localized: string[] = [];
   const normalizeValue = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(normalizeValue);
@@ -100,28 +62,41 @@ export function normalizeRecord(
     }
     return value;
   };
-  for (const [name, value] of Object.entries(answer.fields)) {
-    const field = (typeModel[name] ??= { localized: false });
-    // An empty `{}` is a localized field without any value when the field is known to be localized.
-    const isLocalized = isLocaleMap(value, locales) || (field.localized && isObject(value) && Object.keys(value).length === 0);
-    if (isLocalized) {
-      field.localized = true;
-      localized.push(name);
-      const own: Record<string, unknown> = {};
-      for (const [locale, v] of Object.entries(value as Record<string, unknown>)) {
-        if (v === null || v === undefined) continue;
-        field.kind = mergeKinds(field.kind, kindOfValue(v));
-        if (Array.isArray(v) && field.kind === 'select') field.multiple = true;
-        own[locale] = normalizeValue(v);
+  const normalizeFields = (values: Record<string, unknown>, fieldModels: TypeModel, prefix: string): Record<string, unknown> => {
+    const fields: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(values)) {
+      const field = (fieldModels[name] ??= { localized: false });
+      const section = sectionByField(value, locales) ?? (isSection(value, locales) ? value : undefined);
+      if (section) {
+        seeSection(field);
+        // A field the data shows otherwise too is json in the model; its values are still read as a section's.
+        fields[name] = normalizeFields(section, field.kind === 'section' ? (field.fields ??= {}) : {}, `${prefix}${name}.`);
+        continue;
       }
-      fields[name] = own;
-    } else {
-      field.kind = mergeKinds(field.kind, kindOfValue(value));
-      if (Array.isArray(value) && field.kind === 'select') field.multiple = true;
-      if (field.kind === 'relation' && Array.isArray(value)) field.multiple = true;
-      fields[name] = normalizeValue(value ?? null);
+      // An empty `{}` is a localized field without any value when the field is known to be localized.
+      const isLocalized = isLocaleMap(value, locales) || (field.localized && isObject(value) && Object.keys(value).length === 0);
+      if (isLocalized) {
+        field.localized = true;
+        localized.push(prefix + name);
+        const own: Record<string, unknown> = {};
+        for (const [locale, v] of Object.entries(value as Record<string, unknown>)) {
+          if (v === null || v === undefined) continue;
+          see(field, kindOfValue(v));
+          if (Array.isArray(v) && field.kind === 'select') field.multiple = true;
+          own[locale] = normalizeValue(v);
+        }
+        fields[name] = own;
+      } else {
+        // A section without any field ({}) is still a section.
+        if (!(field.kind === 'section' && isObject(value) && Object.keys(value).length === 0)) see(field, kindOfValue(value));
+        if (Array.isArray(value) && field.kind === 'select') field.multiple = true;
+        if (field.kind === 'relation' && Array.isArray(value)) field.multiple = true;
+        fields[name] = normalizeValue(value ?? null);
+      }
     }
-  }
+    return fields;
+  };
+  const fields = normalizeFields(answer.fields, (model[contentType] ??= {}), '');
   return {
     id,
     contentType,
@@ -134,6 +109,20 @@ export function normalizeRecord(
   };
 }
 
+/** A sighting of a field's kind: a section and any other kind make json (and no section). */
+function see(field: FieldModel, kind: FieldKind | undefined): void {
+  if (kind === undefined) return;
+  if (field.kind === 'section') {
+    field.kind = 'json';
+    delete field.fields;
+  } else field.kind = mergeKinds(field.kind, kind);
+}
+
+function seeSection(field: FieldModel): void {
+  if (field.kind === undefined) field.kind = 'section';
+  else if (field.kind !== 'section') see(field, 'json');
+}
+
 /** The records embedded in an answered record's fields (assets under embedAssets), where `normalizeRecord` finds them. */
 export function embeddedIn(answer: ApiRecord, locales: { has(key: string): boolean }): ApiRecord[] {
   const found: ApiRecord[] = [];
@@ -141,23 +130,35 @@ export function embeddedIn(answer: ApiRecord, locales: { has(key: string): boole
     if (Array.isArray(value)) value.forEach(visit);
     else if (isApiReference(value) && value.fields) found.push(value as ApiRecord);
   };
-  for (const value of Object.values(answer.fields)) {
-    if (isLocaleMap(value, locales)) Object.values(value).forEach(visit);
-    else visit(value);
-  }
+  const visitFields = (fields: Record<string, unknown>): void => {
+    for (const value of Object.values(fields)) {
+      const section = sectionByField(value, locales) ?? (isSection(value, locales) ? value : undefined);
+      if (section) visitFields(section);
+      else if (isLocaleMap(value, locales)) Object.values(value).forEach(visit);
+      else visit(value);
+    }
+  };
+  visitFields(answer.fields);
   return found;
 }
 
-/** A record's references, by field name (every locale's, in order, each id once). */
+/** A record's references, by field path (every locale's, in order, each id once). */
 export function referencesOf(record: StoredRecord): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const ref of referenceList(record)) (out[ref.field] ??= []).push(ref.id);
   return out;
 }
 
+/** A reference as a record stores it: `{ id, contentType }`, nothing else. */
+const isStoredReference = (value: object): boolean => {
+  const ref = value as { id?: unknown; contentType?: unknown };
+  return typeof ref.id === 'string' && typeof ref.contentType === 'string' && Object.keys(value).length === 2;
+};
+
 /**
  * A record's references in field order (every locale's, each id once per field), each marked
- * as an asset or not by the content type the reference names.
+ * as an asset or not by the content type the reference names. A reference inside a section
+ * names its field by path (`seo.image`).
  */
 export function referenceList(record: StoredRecord): Reference[] {
   const out: Reference[] = [];
@@ -168,20 +169,28 @@ export function referenceList(record: StoredRecord): Reference[] {
       for (const v of value) collect(v);
       return;
     }
-    if (value === null || typeof value !== 'object') return;
-    const ref = value as { id?: unknown; contentType?: unknown };
-    if (typeof ref.id !== 'string' || typeof ref.contentType !== 'string' || Object.keys(value).length !== 2) return;
+    if (value === null || typeof value !== 'object' || !isStoredReference(value)) return;
+    const ref = value as Ref;
     for (let i = first; i < out.length; i++) if (out[i]!.id === ref.id) return;
     out.push({ field, id: ref.id, asset: ref.contentType === '_asset' });
   };
-  for (const name in record.fields) {
-    const value = record.fields[name];
-    if (value === null || typeof value !== 'object') continue;
-    field = name;
-    first = out.length;
-    if (record.localized.includes(name)) for (const v of Object.values(value as Record<string, unknown>)) collect(v);
-    else collect(value);
-  }
+  const { localized } = record;
+  const walk = (fields: Record<string, unknown>, prefix: string): void => {
+    for (const name in fields) {
+      const value = fields[name];
+      if (value === null || typeof value !== 'object') continue;
+      const path = prefix === '' ? name : prefix + name;
+      if (!localized.includes(path) && !Array.isArray(value) && !isStoredReference(value)) {
+        walk(value as Record<string, unknown>, `${path}.`); // a section (or an object value, whose references are read as a section's)
+        continue;
+      }
+      field = path;
+      first = out.length;
+      if (localized.includes(path)) for (const v of Object.values(value as Record<string, unknown>)) collect(v);
+      else collect(value);
+    }
+  };
+  walk(record.fields, '');
   return out;
 }
 
@@ -190,10 +199,29 @@ export function digestOf(record: StoredRecord, json = JSON.stringify(record)): s
   return digestOfJson(json);
 }
 
-/** Merges a masked answer into the previous version of a record: fields the mask left out are kept. */
+/**
+ * Merges a masked answer into the previous version of a record: fields the mask left out are
+ * kept, inside sections too (`fields(seo(title))` leaves the other fields of `seo`).
+ */
 export function mergePartial(previous: StoredRecord | undefined, next: StoredRecord): StoredRecord {
   if (!previous) return next;
-  const fields = { ...previous.fields, ...next.fields };
-  const localized = Object.keys(fields).filter((name) => (name in next.fields ? next.localized : previous.localized).includes(name));
+  const localized: string[] = [];
+  // The localized paths at or under `path`, of the version its value came from, in that version's order.
+  const take = (from: StoredRecord, path: string) => {
+    for (const p of from.localized) if (p === path || p.startsWith(`${path}.`)) localized.push(p);
+  };
+  const isSectionIn = (record: StoredRecord, value: unknown, path: string) => isObject(value) && !isStoredReference(value) && !record.localized.includes(path);
+  const merge = (before: Record<string, unknown>, after: Record<string, unknown>, prefix: string): Record<string, unknown> => {
+    const fields = { ...before, ...after };
+    for (const name of Object.keys(fields)) {
+      const path = prefix + name;
+      const inNext = Object.hasOwn(after, name);
+      if (inNext && Object.hasOwn(before, name) && isSectionIn(previous, before[name], path) && isSectionIn(next, after[name], path)) {
+        fields[name] = merge(before[name] as Record<string, unknown>, after[name] as Record<string, unknown>, `${path}.`);
+      } else take(inNext ? next : previous, path);
+    }
+    return fields;
+  };
+  const fields = merge(previous.fields, next.fields, '');
   return { ...next, fields, localized };
 }

@@ -21,6 +21,8 @@ export interface CoverField {
   apiId: string;
   type: CoverFieldType;
   localized?: boolean;
+  /** The section the field stands in: documents hold it under `fields.<section>`. */
+  section?: string;
 }
 export interface CoverContentType {
   apiId: string;

@@ -49,7 +49,8 @@ export function batteryInfo(snapshot: SnapshotJson): BatteryInfo {
   for (const document of snapshot.documents) {
     const type = snapshot.contentTypes.find((t) => t.apiId === document.meta.contentType);
     for (const field of type?.fields ?? []) {
-      const stored = document.fields[field.apiId];
+      const holder = field.section === undefined ? document.fields : (document.fields[field.section] as Record<string, unknown> | null | undefined);
+      const stored = holder?.[field.apiId];
       const byLocale: Record<string, unknown> =
         field.localized && stored && typeof stored === 'object' ? (stored as Record<string, unknown>) : { [repository.defaultLocale]: stored };
       const value = byLocale[repository.defaultLocale];
@@ -356,6 +357,12 @@ export function battery(info: BatteryInfo): BatteryRequest[] {
   const title = text?.apiId ?? 'title';
   const masks = [`fields(${title}),meta(id)`, 'meta', 'fields(*)', `fields/${title},meta/id`, '*', `meta(id,tags),fields(${title})`];
   masks.forEach((mask, k) => get(`mask ${mask}`, list, { ...all, fields: mask, ...(k === 0 ? { locale: 'all' } : {}) }, k % 2 ? 'query' : 'brackets'));
+  // A field inside a section: the mask names the section in its path.
+  const inSection = fields.find((f) => f.section !== undefined && f.localized) ?? fields.find((f) => f.section !== undefined);
+  if (inSection) {
+    get(`mask through the section ${inSection.section}`, list, { ...all, locale: 'all', fields: `fields(${inSection.section}(${inSection.apiId})),meta(id)` }, 'query');
+    get(`mask by the path through the section ${inSection.section}`, list, { ...all, embedAssets: true, fields: `fields/${inSection.section},meta/id` });
+  }
   const firstRelation = (relations.find((f) => f.contentType === richest?.apiId) ?? relations[0])?.apiId ?? 'author';
   get(`mask with includes scope`, list, { ...all, includes: 1, fields: `fields(${title}),meta(id),includes(${firstRelation}(meta(id),fields))` });
   get('mask leaves includes out', list, { includes: 1, fields: `fields(${title})` });

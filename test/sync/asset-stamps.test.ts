@@ -30,6 +30,15 @@ describe('the mask of an asset probe', () => {
     expect(assetStampsMask(model, ['en_US'])).toBe(`${stamp},fields(image(${stamp},en_US(${stamp})))`);
   });
 
+  it('names an asset field inside a section through the section, beside the section’s other forms', () => {
+    const model = {
+      lesson: { content: { kind: 'section' as const, localized: false, fields: { video: { kind: 'asset' as const, localized: false }, title: { kind: 'text' as const, localized: true } } } },
+      teacher: { profile: { kind: 'section' as const, localized: false, fields: { photo: { kind: 'asset' as const, localized: true } } }, content: { kind: 'asset' as const, localized: false } },
+    };
+    expect(assetStampsMask(model, ['en_GB'])).toBe(`${stamp},fields(content(${stamp},video(${stamp})),profile(photo(en_GB(${stamp}))))`);
+    expect(assetStampsMask({ lesson: { quiz: { kind: 'section', localized: false, fields: { passMark: { kind: 'number', localized: false } } } } }, ['en_GB'])).toBeUndefined();
+  });
+
   it('is none when the model has no asset field', () => {
     expect(assetStampsMask({ article: { title: { kind: 'text', localized: true } } }, ['en_US'])).toBeUndefined();
     expect(assetStampsMask({}, ['en_US'])).toBeUndefined();
@@ -50,6 +59,17 @@ describe('the mask of an asset probe', () => {
       { id: 'b', revision: 1 },
     ]);
     expect(embeddedStamps({})).toEqual([]);
+  });
+
+  it('finds the stamps embedded inside sections, whichever shape of locale=all they came in', () => {
+    const record = {
+      fields: {
+        content: { video: [{ meta: { id: 'a', revision: 1 } }], title: { en_GB: 'x' } },
+        profile: { photo: { en_GB: [{ meta: { id: 'b', revision: 2 } }] } },
+        seo: { de: { image: [{ meta: { id: 'c', revision: 3 } }] } },
+      },
+    };
+    expect(embeddedStamps(record).map((s) => s.id)).toEqual(['a', 'b', 'c']);
   });
 });
 

@@ -32,6 +32,12 @@ export async function postsIn(locale: string): Promise<Post[]> {
   return posts.sort((a, b) => (b.data.fields.publishedAt ?? '').localeCompare(a.data.fields.publishedAt ?? ''));
 }
 
+/** The events of one locale, soonest first: their date stands in the section `details`. */
+export async function eventsIn(locale: string): Promise<CollectionEntry<'events'>[]> {
+  const events = await getCollection('events', (event) => event.data.locale === locale);
+  return events.sort((a, b) => (a.data.fields.details?.startsAt ?? '').localeCompare(b.data.fields.details?.startsAt ?? ''));
+}
+
 /** The first image of an asset field. */
 export function firstImage(items: ImageItem[] | null | undefined) {
   return items?.find((item) => item.kind === 'image');

@@ -1,0 +1,58 @@
+/**
+ * What a value of the Read API shows by its shape alone: a reference, a map of locales, the
+ * kind of a field value. The sync (`records.ts`, `sections.ts`) and `pull` read values by these.
+ */
+
+export interface Ref {
+  id: string;
+  contentType: string;
+}
+
+export type FieldKind =
+  | 'text' | 'richtext' | 'number' | 'date' | 'boolean' | 'location' | 'select' | 'color' | 'relation' | 'asset' | 'json';
+
+export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** `{ meta: { id, contentType } }`, optionally with `fields` (an embedded record). */
+export function isApiReference(value: unknown): value is { meta: Ref; fields?: Record<string, unknown> } {
+  return isObject(value) && isObject(value.meta) && typeof value.meta.id === 'string' && typeof value.meta.contentType === 'string';
+}
+
+const isoDate = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** The kind a value shows; `undefined` for null and empty values, which show nothing. */
+export function kindOfValue(value: unknown): FieldKind | undefined {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value === 'number') return 'number';
+  if (typeof value === 'boolean') return 'boolean';
+  if (typeof value === 'string') return isoDate.test(value) ? 'date' : /^#[0-9a-fA-F]{6}$/.test(value) ? 'color' : 'text';
+  if (Array.isArray(value)) {
+    if (value.length === 0) return undefined;
+    if (value.every(isApiReference)) return value.every((v) => v.meta.contentType === '_asset') ? 'asset' : 'relation';
+    if (value.every((v) => typeof v === 'string')) return 'select';
+    return 'json';
+  }
+  if (isApiReference(value)) return value.meta.contentType === '_asset' ? 'asset' : 'relation';
+  if (!isObject(value)) return 'json';
+  if (typeof value.html === 'string' && typeof value.plain === 'string' && Object.keys(value).length === 2) return 'richtext';
+  if (typeof value.lat === 'number' && typeof value.lng === 'number' && Object.keys(value).length === 2) return 'location';
+  return 'json';
+}
+
+/** Two sightings of a field's kind → the kind that covers both. */
+export function mergeKinds(a: FieldKind | undefined, b: FieldKind | undefined): FieldKind | undefined {
+  if (!a || a === b) return b ?? a;
+  if (!b) return a;
+  const strings = new Set<FieldKind>(['text', 'date', 'color']);
+  if (strings.has(a) && strings.has(b)) return 'text';
+  if ((a === 'select' && strings.has(b)) || (b === 'select' && strings.has(a))) return 'select';
+  return 'json';
+}
+
+/** A localized value under `locale=all`: an object whose keys are all locale keys of the repository. */
+export function isLocaleMap(value: unknown, locales: { has(key: string): boolean }): value is Record<string, unknown> {
+  // A location's `lat` and `lng` look like locale keys when the locales are guessed from the data.
+  if (!isObject(value) || isApiReference(value) || kindOfValue(value) === 'location') return false;
+  const keys = Object.keys(value);
+  return keys.length > 0 && keys.every((key) => locales.has(key));
+}
