@@ -1,7 +1,16 @@
 import { fork } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { astroBuild, buildDist, contentLines, loaderAstroConfig, loaderContentConfig, phasesOf, root, seconds } from './astro-site.ts';
+import {
+  astroBuild,
+  buildDist,
+  contentLines,
+  loaderAstroConfig,
+  loaderContentConfig,
+  phasesOf,
+  root,
+  seconds,
+} from './astro-site.ts';
 
 /**
  * A large store: `astro build` of a generated site of 100,000 documents × 3 locales (300,000
@@ -41,7 +50,10 @@ const sample = [...entries].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 :
 
 async function writeSite(dir: string, baseUrl: string): Promise<void> {
   await mkdir(join(dir, 'src/pages'), { recursive: true });
-  await writeFile(join(dir, 'astro.config.mjs'), loaderAstroConfig(baseUrl, ["experimental: { collectionStorage: 'chunked' },"]));
+  await writeFile(
+    join(dir, 'astro.config.mjs'),
+    loaderAstroConfig(baseUrl, ["experimental: { collectionStorage: 'chunked' },"]),
+  );
   await writeFile(join(dir, 'src/content.config.ts'), loaderContentConfig);
   await writeFile(join(dir, 'src/pages/index.astro'), page);
 }
@@ -57,7 +69,9 @@ async function storeSize(site: string): Promise<{ files: number; mb: number }> {
 
 /** bench/sync-server.ts in its own process: the generated snapshot with the collection `all`, served. */
 async function startServer(): Promise<{ url: string; stop: () => Promise<number> }> {
-  const child = fork(join(root, 'bench/sync-server.ts'), [String(documents), String(seed)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(join(root, 'bench/sync-server.ts'), [String(documents), String(seed)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const next = (type: string) =>
     new Promise<Record<string, number | string>>((resolve, reject) => {
       const onMessage = (message: { type: string }) => {
@@ -69,7 +83,9 @@ async function startServer(): Promise<{ url: string; stop: () => Promise<number>
       child.once('exit', (code) => reject(new Error(`the server exited (${code}) before it sent ${type}`)));
     });
   const ready = await next('ready');
-  console.log(`${documents.toLocaleString('en')} documents generated in ${seconds(Number(ready.generateMs))}, served in ${seconds(Number(ready.startMs))} (server RSS ${Number(ready.rssMb).toFixed(0)} MB)`);
+  console.log(
+    `${documents.toLocaleString('en')} documents generated in ${seconds(Number(ready.generateMs))}, served in ${seconds(Number(ready.startMs))} (server RSS ${Number(ready.rssMb).toFixed(0)} MB)`,
+  );
   return {
     url: String(ready.url),
     stop: async () => {
@@ -90,7 +106,12 @@ async function main(): Promise<void> {
     const site = join(out, 'site');
     await writeSite(site, server.url);
     const expected = documents * 3;
-    for (const [label, cold] of warm ? ([['cold', true], ['warm', false]] as const) : ([['cold', true]] as const)) {
+    for (const [label, cold] of warm
+      ? ([
+          ['cold', true],
+          ['warm', false],
+        ] as const)
+      : ([['cold', true]] as const)) {
       const build = await astroBuild(site, cold, out, label);
       const html = await readFile(join(site, 'dist/index.html'), 'utf8');
       const shown = Number(/<h1>(\d+) entries<\/h1>/.exec(html)?.[1]);
@@ -100,7 +121,9 @@ async function main(): Promise<void> {
           `peak RSS ${build.maxRssMb.toFixed(0)} MB; chunked store ${store.mb.toFixed(0)} MB in ${store.files} files; the page shows ${shown.toLocaleString('en')} entries`,
       );
       for (const line of contentLines(build.log)) console.log(`    ${line}`);
-      console.log(`${label} build with collectionStorage 'chunked' succeeds with ${expected.toLocaleString('en')} entries: ${shown === expected ? 'yes' : 'NO'}`);
+      console.log(
+        `${label} build with collectionStorage 'chunked' succeeds with ${expected.toLocaleString('en')} entries: ${shown === expected ? 'yes' : 'NO'}`,
+      );
       if (shown !== expected) ok = false;
     }
   } finally {

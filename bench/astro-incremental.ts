@@ -3,7 +3,19 @@ import { join } from 'node:path';
 import { cacheKeys, openCache } from '../src/index.ts';
 import { startServer } from '../src/server/index.ts';
 import type { Snapshot } from '../src/server/snapshot.ts';
-import { astroBuild, type Build, buildDist, contentLines, loaderAstroConfig, loaderContentConfig, median, pagesOf, phasesOf, root, seconds } from './astro-site.ts';
+import {
+  astroBuild,
+  type Build,
+  buildDist,
+  contentLines,
+  loaderAstroConfig,
+  loaderContentConfig,
+  median,
+  pagesOf,
+  phasesOf,
+  root,
+  seconds,
+} from './astro-site.ts';
 import { generateSnapshot } from './generate.ts';
 
 /**
@@ -69,8 +81,14 @@ const linked = await Promise.all(references.map(async ({ field, ref }) => ({ fie
 async function writeSite(dir: string, baseUrl: string): Promise<void> {
   await mkdir(join(dir, 'src/pages/[locale]'), { recursive: true });
   // BENCH_FLOOR: Astro keeps dist/ itself; BENCH_ASTRO_DEFAULT: Astro empties it and copies reused pages back.
-  const extra = ['experimental: { incrementalBuild: true },', "vite: { build: process.env.BENCH_FLOOR === '1' ? { emptyOutDir: false } : {} },"];
-  await writeFile(join(dir, 'astro.config.mjs'), loaderAstroConfig(baseUrl, extra, "incrementalOutput: process.env.BENCH_ASTRO_DEFAULT !== '1'"));
+  const extra = [
+    'experimental: { incrementalBuild: true },',
+    "vite: { build: process.env.BENCH_FLOOR === '1' ? { emptyOutDir: false } : {} },",
+  ];
+  await writeFile(
+    join(dir, 'astro.config.mjs'),
+    loaderAstroConfig(baseUrl, extra, "incrementalOutput: process.env.BENCH_ASTRO_DEFAULT !== '1'"),
+  );
   await writeFile(join(dir, 'src/content.config.ts'), loaderContentConfig);
   await writeFile(join(dir, 'src/pages/[locale]/[id].astro'), page);
 }
@@ -92,7 +110,11 @@ async function readFiles(site: string): Promise<Map<string, Buffer>> {
   const dist = join(site, 'dist');
   const files = new Map<string, Buffer>();
   for (const entry of await readdir(dist, { recursive: true, withFileTypes: true })) {
-    if (entry.isFile()) files.set(join(entry.parentPath, entry.name).slice(dist.length), await readFile(join(entry.parentPath, entry.name)));
+    if (entry.isFile())
+      files.set(
+        join(entry.parentPath, entry.name).slice(dist.length),
+        await readFile(join(entry.parentPath, entry.name)),
+      );
   }
   return files;
 }
@@ -110,7 +132,8 @@ function documentKeys(site: string): Map<string, string> {
 
 /** Articles in the middle of the repository that relate to others and that others relate to: ordinary ones. */
 function pickArticles(snapshot: Snapshot, count: number): number[] {
-  const related = (i: number) => ((snapshot.documents[i]!.fields.related ?? []) as { meta: { id: string } }[]).map((r) => r.meta.id);
+  const related = (i: number) =>
+    ((snapshot.documents[i]!.fields.related ?? []) as { meta: { id: string } }[]).map((r) => r.meta.id);
   const referenced = new Set(snapshot.documents.flatMap((_, i) => related(i)));
   const articles = snapshot.documents.filter((d) => d.meta.contentType === 'article').length;
   const picked: number[] = [];
@@ -134,7 +157,8 @@ function edit(snapshot: Snapshot, index: number): Snapshot {
 }
 
 const difference = (a: Iterable<string>, b: Set<string>) => [...a].filter((x) => !b.has(x));
-const sample = (list: string[]) => (list.length === 0 ? '' : ` (${list.slice(0, 5).join(', ')}${list.length > 5 ? ', …' : ''})`);
+const sample = (list: string[]) =>
+  list.length === 0 ? '' : ` (${list.slice(0, 5).join(', ')}${list.length > 5 ? ', …' : ''})`;
 const percent = (part: number, whole: number) => `${((part / whole) * 100).toFixed(1)}%`;
 
 interface Measured {
@@ -152,11 +176,26 @@ interface Measured {
 const kinds = {
   kept: { name: 'one edit, dist kept', label: 'one-edit-dist-kept', env: {}, removeDist: false },
   ci: { name: 'one edit, cache folder only (CI)', label: 'one-edit-ci', env: {}, removeDist: true },
-  astro: { name: "one edit, Astro's default (for information)", label: 'one-edit-astro-default', env: { BENCH_ASTRO_DEFAULT: '1' }, removeDist: false },
+  astro: {
+    name: "one edit, Astro's default (for information)",
+    label: 'one-edit-astro-default',
+    env: { BENCH_ASTRO_DEFAULT: '1' },
+    removeDist: false,
+  },
 } as const;
 const rounds = [
-  ...[1, 2, 3].map((n) => ({ ...kinds.kept, kind: 'kept' as const, name: `${kinds.kept.name} ${n}`, label: `${kinds.kept.label}-${n}` })),
-  ...[1, 2, 3].map((n) => ({ ...kinds.ci, kind: 'ci' as const, name: `${kinds.ci.name} ${n}`, label: `${kinds.ci.label}-${n}` })),
+  ...[1, 2, 3].map((n) => ({
+    ...kinds.kept,
+    kind: 'kept' as const,
+    name: `${kinds.kept.name} ${n}`,
+    label: `${kinds.kept.label}-${n}`,
+  })),
+  ...[1, 2, 3].map((n) => ({
+    ...kinds.ci,
+    kind: 'ci' as const,
+    name: `${kinds.ci.name} ${n}`,
+    label: `${kinds.ci.label}-${n}`,
+  })),
   { ...kinds.astro, kind: 'astro' as const },
 ];
 
@@ -171,7 +210,9 @@ async function main(): Promise<void> {
   snapshot.collections.push({ apiId: 'all' }); // every document, in the default order
   const locales = snapshot.repository.locales.map((locale) => locale.key);
   const server = await startServer({ snapshots: [snapshot], watch: false });
-  console.log(`${documents.toLocaleString('en')} documents generated and served in ${seconds(performance.now() - started)}`);
+  console.log(
+    `${documents.toLocaleString('en')} documents generated and served in ${seconds(performance.now() - started)}`,
+  );
 
   try {
     const site = join(out, 'site');
@@ -180,7 +221,13 @@ async function main(): Promise<void> {
     await writeSite(clean, server.url);
     const all = documents * locales.length;
     const builds: Measured[] = [];
-    const measure = async (name: string, dir: string, cold: boolean, label: string, env: Record<string, string> = {}) => {
+    const measure = async (
+      name: string,
+      dir: string,
+      cold: boolean,
+      label: string,
+      env: Record<string, string> = {},
+    ) => {
       const build = await astroBuild(dir, cold, out, label, env);
       const measured = { name, build, ...pagesOf(build.log) };
       builds.push(measured);
@@ -195,14 +242,20 @@ async function main(): Promise<void> {
 
     const cold = await measure('cold', site, true, 'cold');
     let pagesBefore = await readPages(site);
-    verdicts.push({ line: `cold build renders all ${all.toLocaleString('en')} pages`, ok: cold.rendered.length === all && pagesBefore.size === all });
+    verdicts.push({
+      line: `cold build renders all ${all.toLocaleString('en')} pages`,
+      ok: cold.rendered.length === all && pagesBefore.size === all,
+    });
     const unchanged = await measure('no change, dist kept', site, false, 'no-change');
     verdicts.push({
       line: `no-change rebuild renders no page${unchanged.rendered.length === 0 ? '' : ` (${unchanged.rendered.length} rendered${sample(unchanged.rendered)})`}`,
       ok: unchanged.rendered.length === 0 && unchanged.reused.length === all,
     });
     const floors: Measured[] = [];
-    for (const n of [1, 2, 3]) floors.push(await measure(`floor ${n}: no change, Astro keeping dist`, site, false, `floor-${n}`, { BENCH_FLOOR: '1' }));
+    for (const n of [1, 2, 3])
+      floors.push(
+        await measure(`floor ${n}: no change, Astro keeping dist`, site, false, `floor-${n}`, { BENCH_FLOOR: '1' }),
+      );
     const floor = median(floors.map((f) => f.build.ms));
 
     const edited = pickArticles(snapshot, rounds.length);
@@ -213,7 +266,9 @@ async function main(): Promise<void> {
       const id = snapshot.documents[edited[i]!]!.meta.id;
       started = performance.now();
       await server.replaceSnapshot(snapshot);
-      console.log(`  article ${id} edited (English title, revision, updatedAt), snapshot swapped in ${seconds(performance.now() - started)}`);
+      console.log(
+        `  article ${id} edited (English title, revision, updatedAt), snapshot swapped in ${seconds(performance.now() - started)}`,
+      );
       if (round.removeDist) await rm(join(site, 'dist'), { recursive: true, force: true });
       const measured = await measure(round.name, site, false, round.label, round.env);
       editRounds.push({ ...measured, kind: round.kind });
@@ -221,12 +276,16 @@ async function main(): Promise<void> {
       // What should have been rendered: the pages of the documents whose key changed.
       const keysAfter = documentKeys(site);
       const changedDocuments = [...keysAfter.keys()].filter((doc) => keysAfter.get(doc) !== keysBefore.get(doc));
-      const expected = new Set(changedDocuments.flatMap((doc) => locales.map((locale) => `/${locale}/${doc}/index.html`)));
+      const expected = new Set(
+        changedDocuments.flatMap((doc) => locales.map((locale) => `/${locale}/${doc}/index.html`)),
+      );
       const rendered = new Set(measured.rendered);
       const extra = difference(rendered, expected);
       const missing = difference(expected, rendered);
       const pagesAfter = await readPages(site);
-      const changedBytes = [...pagesAfter].filter(([path, html]) => pagesBefore.get(path) !== html).map(([path]) => path);
+      const changedBytes = [...pagesAfter]
+        .filter(([path, html]) => pagesBefore.get(path) !== html)
+        .map(([path]) => path);
       const changedUnrendered = difference(changedBytes, rendered);
       pagesBefore = pagesAfter;
       verdicts.push({
@@ -244,19 +303,34 @@ async function main(): Promise<void> {
     await measure('clean build of the edited content', clean, true, 'clean');
     await measure('no change, dist kept, after the edits', site, false, 'last');
     const [filesClean, filesRebuilt] = await Promise.all([readFiles(clean), readFiles(site)]);
-    const stale = [...filesClean].filter(([path, bytes]) => !filesRebuilt.get(path)?.equals(bytes)).map(([path]) => path);
+    const stale = [...filesClean]
+      .filter(([path, bytes]) => !filesRebuilt.get(path)?.equals(bytes))
+      .map(([path]) => path);
     const surplus = difference(filesRebuilt.keys(), new Set(filesClean.keys()));
     verdicts.push({
       line:
         `rebuilt site equals a clean build of the edited content, ${filesClean.size.toLocaleString('en')} files of dist/ byte for byte` +
-        (stale.length + surplus.length === 0 ? '' : ` (${stale.length} differ${sample(stale)}, ${surplus.length} surplus${sample(surplus)})`),
+        (stale.length + surplus.length === 0
+          ? ''
+          : ` (${stale.length} differ${sample(stale)}, ${surplus.length} surplus${sample(surplus)})`),
       ok: stale.length === 0 && surplus.length === 0 && (await readPages(clean)).size === all,
     });
 
     // Both cold builds build the same amount of content: the faster is the baseline (the harder one to be within 10% of).
     const colds = [cold, builds.find((b) => b.name === 'clean build of the edited content')!];
     const baseline = colds[0]!.build.ms <= colds[1]!.build.ms ? colds[0]!.build : colds[1]!.build;
-    const header = ['build', 'wall', '× cold', 'CPU', '× cold', 'content sync', 'pages', 'peak RSS', 'rendered', 'reused'];
+    const header = [
+      'build',
+      'wall',
+      '× cold',
+      'CPU',
+      '× cold',
+      'content sync',
+      'pages',
+      'peak RSS',
+      'rendered',
+      'reused',
+    ];
     const rows = builds.map(({ name, build, rendered, reused }) => {
       const phases = phasesOf(build.log);
       return [
@@ -273,7 +347,8 @@ async function main(): Promise<void> {
       ];
     });
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-    const line = (cells: string[]) => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+    const line = (cells: string[]) =>
+      cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
     console.log(`\n${line(header)}`);
     for (const row of rows) console.log(line(row));
     console.log(
@@ -301,7 +376,9 @@ async function main(): Promise<void> {
       );
     }
     const byDefault = ofKind('astro')[0]!;
-    console.log(`  for information, Astro's default (dist/ emptied, reused pages copied back): ${percent(byDefault.build.ms, baseline.ms)} wall of a cold build`);
+    console.log(
+      `  for information, Astro's default (dist/ emptied, reused pages copied back): ${percent(byDefault.build.ms, baseline.ms)} wall of a cold build`,
+    );
     if (verdicts.some((v) => !v.ok) || missed) process.exitCode = 1;
   } finally {
     await server.close();

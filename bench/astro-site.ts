@@ -45,7 +45,12 @@ export interface Build {
   log: string;
 }
 
-export function run(command: string, args: string[], cwd: string, extraEnv: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function run(
+  command: string,
+  args: string[],
+  cwd: string,
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -60,8 +65,15 @@ export function run(command: string, args: string[], cwd: string, extraEnv: Reco
 /** Compiles dist/ (what the sites import as `comfortable-loader`); returns how long it took. */
 export async function buildDist(): Promise<number> {
   const started = performance.now();
-  const tsc = await run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], root);
-  if (tsc.code !== 0) console.log(`warning: tsc -p tsconfig.build.json reported errors (dist was still emitted):\n${(tsc.stdout + tsc.stderr).slice(0, 2000)}`);
+  const tsc = await run(
+    process.execPath,
+    [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+    root,
+  );
+  if (tsc.code !== 0)
+    console.log(
+      `warning: tsc -p tsconfig.build.json reported errors (dist was still emitted):\n${(tsc.stdout + tsc.stderr).slice(0, 2000)}`,
+    );
   return performance.now() - started;
 }
 
@@ -71,7 +83,13 @@ export async function buildDist(): Promise<number> {
  * The log is kept in `<out>/<label>.log`; a failed build throws with the end of its log.
  * `extraEnv` is added to the build's environment.
  */
-export async function astroBuild(site: string, cold: boolean, out: string, label: string, extraEnv: Record<string, string> = {}): Promise<Build> {
+export async function astroBuild(
+  site: string,
+  cold: boolean,
+  out: string,
+  label: string,
+  extraEnv: Record<string, string> = {},
+): Promise<Build> {
   if (cold) for (const sub of ['dist', '.astro', '.cache']) await rm(join(site, sub), { recursive: true, force: true });
   const timeFile = join(out, 'time.txt');
   const logFile = join(out, `${label}.log`);
@@ -82,7 +100,11 @@ export async function astroBuild(site: string, cold: boolean, out: string, label
   let code: number | null;
   try {
     code = await new Promise<number | null>((resolve, reject) => {
-      const child = spawn('/usr/bin/time', ['-v', '-o', timeFile, process.execPath, astroBin, 'build'], { cwd: site, env: { ...env, ...extraEnv }, stdio: ['ignore', fd, fd] });
+      const child = spawn('/usr/bin/time', ['-v', '-o', timeFile, process.execPath, astroBin, 'build'], {
+        cwd: site,
+        env: { ...env, ...extraEnv },
+        stdio: ['ignore', fd, fd],
+      });
       child.once('error', reject);
       child.once('close', resolve);
     });
@@ -102,6 +124,7 @@ export const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** The log's lines without colours. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes
 export const plain = (log: string) => log.split('\n').map((line) => line.replace(/\x1b\[[0-9;]*m/g, '').trimEnd());
 
 /** The content layer's own lines of a build log: the loader's summary and the sync. */
@@ -145,5 +168,8 @@ export function phasesOf(log: string): { contentMs: number; pagesMs: number } {
     .slice(start + 1)
     .map((line) => /^\S+ ✓ Completed in (.+)\.$/.exec(line)?.[1])
     .find((t) => t !== undefined);
-  return { contentMs: content ? astroTime(content.trim()) : NaN, pagesMs: start >= 0 && pages ? astroTime(pages) : NaN };
+  return {
+    contentMs: content ? astroTime(content.trim()) : NaN,
+    pagesMs: start >= 0 && pages ? astroTime(pages) : NaN,
+  };
 }

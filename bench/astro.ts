@@ -6,7 +6,19 @@ import { closeAllPools } from '../src/api/index.ts';
 import { comfortableLoader } from '../src/astro/loader.ts';
 import { loaderRegistry } from '../src/astro/registry.ts';
 import { sharedSync } from '../src/sync/shared.ts';
-import { astroBuild, type Build, buildDist, contentLines, contentTypes, env, loaderAstroConfig, loaderContentConfig, median, root, seconds } from './astro-site.ts';
+import {
+  astroBuild,
+  type Build,
+  buildDist,
+  contentLines,
+  contentTypes,
+  env,
+  loaderAstroConfig,
+  loaderContentConfig,
+  median,
+  root,
+  seconds,
+} from './astro-site.ts';
 import { generateSnapshot, writeSnapshot } from './generate.ts';
 
 /**
@@ -39,7 +51,10 @@ const out = join(root, 'bench/.out/astro');
 /** Starts `node src/cli.ts serve` and waits for the line with its base URL. */
 function startServer(snapshot: string): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, 'src/cli.ts'), 'serve', snapshot, '--port', '0', '--quiet'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [join(root, 'src/cli.ts'), 'serve', snapshot, '--port', '0', '--quiet'], {
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let text = '';
     child.stdout!.on('data', (chunk) => {
       text += chunk;
@@ -67,7 +82,10 @@ async function writeSite(dir: string, config: string, content: string): Promise<
 
 /** The entries the loader produces, in its order, as `file()` wants them: store id → data. */
 async function loaderEntries(baseUrl: string, cacheDir: string): Promise<Record<string, unknown>> {
-  sharedSync().configure({ baseUrl, repository: 'bench', apiKey: 'bench-key', cacheDir }, { info: () => {}, warn: () => {} });
+  sharedSync().configure(
+    { baseUrl, repository: 'bench', apiKey: 'bench-key', cacheDir },
+    { info: () => {}, warn: () => {} },
+  );
   loaderRegistry().setContentTypes(contentTypes);
   const loader = comfortableLoader({ collection: 'all' });
   const entries = new Map<string, { id: string; data: unknown; digest?: string }>();
@@ -77,13 +95,21 @@ async function loaderEntries(baseUrl: string, cacheDir: string): Promise<Record<
     collection: 'all',
     store: {
       get: (id: string) => entries.get(id),
-      set: (entry: { id: string; data: unknown; digest?: string }) => (entries.set(entry.id, entry), true),
+      set: (entry: { id: string; data: unknown; digest?: string }) => {
+        entries.set(entry.id, entry);
+        return true;
+      },
       delete: (id: string) => void entries.delete(id),
       clear: () => entries.clear(),
       keys: () => entries.keys(),
       has: (id: string) => entries.has(id),
     },
-    meta: { get: (k: string) => meta.get(k), set: (k: string, v: string) => void meta.set(k, v), has: (k: string) => meta.has(k), delete: (k: string) => void meta.delete(k) },
+    meta: {
+      get: (k: string) => meta.get(k),
+      set: (k: string, v: string) => void meta.set(k, v),
+      has: (k: string) => meta.has(k),
+      delete: (k: string) => void meta.delete(k),
+    },
     logger: { info: quiet, warn: quiet, error: quiet, debug: quiet },
     parseData: async ({ data }: { data: unknown }) => data,
     generateDigest: (value: unknown) => String(value),
@@ -113,11 +139,7 @@ async function main(): Promise<void> {
   try {
     const loaderSite = join(out, 'loader-site');
     const floorSite = join(out, 'floor-site');
-    await writeSite(
-      loaderSite,
-      loaderAstroConfig(server.url),
-      loaderContentConfig,
-    );
+    await writeSite(loaderSite, loaderAstroConfig(server.url), loaderContentConfig);
     await writeSite(
       floorSite,
       `import { defineConfig } from 'astro/config';
@@ -129,7 +151,10 @@ export const collections = { all: defineCollection({ loader: file('data/entries.
 `,
     );
 
-    const results = { loader: { cold: undefined as Build | undefined, warm: [] as Build[] }, floor: { cold: undefined as Build | undefined, warm: [] as Build[] } };
+    const results = {
+      loader: { cold: undefined as Build | undefined, warm: [] as Build[] },
+      floor: { cold: undefined as Build | undefined, warm: [] as Build[] },
+    };
     const sites = { loader: loaderSite, floor: floorSite };
     const report = (name: string, b: Build) =>
       console.log(`  ${name}: ${seconds(b.ms)} wall, ${seconds(b.cpuMs)} CPU, peak RSS ${b.maxRssMb.toFixed(0)} MB`);
@@ -146,7 +171,9 @@ export const collections = { all: defineCollection({ loader: file('data/entries.
     const json = JSON.stringify(entries);
     await writeFile(join(floorSite, 'data/entries.json'), json);
     const count = Object.keys(entries).length;
-    console.log(`  floor: ${count.toLocaleString('en')} entries (${(json.length / 2 ** 20).toFixed(1)} MB of JSON) written in ${seconds(performance.now() - started)}`);
+    console.log(
+      `  floor: ${count.toLocaleString('en')} entries (${(json.length / 2 ** 20).toFixed(1)} MB of JSON) written in ${seconds(performance.now() - started)}`,
+    );
 
     results.floor.cold = await build(floorSite, true, 'floor-cold');
     report('floor cold', results.floor.cold);
@@ -173,7 +200,17 @@ export const collections = { all: defineCollection({ loader: file('data/entries.
     const rows = (['loader', 'floor'] as const).flatMap((name) => {
       const { cold, warm } = results[name];
       return [
-        [name, 'cold', seconds(cold!.ms), (cold!.ms / floorBest).toFixed(2), '', '', seconds(cold!.cpuMs), (cold!.cpuMs / floorCpu).toFixed(2), `${cold!.maxRssMb.toFixed(0)} MB`],
+        [
+          name,
+          'cold',
+          seconds(cold!.ms),
+          (cold!.ms / floorBest).toFixed(2),
+          '',
+          '',
+          seconds(cold!.cpuMs),
+          (cold!.cpuMs / floorCpu).toFixed(2),
+          `${cold!.maxRssMb.toFixed(0)} MB`,
+        ],
         [
           name,
           `warm ×${warm.length}`,
@@ -189,7 +226,8 @@ export const collections = { all: defineCollection({ loader: file('data/entries.
     });
     const header = ['site', 'build', 'wall best', '×', 'wall median', '×', 'CPU median', '×', 'peak RSS'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-    const line = (cells: string[]) => cells.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+    const line = (cells: string[]) =>
+      cells.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
     console.log(`\n${line(header)}`);
     for (const row of rows) console.log(line(row));
     console.log(

@@ -47,15 +47,21 @@ interface Ready {
 /** The worker: the local server on the generated snapshot, and the round-trip proxy in front of it. */
 async function serve(): Promise<void> {
   const { startServer } = await import('../src/server/index.ts');
-  const server = await startServer({ snapshots: [generateSnapshot({ documents, seed, apiId: repository, key: apiKey })], watch: false });
+  const server = await startServer({
+    snapshots: [generateSnapshot({ documents, seed, apiId: repository, key: apiKey })],
+    watch: false,
+  });
   const { port } = new URL(server.url);
   const agent = new HttpAgent({ keepAlive: true });
   const proxy = createServer((incoming, outgoing) => {
     setTimeout(() => {
-      const upstream = httpRequest({ host: '127.0.0.1', port, method: incoming.method, path: incoming.url, headers: incoming.headers, agent }, (answer) => {
-        outgoing.writeHead(answer.statusCode!, answer.headers);
-        answer.pipe(outgoing);
-      });
+      const upstream = httpRequest(
+        { host: '127.0.0.1', port, method: incoming.method, path: incoming.url, headers: incoming.headers, agent },
+        (answer) => {
+          outgoing.writeHead(answer.statusCode!, answer.headers);
+          answer.pipe(outgoing);
+        },
+      );
       incoming.pipe(upstream);
     }, rttMs);
   });
@@ -71,7 +77,10 @@ async function serve(): Promise<void> {
 }
 
 async function startServerThread(): Promise<Ready & { stop(): Promise<void> }> {
-  const worker = new Worker(new URL(import.meta.url), { workerData: { role: 'read-api-server' }, argv: process.argv.slice(2) });
+  const worker = new Worker(new URL(import.meta.url), {
+    workerData: { role: 'read-api-server' },
+    argv: process.argv.slice(2),
+  });
   const ready = await new Promise<Ready>((resolve, reject) => {
     worker.once('message', resolve);
     worker.once('error', reject);
@@ -89,7 +98,8 @@ async function startServerThread(): Promise<Ready & { stop(): Promise<void> }> {
 async function viaClient(url: string): Promise<number> {
   const client = createClient({ baseUrl: url, repository, apiKey, concurrency });
   let count = 0;
-  for await (const page of client.pages('documents', { pageSize, locale: 'all', includes: 1 })) count += page.data.length;
+  for await (const page of client.pages('documents', { pageSize, locale: 'all', includes: 1 }))
+    count += page.data.length;
   return count;
 }
 
@@ -98,7 +108,9 @@ async function viaFloor(url: string): Promise<number> {
   const limit = pLimit(concurrency);
   const page = async (offset: number) => {
     const query = `locale=all&includes=1&limit=${pageSize}&offset=${offset}`;
-    const { statusCode, body } = await request(`${url}/${repository}/documents?${query}`, { headers: { authorization: apiKey } });
+    const { statusCode, body } = await request(`${url}/${repository}/documents?${query}`, {
+      headers: { authorization: apiKey },
+    });
     const answer = JSON.parse(await body.text());
     if (statusCode !== 200) throw new Error(`the floor got a ${statusCode}`);
     return answer as { meta: { total: number }; data: unknown[] };
@@ -153,10 +165,15 @@ async function measure(url: string, roundsOfEach: number): Promise<Timings> {
 }
 
 /** What validating the ten big list answers costs alone, with the wire schema and with the client's list schema. */
-async function validationCost(url: string): Promise<{ parseMs: number; wireMs: number; clientMs: number; megabytes: number }> {
+async function validationCost(
+  url: string,
+): Promise<{ parseMs: number; wireMs: number; clientMs: number; megabytes: number }> {
   const texts: string[] = [];
   for (let offset = 0; offset < documents; offset += pageSize) {
-    const { body } = await request(`${url}/${repository}/documents?locale=all&includes=1&limit=${pageSize}&offset=${offset}`, { headers: { authorization: apiKey } });
+    const { body } = await request(
+      `${url}/${repository}/documents?locale=all&includes=1&limit=${pageSize}&offset=${offset}`,
+      { headers: { authorization: apiKey } },
+    );
     texts.push(await body.text());
   }
   const fastest = (run: () => void) => {
@@ -173,7 +190,11 @@ async function validationCost(url: string): Promise<{ parseMs: number; wireMs: n
     for (const page of parsed) if (!schema.safeParse(page).success) throw new Error('a bench page does not validate');
   };
   return {
-    parseMs: fastest(() => texts.forEach((text) => JSON.parse(text))),
+    parseMs: fastest(() =>
+      texts.forEach((text) => {
+        JSON.parse(text);
+      }),
+    ),
     wireMs: fastest(check(listAnswerSchema)),
     clientMs: fastest(check(fastListAnswerSchema)),
     megabytes: Buffer.byteLength(texts.join('')) / 1e6,
@@ -190,7 +211,9 @@ function table(title: string, timings: Timings): void {
   console.log(`\n${title}`);
   console.log(`${'way'.padEnd(width)}  ${'time'.padStart(9)}  ${'÷ floor'.padStart(8)}  ${'÷ client'.padStart(8)}`);
   for (const [name, ms] of rows) {
-    console.log(`${name.padEnd(width)}  ${`${ms.toFixed(0)} ms`.padStart(9)}  ${`${(ms / timings.floor).toFixed(2)}×`.padStart(8)}  ${`${(ms / timings.client).toFixed(2)}×`.padStart(8)}`);
+    console.log(
+      `${name.padEnd(width)}  ${`${ms.toFixed(0)} ms`.padStart(9)}  ${`${(ms / timings.floor).toFixed(2)}×`.padStart(8)}  ${`${(ms / timings.client).toFixed(2)}×`.padStart(8)}`,
+    );
   }
 }
 
@@ -216,8 +239,12 @@ async function main(): Promise<void> {
     const overFloor = local.client / local.floor;
     const speedup = remote.sdk / remote.client;
     const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
-    console.log(`\ntarget: within 1.3× of the floor on localhost: ${overFloor.toFixed(2)}× — ${verdict(overFloor <= 1.3)}`);
-    console.log(`target: at least 10× faster than the SDK's way over a ${rttMs} ms round trip: ${speedup.toFixed(1)}× — ${verdict(speedup >= 10)}`);
+    console.log(
+      `\ntarget: within 1.3× of the floor on localhost: ${overFloor.toFixed(2)}× — ${verdict(overFloor <= 1.3)}`,
+    );
+    console.log(
+      `target: at least 10× faster than the SDK's way over a ${rttMs} ms round trip: ${speedup.toFixed(1)}× — ${verdict(speedup >= 10)}`,
+    );
     console.log(`(on localhost the client is ${(local.sdk / local.client).toFixed(1)}× faster than the SDK's way)`);
     if (overFloor > 1.3 || speedup < 10) process.exitCode = 1;
   } finally {

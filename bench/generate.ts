@@ -90,11 +90,52 @@ const german = (
   'langsam stark früh spät viele wenige baut öffnet findet zeigt bringt macht nimmt hält bewegt wächst beginnt'
 ).split(' ');
 const sections = ['politics', 'business', 'technology', 'science', 'culture', 'sport', 'travel', 'food'] as const;
-const topics = ['ai', 'cloud', 'climate', 'energy', 'health', 'education', 'mobility', 'housing', 'music', 'film'] as const;
+const topics = [
+  'ai',
+  'cloud',
+  'climate',
+  'energy',
+  'health',
+  'education',
+  'mobility',
+  'housing',
+  'music',
+  'film',
+] as const;
 const tagNames = ['news', 'feature', 'opinion', 'evergreen', 'draft', 'archived', 'sponsored'] as const;
 const roles = ['editor', 'reporter', 'columnist', 'photographer'] as const;
-const firstNames = ['Anna', 'Ben', 'Clara', 'David', 'Elif', 'Felix', 'Greta', 'Hugo', 'Ines', 'Jonas', 'Kira', 'Luca', 'Mara', 'Noah', 'Olga', 'Paul'];
-const lastNames = ['Meier', 'Schmidt', 'Keller', 'Weber', 'Fischer', 'Huber', 'Brunner', 'Wagner', 'Baumann', 'Frei', 'Moser', 'Graf'];
+const firstNames = [
+  'Anna',
+  'Ben',
+  'Clara',
+  'David',
+  'Elif',
+  'Felix',
+  'Greta',
+  'Hugo',
+  'Ines',
+  'Jonas',
+  'Kira',
+  'Luca',
+  'Mara',
+  'Noah',
+  'Olga',
+  'Paul',
+];
+const lastNames = [
+  'Meier',
+  'Schmidt',
+  'Keller',
+  'Weber',
+  'Fischer',
+  'Huber',
+  'Brunner',
+  'Wagner',
+  'Baumann',
+  'Frei',
+  'Moser',
+  'Graf',
+];
 
 const locales = [{ key: 'en_US' }, { key: 'de_DE', fallback: 'en_US' }, { key: 'de_CH', fallback: 'de_DE' }];
 const start2021 = Date.UTC(2021, 0, 1);
@@ -112,18 +153,27 @@ function words(random: Random, list: readonly string[], min: number, max: number
   return text;
 }
 const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
-const sentence = (random: Random, list: readonly string[], min: number, max: number) => `${capitalise(words(random, list, min, max))}.`;
+const sentence = (random: Random, list: readonly string[], min: number, max: number) =>
+  `${capitalise(words(random, list, min, max))}.`;
 /** Swiss German spelling: no ß. */
 const swiss = (text: string) => text.replaceAll('ß', 'ss');
 
 /** Paragraphs of a long sentence and, unless `sentences` is 1, a shorter one; the second paragraph in bold. */
-function richtext(random: Random, list: readonly string[], paragraphs: number, sentences: 1 | 2 = 2): { html: string; plain: string } {
+function richtext(
+  random: Random,
+  list: readonly string[],
+  paragraphs: number,
+  sentences: 1 | 2 = 2,
+): { html: string; plain: string } {
   const parts: string[] = [];
   for (let i = 0; i < paragraphs; i++) {
     const first = sentence(random, list, 5, 9);
     parts.push(sentences === 1 ? first : `${first} ${sentence(random, list, 4, 8)}`);
   }
-  return { html: parts.map((p, i) => (i === 1 ? `<p><strong>${p}</strong></p>` : `<p>${p}</p>`)).join(''), plain: parts.join('\n\n') };
+  return {
+    html: parts.map((p, i) => (i === 1 ? `<p><strong>${p}</strong></p>` : `<p>${p}</p>`)).join(''),
+    plain: parts.join('\n\n'),
+  };
 }
 
 function timestamps(random: Random): { createdAt: string; updatedAt: string } {
@@ -137,7 +187,10 @@ function meta(random: Random, id: string, contentType: string, tags: string[]): 
 }
 
 const colour = (random: Random) => `#${random.int(0, 0xffffff).toString(16).padStart(6, '0')}`;
-const location = (random: Random) => ({ lat: Math.round((45 + random.next() * 10) * 1e4) / 1e4, lng: Math.round((5 + random.next() * 12) * 1e4) / 1e4 });
+const location = (random: Random) => ({
+  lat: Math.round((45 + random.next() * 10) * 1e4) / 1e4,
+  lng: Math.round((5 + random.next() * 12) * 1e4) / 1e4,
+});
 
 export const contentTypes: Snapshot['contentTypes'] = [
   {
@@ -206,11 +259,18 @@ interface Counts {
 }
 
 function countsFor(documents: number, assets?: number): Counts {
-  if (!Number.isInteger(documents) || documents < 7) throw new Error(`generateSnapshot needs documents to be a whole number of 7 or more, got ${documents}`);
-  if (assets !== undefined && (!Number.isInteger(assets) || assets < 1)) throw new Error(`generateSnapshot needs assets to be a whole number of 1 or more, got ${assets}`);
+  if (!Number.isInteger(documents) || documents < 7)
+    throw new Error(`generateSnapshot needs documents to be a whole number of 7 or more, got ${documents}`);
+  if (assets !== undefined && (!Number.isInteger(assets) || assets < 1))
+    throw new Error(`generateSnapshot needs assets to be a whole number of 1 or more, got ${assets}`);
   const authors = Math.max(3, Math.round(documents * 0.02));
   const categories = Math.max(3, Math.min(60, Math.round(documents * 0.005)));
-  return { articles: documents - authors - categories, authors, categories, assets: assets ?? Math.max(20, Math.min(400, Math.round(documents / 25))) };
+  return {
+    articles: documents - authors - categories,
+    authors,
+    categories,
+    assets: assets ?? Math.max(20, Math.min(400, Math.round(documents / 25))),
+  };
 }
 
 function article(random: Random, i: number, counts: Counts, shape: ArticleShape): SnapshotRecord {
@@ -223,11 +283,16 @@ function article(random: Random, i: number, counts: Counts, shape: ArticleShape)
   const summaryDe = hasDe && random.chance(0.85) ? sentence(random, german, ...shape.summaryWords) : undefined;
   const paragraphs = random.int(...shape.paragraphs);
   const bodyEn = richtext(random, english, paragraphs, shape.sentences);
-  const bodyDe = shape.germanBody && hasDe && random.chance(0.8) ? richtext(random, german, paragraphs, shape.sentences) : undefined;
+  const bodyDe =
+    shape.germanBody && hasDe && random.chance(0.8) ? richtext(random, german, paragraphs, shape.sentences) : undefined;
   const fields: Record<string, unknown> = {
     title: localized(titleEn, titleDe, hasCh && titleDe ? swiss(titleDe) : undefined),
     slug: `${titleEn.toLowerCase().replaceAll(' ', '-')}-${i}`,
-    body: localized(bodyEn, bodyDe, hasCh && bodyDe && random.chance(0.5) ? { html: swiss(bodyDe.html), plain: swiss(bodyDe.plain) } : undefined),
+    body: localized(
+      bodyEn,
+      bodyDe,
+      hasCh && bodyDe && random.chance(0.5) ? { html: swiss(bodyDe.html), plain: swiss(bodyDe.plain) } : undefined,
+    ),
     readingTime: random.int(1, 20),
     rating: Math.round(random.next() * 50) / 10,
     publishedAt: new Date(start2021 + Math.floor(random.next() * fourYears)).toISOString(),
@@ -239,7 +304,11 @@ function article(random: Random, i: number, counts: Counts, shape: ArticleShape)
     category: ref(documentId(counts.articles + counts.authors + random.int(0, counts.categories - 1)), 'category'),
     cover: [ref(assetId(random.int(0, counts.assets - 1)), '_asset')],
   };
-  const summary = localized(summaryEn, summaryDe, hasCh && summaryDe && random.chance(0.5) ? swiss(summaryDe) : undefined);
+  const summary = localized(
+    summaryEn,
+    summaryDe,
+    hasCh && summaryDe && random.chance(0.5) ? swiss(summaryDe) : undefined,
+  );
   if (summary) fields.summary = summary;
   if (random.chance(0.3)) fields.place = location(random);
   // Related articles point both ways often enough to form cycles (a → b → a, a → b → c → a).
@@ -252,10 +321,17 @@ function article(random: Random, i: number, counts: Counts, shape: ArticleShape)
   if (random.chance(0.005)) related.push(ref(missingId(i), 'article')); // dangling: its target was deleted
   if (related.length > 0) fields.related = related;
   if (shape.gallery && random.chance(0.4)) {
-    const gallery = Array.from({ length: random.int(1, 3) }, () => ref(assetId(random.int(0, counts.assets - 1)), '_asset'));
+    const gallery = Array.from({ length: random.int(1, 3) }, () =>
+      ref(assetId(random.int(0, counts.assets - 1)), '_asset'),
+    );
     fields.gallery = localized(gallery, random.chance(0.3) ? gallery.slice(0, 1) : undefined, undefined);
   }
-  if (random.chance(0.2)) fields.extra = { source: random.pick(['wire', 'staff', 'guest']), priority: random.int(1, 5), embargo: random.chance(0.1) };
+  if (random.chance(0.2))
+    fields.extra = {
+      source: random.pick(['wire', 'staff', 'guest']),
+      priority: random.int(1, 5),
+      embargo: random.chance(0.1),
+    };
   const tags = random.some(tagNames, random.int(0, 3));
   return { fields, meta: meta(random, id, 'article', tags) };
 }
@@ -282,7 +358,11 @@ function category(random: Random, i: number, counts: Counts, k: number): Snapsho
   const fields: Record<string, unknown> = {
     title: localized(titleEn, titleDe, undefined),
     slug: `${titleEn.toLowerCase().replaceAll(' ', '-')}-${k}`,
-    description: localized(sentence(random, english, 6, 12), titleDe ? sentence(random, german, 6, 12) : undefined, undefined),
+    description: localized(
+      sentence(random, english, 6, 12),
+      titleDe ? sentence(random, german, 6, 12) : undefined,
+      undefined,
+    ),
     color: colour(random),
   };
   // The first three categories are roots; the others hang below an earlier one.
@@ -313,7 +393,14 @@ function asset(random: Random, i: number): SnapshotRecord {
 
 /** Generates a valid snapshot with about `documents` documents of the given weight; see the module comment. */
 export function generateSnapshot(options: GenerateOptions): Snapshot {
-  const { documents: total, seed = 1, apiId = 'bench', key = 'bench-key', weight = 'full', assets: assetCount } = options;
+  const {
+    documents: total,
+    seed = 1,
+    apiId = 'bench',
+    key = 'bench-key',
+    weight = 'full',
+    assets: assetCount,
+  } = options;
   const shape = articleShapes[weight];
   if (!shape) throw new Error(`generateSnapshot needs weight to be ${weights.join(' or ')}, got ${String(weight)}`);
   const counts = countsFor(total, assetCount);
@@ -327,7 +414,14 @@ export function generateSnapshot(options: GenerateOptions): Snapshot {
   }
   const assets = Array.from({ length: counts.assets }, (_, i) => asset(random, i));
   return {
-    repository: { id: '700000000000000001', apiId, name: `Benchmark (${total} documents${weight === 'full' ? '' : `, ${weight}`})`, defaultLocale: 'en_US', locales, apiKeys: [key] },
+    repository: {
+      id: '700000000000000001',
+      apiId,
+      name: `Benchmark (${total} documents${weight === 'full' ? '' : `, ${weight}`})`,
+      defaultLocale: 'en_US',
+      locales,
+      apiKeys: [key],
+    },
     contentTypes,
     documents,
     assets,
@@ -341,7 +435,10 @@ export function generateSnapshot(options: GenerateOptions): Snapshot {
       },
       {
         apiId: 'technology',
-        filters: [{ '*.fields.section': { equal: 'technology' } }, { or: { '*.fields.topics': { in: ['ai', 'cloud'] } } }],
+        filters: [
+          { '*.fields.section': { equal: 'technology' } },
+          { or: { '*.fields.topics': { in: ['ai', 'cloud'] } } },
+        ],
         sorting: { 'fields.publishedAt': 'DESC' },
       },
       { apiId: 'authors', contentType: 'author', sorting: { 'fields.name': 'ASC' } },
@@ -382,7 +479,10 @@ export async function writeSnapshot(path: string, snapshot: Snapshot): Promise<v
 async function writeRecords(file: Awaited<ReturnType<typeof open>>, records: SnapshotRecord[]): Promise<void> {
   const batch = 500;
   for (let i = 0; i < records.length; i += batch) {
-    const chunk = records.slice(i, i + batch).map((r) => JSON.stringify(r)).join(',');
+    const chunk = records
+      .slice(i, i + batch)
+      .map((r) => JSON.stringify(r))
+      .join(',');
     await file.write(i === 0 ? chunk : `,${chunk}`);
   }
 }

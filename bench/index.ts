@@ -12,14 +12,25 @@ import { fileURLToPath } from 'node:url';
  * To add a benchmark, add its file to the list.
  */
 
-const scripts = ['server.ts', 'client.ts', 'live.ts', 'astro.ts', 'astro-incremental.ts', 'astro-chunked.ts', 'sync.ts', 'pull.ts'];
+const scripts = [
+  'server.ts',
+  'client.ts',
+  'live.ts',
+  'astro.ts',
+  'astro-incremental.ts',
+  'astro-chunked.ts',
+  'sync.ts',
+  'pull.ts',
+];
 const resultsFile = fileURLToPath(new URL('RESULTS.md', import.meta.url));
 /** Lines of output RESULTS.md keeps, all scripts together, so that the file stays under ~400 lines. */
 const outputBudget = 320;
 
 const [major] = process.versions.node.split('.').map(Number);
 if (major! < 24) {
-  console.error(`The benchmarks need Node 24 or later (they run .ts files directly); this is Node ${process.versions.node}.`);
+  console.error(
+    `The benchmarks need Node 24 or later (they run .ts files directly); this is Node ${process.versions.node}.`,
+  );
   process.exit(2);
 }
 
@@ -35,7 +46,9 @@ interface Outcome {
 /** Runs one script, printing its output live and keeping a copy. */
 function run(script: string): Promise<Outcome> {
   const started = performance.now();
-  const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], { stdio: ['inherit', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], {
+    stdio: ['inherit', 'pipe', 'pipe'],
+  });
   const chunks: Buffer[] = [];
   child.stdout.on('data', (chunk: Buffer) => {
     process.stdout.write(chunk);
@@ -49,7 +62,12 @@ function run(script: string): Promise<Outcome> {
     child.once('error', (error) => chunks.push(Buffer.from(`\n${error.message}\n`)));
     // 'close' comes after both pipes are drained, so the copy is complete.
     child.once('close', (code, signal) =>
-      resolve({ script, output: Buffer.concat(chunks).toString(), failure: code === 0 ? undefined : (signal ?? `exit ${code}`), ms: performance.now() - started }),
+      resolve({
+        script,
+        output: Buffer.concat(chunks).toString(),
+        failure: code === 0 ? undefined : (signal ?? `exit ${code}`),
+        ms: performance.now() - started,
+      }),
     );
   });
 }
@@ -60,6 +78,7 @@ function run(script: string): Promise<Outcome> {
  */
 function plainLines(output: string): string[] {
   const lines = output
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes
     .replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '')
     .split('\n')
     .map((line) => line.slice(line.lastIndexOf('\r') + 1).trimEnd());
@@ -89,21 +108,31 @@ function shorten(lines: string[], keep: number): string[] {
   if (lines.length <= keep) return lines;
   const head = Math.min(10, Math.floor(keep / 4));
   const tail = Math.max(0, keep - head - 1);
-  return [...lines.slice(0, head), `[… ${lines.length - head - tail} lines left out here; they were printed when the bench ran …]`, ...lines.slice(lines.length - tail)];
+  return [
+    ...lines.slice(0, head),
+    `[… ${lines.length - head - tail} lines left out here; they were printed when the bench ran …]`,
+    ...lines.slice(lines.length - tail),
+  ];
 }
 
 /** A fence longer than any run of backticks in the text. */
 function fence(lines: string[]): string {
-  const longest = Math.max(2, ...lines.map((line) => Math.max(0, ...(line.match(/`+/g) ?? []).map((run) => run.length))));
+  const longest = Math.max(
+    2,
+    ...lines.map((line) => Math.max(0, ...(line.match(/`+/g) ?? []).map((run) => run.length))),
+  );
   return '`'.repeat(longest + 1);
 }
 
 /** The lines that report a missed target (not those shown for information). */
-const missedTargets = (lines: string[]) => lines.filter((line) => /\bMISSED\b/.test(line) && !/for information/.test(line));
+const missedTargets = (lines: string[]) =>
+  lines.filter((line) => /\bMISSED\b/.test(line) && !/for information/.test(line));
 
 function command(): string {
   const direct = `node ${['bench/index.ts', ...process.argv.slice(2)].join(' ')}`;
-  return process.env.npm_lifecycle_event === 'bench' ? `npm run bench (${process.env.npm_lifecycle_script ?? direct})` : direct;
+  return process.env.npm_lifecycle_event === 'bench'
+    ? `npm run bench (${process.env.npm_lifecycle_script ?? direct})`
+    : direct;
 }
 
 function results(outcomes: Outcome[], startedAt: Date, totalMs: number): string {
@@ -150,7 +179,9 @@ for (const script of scripts) {
 await writeFile(resultsFile, results(outcomes, startedAt, performance.now() - started));
 console.log(`\nWrote ${resultsFile}`);
 
-const failed = outcomes.filter((outcome) => outcome.failure !== undefined).map((outcome) => `${outcome.script} (${outcome.failure})`);
+const failed = outcomes
+  .filter((outcome) => outcome.failure !== undefined)
+  .map((outcome) => `${outcome.script} (${outcome.failure})`);
 if (failed.length > 0) {
   console.error(`\nFailed or missed a target: ${failed.join(', ')}`);
   process.exit(1);

@@ -28,7 +28,10 @@ import { comfortableLiveLoader } from '../src/astro/index.ts';
 
 const repository = 'demo';
 const snapshotPath = fileURLToPath(new URL('../playground/content/demo.json', import.meta.url));
-const snapshot = JSON.parse(readFileSync(snapshotPath, 'utf8')) as { repository: { apiKeys: string[] }; documents: { meta: { id: string; contentType: string } }[] };
+const snapshot = JSON.parse(readFileSync(snapshotPath, 'utf8')) as {
+  repository: { apiKeys: string[] };
+  documents: { meta: { id: string; contentType: string } }[];
+};
 const apiKey = snapshot.repository.apiKeys[0]!;
 const calls = Number(process.argv[process.argv.indexOf('--calls') + 1]) || 400;
 const warmup = 50;
@@ -62,7 +65,8 @@ const median = (values: number[]) => {
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 };
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
+const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
 
 async function main(): Promise<void> {
   const server = await startServerThread();
@@ -70,7 +74,9 @@ async function main(): Promise<void> {
     const client = createClient({ baseUrl: server.url, repository, apiKey });
     const loader = comfortableLiveLoader({ baseUrl: server.url, repository, apiKey, contentType: 'post', includes: 1 });
     const getLiveEntry = createGetLiveEntry({ liveCollections: { posts: { type: 'live', loader } } as never });
-    const posts = snapshot.documents.filter((document) => document.meta.contentType === 'post').map((document) => document.meta.id);
+    const posts = snapshot.documents
+      .filter((document) => document.meta.contentType === 'post')
+      .map((document) => document.meta.id);
     const request = { locale: 'all', includes: 1, embedAssets: true } as const;
 
     const viaClient = async (id: string) => {
@@ -84,7 +90,8 @@ async function main(): Promise<void> {
       const started = performance.now();
       const { entry, error } = await getLiveEntry('posts', `en_US/${id}`);
       const ms = performance.now() - started;
-      if (error || entry?.data.id !== id) throw new Error(`getLiveEntry failed for ${id}: ${error?.message ?? 'another entry'}`);
+      if (error || entry?.data.id !== id)
+        throw new Error(`getLiveEntry failed for ${id}: ${error?.message ?? 'another entry'}`);
       return ms;
     };
 
@@ -108,10 +115,17 @@ async function main(): Promise<void> {
       ["getLiveEntry('posts', 'en_US/<id>'), comfortableLiveLoader({ contentType: 'post' })", times.live],
     ];
     const width = Math.max(...rows.map(([name]) => name.length));
-    console.log(`live: one post with includes=1, ${calls} calls each over ${posts.length} posts (after ${warmup} to warm up), from the local server`);
+    console.log(
+      `live: one post with includes=1, ${calls} calls each over ${posts.length} posts (after ${warmup} to warm up), from the local server`,
+    );
     console.log(`${'way'.padEnd(width)}  ${'median'.padStart(9)}  ${'p90'.padStart(9)}`);
-    for (const [name, values] of rows) console.log(`${name.padEnd(width)}  ${`${median(values).toFixed(2)} ms`.padStart(9)}  ${`${percentile(values, 0.9).toFixed(2)} ms`.padStart(9)}`);
-    console.log(`\nratio getLiveEntry ÷ client.document(): ${ratio.toFixed(2)}× (target: within ${target}×) ${ratio <= target ? 'met' : 'MISSED'}`);
+    for (const [name, values] of rows)
+      console.log(
+        `${name.padEnd(width)}  ${`${median(values).toFixed(2)} ms`.padStart(9)}  ${`${percentile(values, 0.9).toFixed(2)} ms`.padStart(9)}`,
+      );
+    console.log(
+      `\nratio getLiveEntry ÷ client.document(): ${ratio.toFixed(2)}× (target: within ${target}×) ${ratio <= target ? 'met' : 'MISSED'}`,
+    );
     process.exitCode = ratio <= target ? 0 : 1;
   } finally {
     await closeAllPools();

@@ -32,7 +32,10 @@ const rounds = 5;
 
 async function serve(): Promise<void> {
   const { startServer } = await import('../src/server/index.ts');
-  const server = await startServer({ snapshots: [generateSnapshot({ documents, seed: 7, apiId: repository, key: apiKey })], watch: false });
+  const server = await startServer({
+    snapshots: [generateSnapshot({ documents, seed: 7, apiId: repository, key: apiKey })],
+    watch: false,
+  });
   parentPort!.postMessage(server.url);
   parentPort!.once('message', () => void server.close().then(() => process.exit(0)));
 }
@@ -42,7 +45,10 @@ async function floor(url: string, keep?: string[]): Promise<number> {
   const limit = pLimit(8);
   let bytes = 0;
   const page = async (offset: number) => {
-    const { statusCode, body } = await request(`${url}/${repository}/documents?locale=all&embedAssets=1&limit=1000&offset=${offset}`, { headers: { authorization: apiKey } });
+    const { statusCode, body } = await request(
+      `${url}/${repository}/documents?locale=all&embedAssets=1&limit=1000&offset=${offset}`,
+      { headers: { authorization: apiKey } },
+    );
     const text = await body.text();
     keep?.push(text);
     bytes += Buffer.byteLength(text);
@@ -67,7 +73,9 @@ async function main(): Promise<void> {
   });
   const config = { baseUrl: url, repository, apiKey, collections: {}, aliases: [], concurrency: 8, pageSize: 1000 };
   const scratch = await mkdtemp(join(tmpdir(), 'cmft-bench-pull-'));
-  console.log(`pull: ${documents.toLocaleString('en')} documents × 3 locales from the local server, ${rounds} rounds each, alternating\n`);
+  console.log(
+    `pull: ${documents.toLocaleString('en')} documents × 3 locales from the local server, ${rounds} rounds each, alternating\n`,
+  );
   await floor(url); // warm both sides up once
   await pull({ config, out: join(scratch, 'warm') });
   const floors: number[] = [];
@@ -99,8 +107,13 @@ async function main(): Promise<void> {
     ['second pull, nothing changed (writes nothing)', median(again), Math.min(...again)],
   ] as const;
   console.log(`${'way'.padEnd(50)}  ${'median'.padStart(8)}  ${'best'.padStart(8)}  ÷ floor (median)`);
-  for (const [name, med, best] of rows) console.log(`${name.padEnd(50)}  ${ms(med).padStart(8)}  ${ms(best).padStart(8)}  ${(med / median(floors)).toFixed(2)}×`);
-  console.log(`\nthe answers are ${(raw / 1024 / 1024).toFixed(1)} MB; the snapshot ${(size / 1024 / 1024).toFixed(1)} MB (${((size / raw) * 100).toFixed(0)}% of them: assets once instead of embedded in every document, two-space indentation)`);
+  for (const [name, med, best] of rows)
+    console.log(
+      `${name.padEnd(50)}  ${ms(med).padStart(8)}  ${ms(best).padStart(8)}  ${(med / median(floors)).toFixed(2)}×`,
+    );
+  console.log(
+    `\nthe answers are ${(raw / 1024 / 1024).toFixed(1)} MB; the snapshot ${(size / 1024 / 1024).toFixed(1)} MB (${((size / raw) * 100).toFixed(0)}% of them: assets once instead of embedded in every document, two-space indentation)`,
+  );
   // What the pull does beyond the floor's work, measured apart on the pulled snapshot: the check `serve` makes, the indented JSON, and the parse of the listing the floor does too.
   const snapshot = JSON.parse(await readFile(join(scratch, 'round-0', `${repository}.json`), 'utf8'));
   const parts = { check: [] as number[], text: [] as number[] };
@@ -119,7 +132,13 @@ async function main(): Promise<void> {
   const bare: number[] = [];
   for (let round = 0; round < rounds; round++) {
     const started = performance.now();
-    for (const answer of answers) for (const record of (JSON.parse(answer) as { data: ApiRecord[] }).data) JSON.stringify(snapshotDocument(record, locales, () => {}), null, 2);
+    for (const answer of answers)
+      for (const record of (JSON.parse(answer) as { data: ApiRecord[] }).data)
+        JSON.stringify(
+          snapshotDocument(record, locales, () => {}),
+          null,
+          2,
+        );
     bare.push(performance.now() - started);
   }
   console.log(

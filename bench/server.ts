@@ -20,7 +20,8 @@ import { generateSnapshot } from './generate.ts';
  * Run: node bench/server.ts [--documents N] [--cases a,c]
  */
 
-const option = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+const option = (name: string) =>
+  process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined;
 const documents = Number(option('--documents')) || 10_000;
 const only = option('--cases')?.split(',');
 const key = 'bench-key';
@@ -65,9 +66,11 @@ function casesFor(ids: string[]): Case[] {
     {
       // Every request a pattern never seen before, so each is matched against every document.
       name: '(d) 25 documents, like %word% + sort',
-      paths: Array.from({ length: 3000 }, (_, i) =>
-        `/v1/bench/documents?filters[0][article.fields.title][like]=${encodeURIComponent(`%${likeWords[i % likeWords.length]}%`)}` +
-        `&filters[1][article.fields.readingTime][greaterThanEqual]=${(i / 1000).toFixed(3)}&sorting[fields.publishedAt]=desc&limit=25`,
+      paths: Array.from(
+        { length: 3000 },
+        (_, i) =>
+          `/v1/bench/documents?filters[0][article.fields.title][like]=${encodeURIComponent(`%${likeWords[i % likeWords.length]}%`)}` +
+          `&filters[1][article.fields.readingTime][greaterThanEqual]=${(i / 1000).toFixed(3)}&sorting[fields.publishedAt]=desc&limit=25`,
       ),
       requests: 2500,
     },
@@ -98,7 +101,9 @@ async function main(): Promise<void> {
 
   const rows: string[][] = [];
   let missed = 0;
-  for (const c of casesFor(ready.articleIds).filter((c) => !only || only.some((name) => c.name.startsWith(`(${name})`)))) {
+  for (const c of casesFor(ready.articleIds).filter(
+    (c) => !only || only.some((name) => c.name.startsWith(`(${name})`)),
+  )) {
     // Warm-up: a short burst (fills the per-snapshot caches, lets the JIT settle); the measured
     // run starts where it stopped, so a case with more targets than requests never repeats one.
     const warm = Math.min(c.requests, 500);
@@ -132,8 +137,13 @@ async function main(): Promise<void> {
   await Promise.all([pool.close(), bare.close()]);
   await worker.terminate();
 
-  console.log(`\nconcurrency ${concurrency} (undici Pool, ${concurrency} connections), latencies per request, answers received as bytes\n`);
-  printTable(['case', 'median', 'p99', 'req/s', 'answer', 'stringify', 'ratio', 'bare HTTP', 'ratio', 'target (median)', ''], rows);
+  console.log(
+    `\nconcurrency ${concurrency} (undici Pool, ${concurrency} connections), latencies per request, answers received as bytes\n`,
+  );
+  printTable(
+    ['case', 'median', 'p99', 'req/s', 'answer', 'stringify', 'ratio', 'bare HTTP', 'ratio', 'target (median)', ''],
+    rows,
+  );
   if (missed > 0) {
     console.log(`\n${missed} target(s) missed`);
     process.exitCode = 1;
@@ -147,7 +157,10 @@ async function serve(count: number): Promise<void> {
   const server = await startServer({ snapshots: [snapshot], watch: false });
   let bytes = Buffer.alloc(0);
   const bare = createServer((_request, response) => {
-    response.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.length) });
+    response.writeHead(200, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(bytes.length),
+    });
     response.end(bytes);
   });
   await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
@@ -218,7 +231,8 @@ const ms = (value: number) => `${value < 1 ? value.toFixed(3) : value.toFixed(2)
 
 function printTable(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
   console.log(line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows) console.log(line(row));

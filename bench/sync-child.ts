@@ -33,7 +33,8 @@ subscribe('undici:request:headers', (message) => {
   };
   let length = 0;
   for (let i = 0; i < response.headers.length; i += 2) {
-    if (response.headers[i]!.toString().toLowerCase() === 'content-length') length = Number(response.headers[i + 1]!.toString());
+    if (response.headers[i]!.toString().toLowerCase() === 'content-length')
+      length = Number(response.headers[i + 1]!.toString());
   }
   const kind = kindOf(request.method, request.path, request.body, response.statusCode);
   const entry = (kinds[kind] ??= { requests: 0, bytes: 0 });

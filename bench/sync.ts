@@ -42,7 +42,8 @@ import { type Weight, weights as allWeights } from './generate.ts';
  * Usage: node bench/sync.ts [documents...] [--weight full|light|both] [--assets N]   (default 10000 100000, both, up to 400 assets)
  */
 
-const usage = 'Usage: node bench/sync.ts [documents...] [--weight full|light|both] [--assets N]   (default 10000 100000, both, up to 400 assets)';
+const usage =
+  'Usage: node bench/sync.ts [documents...] [--weight full|light|both] [--assets N]   (default 10000 100000, both, up to 400 assets)';
 const seed = 7;
 /** Runs of each kind of sync, and of each floor. */
 const runs = 3;
@@ -60,7 +61,9 @@ function parseArguments(args: string[]): { sizes: number[]; weights: Weight[]; a
   let weight = 'both';
   let assets: number | undefined;
   // `--name=value` is read as `--name value`.
-  const words = args.flatMap((arg) => (/^--\w+=/.test(arg) ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg]));
+  const words = args.flatMap((arg) =>
+    /^--\w+=/.test(arg) ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg],
+  );
   for (let i = 0; i < words.length; i++) {
     const arg = words[i]!;
     if (arg === '--weight') weight = words[++i] ?? '';
@@ -71,8 +74,13 @@ function parseArguments(args: string[]): { sizes: number[]; weights: Weight[]; a
     } else if (/^\d+$/.test(arg) && Number(arg) >= 7) sizes.push(Number(arg));
     else fail(`not a size (a whole number of documents, 7 or more) nor --weight nor --assets: ${arg}`);
   }
-  if (weight !== 'both' && !allWeights.includes(weight as Weight)) fail(`--weight is full, light or both, not "${weight}"`);
-  return { sizes: sizes.length > 0 ? sizes : [10_000, 100_000], weights: weight === 'both' ? [...allWeights] : [weight as Weight], assets };
+  if (weight !== 'both' && !allWeights.includes(weight as Weight))
+    fail(`--weight is full, light or both, not "${weight}"`);
+  return {
+    sizes: sizes.length > 0 ? sizes : [10_000, 100_000],
+    weights: weight === 'both' ? [...allWeights] : [weight as Weight],
+    assets,
+  };
 }
 
 function fail(message: string): never {
@@ -136,7 +144,8 @@ function next<T>(child: ChildProcess, type: string): Promise<T> {
       child.off('exit', onExit);
       resolve(message as T);
     };
-    const onExit = (code: number | null) => reject(new Error(`the server process exited (${code}) while waiting for "${type}"`));
+    const onExit = (code: number | null) =>
+      reject(new Error(`the server process exited (${code}) while waiting for "${type}"`));
     child.on('message', onMessage);
     child.once('exit', onExit);
   });
@@ -145,15 +154,20 @@ function next<T>(child: ChildProcess, type: string): Promise<T> {
 /** Runs a script of bench/ in its own process with its config as argv[2]; resolves with the one message it sends. */
 function runChild<T>(script: string, config: object): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = fork(join(here, script), [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(join(here, script), [JSON.stringify(config)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     let result: T | undefined;
     child.once('message', (message) => (result = message as T));
     child.once('error', reject);
-    child.once('exit', (code) => (result && code === 0 ? resolve(result) : reject(new Error(`bench/${script} exited with ${code}`))));
+    child.once('exit', (code) =>
+      result && code === 0 ? resolve(result) : reject(new Error(`bench/${script} exited with ${code}`)),
+    );
   });
 }
 
-const median = <T extends { ms: number }>(all: T[]): T => [...all].sort((a, b) => a.ms - b.ms)[Math.floor(all.length / 2)]!;
+const median = <T extends { ms: number }>(all: T[]): T =>
+  [...all].sort((a, b) => a.ms - b.ms)[Math.floor(all.length / 2)]!;
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
 const kib = (bytes: number) => (bytes < 2 ** 20 ? `${(bytes / 1024).toFixed(1)} KiB` : mb(bytes));
 const seconds = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(2)} s` : `${(ms / 1000).toFixed(1)} s`);
@@ -168,7 +182,11 @@ const describeKinds = (kinds: ChildResult['kinds']) =>
     .join(', ');
 
 async function benchCase(documents: number, weight: Weight): Promise<Measured> {
-  const server = fork(join(here, 'sync-server.ts'), [String(documents), String(seed), weight, ...(assets ? [String(assets)] : [])], { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const server = fork(
+    join(here, 'sync-server.ts'),
+    [String(documents), String(seed), weight, ...(assets ? [String(assets)] : [])],
+    { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+  );
   const cacheDir = await mkdtemp(join(tmpdir(), 'bench-sync-'));
   const warmCopy = `${cacheDir}-warm`;
   const rows: Row[] = [];
@@ -190,7 +208,10 @@ async function benchCase(documents: number, weight: Weight): Promise<Measured> {
         await before(run);
         const result = await runChild<ChildResult>('sync-child.ts', config);
         server.send({ type: 'mark' });
-        const tally = await next<{ kinds: Record<string, { count: number; totalMs: number; maxMs: number }> }>(server, 'tally');
+        const tally = await next<{ kinds: Record<string, { count: number; totalMs: number; maxMs: number }> }>(
+          server,
+          'tally',
+        );
         const slowest = Object.entries(tally.kinds).sort((a, b) => b[1].maxMs - a[1].maxMs)[0];
         all.push(result);
         console.log(
@@ -231,15 +252,26 @@ async function benchCase(documents: number, weight: Weight): Promise<Measured> {
  * Both floors, `runs` times each, taking turns to go first (so neither always follows the other).
  * The same listing whatever the server's documents are now: a change swaps stamps, not their count.
  */
-async function measureFloors(of: Case, config: { baseUrl: string; repository: string; apiKey: string }): Promise<Floor[]> {
+async function measureFloors(
+  of: Case,
+  config: { baseUrl: string; repository: string; apiKey: string },
+): Promise<Floor[]> {
   const ways = [1, inFlight];
   const all = new Map<number, FloorResult[]>(ways.map((way) => [way, []]));
   for (let run = 0; run < runs; run++) {
     for (const way of run % 2 === 0 ? ways : [...ways].reverse()) {
       const { baseUrl, repository, apiKey } = config;
-      const result = await runChild<FloorResult>('sync-floor.ts', { baseUrl, repository, apiKey, collection: 'all', inFlight: way });
+      const result = await runChild<FloorResult>('sync-floor.ts', {
+        baseUrl,
+        repository,
+        apiKey,
+        collection: 'all',
+        inFlight: way,
+      });
       all.get(way)!.push(result);
-      console.log(`  floor, ${floorName(way)} (${run + 1} of ${runs}): ${millis(result.ms)}, ${result.pages} pages (${kib(result.bytes)}), ${int(result.records)} stamps`);
+      console.log(
+        `  floor, ${floorName(way)} (${run + 1} of ${runs}): ${millis(result.ms)}, ${result.pages} pages (${kib(result.bytes)}), ${int(result.records)} stamps`,
+      );
     }
   }
   return ways.map((way) => ({ ...of, inFlight: way, result: median(all.get(way)!), all: all.get(way)! }));
@@ -248,7 +280,8 @@ async function measureFloors(of: Case, config: { baseUrl: string; repository: st
 /** Prints a table, the first `left` columns aligned left, the others right. */
 function printTable(header: string[], table: string[][], left: number): void {
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((cell, i) => (i < left ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((cell, i) => (i < left ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
   console.log(`\n${line(header)}`);
   for (const row of table) console.log(line(row));
 }
@@ -256,7 +289,22 @@ function printTable(header: string[], table: string[][], left: number): void {
 const sameCase = (a: Case, b: Case) => a.documents === b.documents && a.weight === b.weight;
 
 function printSyncs(rows: Row[]): void {
-  const header = ['documents', 'weight', 'sync', 'time', '× cold', 'runs', 'CPU', '× cold', 'requests', '304', 'received', '× cold', 'written', 'peak RSS'];
+  const header = [
+    'documents',
+    'weight',
+    'sync',
+    'time',
+    '× cold',
+    'runs',
+    'CPU',
+    '× cold',
+    'requests',
+    '304',
+    'received',
+    '× cold',
+    'written',
+    'peak RSS',
+  ];
   const table = rows.map((row) => {
     const { documents, weight, name, result, all } = row;
     const cold = rows.find((r) => sameCase(r, row) && r.name === 'cold')!.result;
@@ -285,7 +333,16 @@ function printSyncs(rows: Row[]): void {
 
 /** The median warm sync with no change beside its two floors. */
 function printFloors(rows: Row[], floors: Floor[]): void {
-  const header = ['documents', 'weight', 'warm, no change', 'floor, one after the other', 'warm ÷ floor', `floor, ${inFlight} in flight`, 'warm ÷ floor', 'floor runs (ms)'];
+  const header = [
+    'documents',
+    'weight',
+    'warm, no change',
+    'floor, one after the other',
+    'warm ÷ floor',
+    `floor, ${inFlight} in flight`,
+    'warm ÷ floor',
+    'floor runs (ms)',
+  ];
   const table = floors
     .filter((floor) => floor.inFlight === 1)
     .map((serial) => {
@@ -316,7 +373,8 @@ function checkTargets(rows: Row[], floors: Floor[]): boolean {
     if (!ok && counts) missed = true;
     return ok ? 'met' : 'MISSED';
   };
-  const forInformation = (counts: boolean) => (counts ? '' : ` (for information: the target is set at ${int(bigSize)})`);
+  const forInformation = (counts: boolean) =>
+    counts ? '' : ` (for information: the target is set at ${int(bigSize)})`;
   console.log('');
   for (const documents of sizes) {
     for (const weight of weights) {
@@ -337,7 +395,9 @@ function checkTargets(rows: Row[], floors: Floor[]): boolean {
         ),
       );
       const noDocuments = warm.all.every((run) => run.stats.written === 0) && documentBytes < 1024;
-      console.log(`${label(at)}: warm with no change downloads no document (${mb(documentBytes)} outside id listings and 304s): ${verdict(noDocuments)}`);
+      console.log(
+        `${label(at)}: warm with no change downloads no document (${mb(documentBytes)} outside id listings and 304s): ${verdict(noDocuments)}`,
+      );
       console.log(
         `${label(at)}: 1% changed under 5% of the cold time (medians: ${((changed.result.ms / cold.result.ms) * 100).toFixed(1)}%): ${verdict(changed.result.ms < cold.result.ms * 0.05)}`,
       );
@@ -349,9 +409,15 @@ function checkTargets(rows: Row[], floors: Floor[]): boolean {
       // The floor must ask what the syncs' listings asked: the same bytes as the last sync's, which
       // listed the snapshot the floors listed (the 1% changes alter a few stamps' lengths).
       const listed = changed.all.at(-1)!.kinds['id listing']?.bytes ?? 0;
-      if (listed !== floor.result.bytes) console.log(`${label(at)}: note: the floor received ${int(floor.result.bytes)} bytes, the last sync's id listings ${int(listed)}`);
+      if (listed !== floor.result.bytes)
+        console.log(
+          `${label(at)}: note: the floor received ${int(floor.result.bytes)} bytes, the last sync's id listings ${int(listed)}`,
+        );
       const peak = Math.max(...[cold, warm, changed].flatMap((row) => row.all.map((run) => run.maxRssMb)));
-      if (big) console.log(`${label(at)}: peak RSS of the sync under ${rssTargetMb} MB (${peak.toFixed(0)} MB): ${verdict(peak < rssTargetMb)}`);
+      if (big)
+        console.log(
+          `${label(at)}: peak RSS of the sync under ${rssTargetMb} MB (${peak.toFixed(0)} MB): ${verdict(peak < rssTargetMb)}`,
+        );
     }
   }
   return missed;

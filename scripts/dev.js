@@ -20,14 +20,18 @@ const server = await startApi(snapshot, Number(process.env.PORT ?? 4010), {
 console.log(`Read API listening on ${server.url} (repository: demo), watching ${snapshot}`);
 
 let announced = false;
-const dev = astroCli(['dev', '--host', '127.0.0.1', '--port', String(devPort)], playgroundEnv(server, { CMFT_REFRESH_SECRET: secret }), (text) => {
-  if (announced || !text.includes(`:${devPort}`)) return;
-  announced = true;
-  console.log(`\nSite:     http://127.0.0.1:${devPort}/en_US/  (astro dev)`);
-  console.log(`Read API: ${server.url}/demo`);
-  console.log(`Edit ${snapshot} and the site refreshes: the server's signed webhook names the changed documents.`);
-  console.log('Press Ctrl+C to stop.');
-});
+const dev = astroCli(
+  ['dev', '--host', '127.0.0.1', '--port', String(devPort)],
+  playgroundEnv(server, { CMFT_REFRESH_SECRET: secret }),
+  (text) => {
+    if (announced || !text.includes(`:${devPort}`)) return;
+    announced = true;
+    console.log(`\nSite:     http://127.0.0.1:${devPort}/en_US/  (astro dev)`);
+    console.log(`Read API: ${server.url}/demo`);
+    console.log(`Edit ${snapshot} and the site refreshes: the server's signed webhook names the changed documents.`);
+    console.log('Press Ctrl+C to stop.');
+  },
+);
 const code = await dev.exited;
 console.error(`astro dev stopped (exit code ${code})`);
 await stopAll(code || 1);

@@ -57,7 +57,11 @@ export function playgroundEnv(server, extra = {}) {
  * `onOutput` sees the standard output too. Resolves `exited` with the exit code.
  */
 export function astroCli(args, env, onOutput) {
-  const child = spawn(process.execPath, [astro, ...args, '--root', 'playground'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [astro, ...args, '--root', 'playground'], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.add(child);
   child.stdout.on('data', (chunk) => {
     process.stdout.write(chunk);

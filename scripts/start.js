@@ -22,7 +22,9 @@ const preview = astroCli(['preview', '--host', '127.0.0.1', '--port', String(sit
   announced = true;
   console.log(`\nSite:     http://127.0.0.1:${sitePort}/  (built from ${snapshot})`);
   console.log(`Read API: ${server.url}/demo  (repository demo, key ${demoKey})`);
-  console.log(`  curl -g -H 'Authorization: ${demoKey}' '${server.url}/demo/collections/posts?limit=2&locale=de_CH&fields=fields(title),meta(id)'`);
+  console.log(
+    `  curl -g -H 'Authorization: ${demoKey}' '${server.url}/demo/collections/posts?limit=2&locale=de_CH&fields=fields(title),meta(id)'`,
+  );
   console.log('Press Ctrl+C to stop.');
 });
 const code = await preview.exited;

@@ -14,7 +14,9 @@ import { contentConfigDigest } from '../src/astro/config-modules.ts';
 let root: string;
 afterEach(() => rm(root, { recursive: true, force: true }));
 
-async function project(files: Record<string, string>): Promise<{ digest(): string; write(path: string, text: string): Promise<void> }> {
+async function project(
+  files: Record<string, string>,
+): Promise<{ digest(): string; write(path: string, text: string): Promise<void> }> {
   root = await mkdtemp(join(tmpdir(), 'config-modules-'));
   const write = async (path: string, text: string) => {
     await mkdir(join(root, path, '..'), { recursive: true });
@@ -27,7 +29,8 @@ async function project(files: Record<string, string>): Promise<{ digest(): strin
 describe('contentConfigDigest', () => {
   it('follows every form of import to the modules of the project, and nothing else', async () => {
     const files: Record<string, string> = {
-      'tsconfig.json': '{\n  // comments, as tsconfig.json allows\n  "compilerOptions": { "baseUrl": ".", "paths": { "~/*": ["src/*"], "@exact": ["src/exact.ts"], }, },\n}\n',
+      'tsconfig.json':
+        '{\n  // comments, as tsconfig.json allows\n  "compilerOptions": { "baseUrl": ".", "paths": { "~/*": ["src/*"], "@exact": ["src/exact.ts"], }, },\n}\n',
       'src/content.config.ts': [
         "import { defineCollection } from 'astro:content';",
         "import {\n  post,\n  type Post,\n} from './schemas/post.js';",
@@ -47,7 +50,13 @@ describe('contentConfigDigest', () => {
     const site = await project(files);
     const first = site.digest();
     expect(first).toMatch(/^[\w-]{20}$/);
-    for (const file of ['src/schemas/post.ts', 'src/shared/tags/index.ts', 'src/schemas/author.ts', 'src/exact.ts', 'src/lazy.mjs']) {
+    for (const file of [
+      'src/schemas/post.ts',
+      'src/shared/tags/index.ts',
+      'src/schemas/author.ts',
+      'src/exact.ts',
+      'src/lazy.mjs',
+    ]) {
       const before = site.digest();
       await site.write(file, `// edited\n${files[file]}`);
       expect(site.digest(), file).not.toBe(before);

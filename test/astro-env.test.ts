@@ -34,7 +34,12 @@ afterAll(async () => {
 async function envFiles(files: Record<string, Record<string, string>>): Promise<void> {
   for (const name of (await readdir(site.dir)).filter((n) => n.startsWith('.env'))) await rm(join(site.dir, name));
   for (const [name, vars] of Object.entries(files)) {
-    await writeFile(join(site.dir, name), Object.entries(vars).map(([key, value]) => `${key}=${value}\n`).join(''));
+    await writeFile(
+      join(site.dir, name),
+      Object.entries(vars)
+        .map(([key, value]) => `${key}=${value}\n`)
+        .join(''),
+    );
   }
 }
 
@@ -61,7 +66,11 @@ describe('the integration reads CMFT_* as Vite reads .env files', () => {
   }, 120_000);
 
   it("reads .env.<mode> over .env, for the build's mode (production, or --mode)", async () => {
-    await envFiles({ '.env': { ...connection(), CMFT_API_KEY: wrongKey }, '.env.production': { CMFT_API_KEY: tinyKey }, '.env.staging': { CMFT_REPOSITORY: 'nonexistent' } });
+    await envFiles({
+      '.env': { ...connection(), CMFT_API_KEY: wrongKey },
+      '.env.production': { CMFT_API_KEY: tinyKey },
+      '.env.staging': { CMFT_REPOSITORY: 'nonexistent' },
+    });
     const production = await runAstro(site.dir, ['build']);
     expect(production.code, production.output).toBe(0);
     const staging = await runAstro(site.dir, ['build', '--mode', 'staging']);
@@ -91,7 +100,10 @@ describe('the integration reads CMFT_* as Vite reads .env files', () => {
 describe('the CLI reads them too', () => {
   it('syncs with a config that names only its sources, the connection coming from .env', async () => {
     await envFiles({ '.env': connection() });
-    await writeFile(join(site.dir, 'comfortable.config.mjs'), "export default { collections: { news: {} }, cacheDir: 'cli-cache' };\n");
+    await writeFile(
+      join(site.dir, 'comfortable.config.mjs'),
+      "export default { collections: { news: {} }, cacheDir: 'cli-cache' };\n",
+    );
     const { code, output } = await run(process.execPath, [cli, 'sync'], { cwd: site.dir });
     expect(code, output).toBe(0);
     expect(output).toMatch(/Synced tiny: \d+ records/);

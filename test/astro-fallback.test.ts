@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeAllPools } from '../src/api/transport.ts';
-import { type ReadApiServer } from '../src/server/index.ts';
+import type { ReadApiServer } from '../src/server/index.ts';
 import { copyFixture, run, runAstro } from './helpers/astro.ts';
 import { startTiny, tinyKey } from './helpers/server.ts';
 
@@ -33,7 +33,11 @@ afterAll(async () => {
 
 const env = () => ({ CMFT_BASE_URL: server.url, CMFT_API_KEY: tinyKey });
 const data = async (): Promise<Json> => JSON.parse(await readFile(join(site.dir, 'dist/data.json'), 'utf8'));
-const exists = (path: string) => access(path).then(() => true, () => false);
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 describe('the CLI and the integration keep their caches apart', () => {
   it('a CLI sync with fewer sources, then a build with the server down: every collection is built from the last good content', async () => {

@@ -18,7 +18,8 @@ import { startTiny, tinyKey, tinySnapshot } from './helpers/server.ts';
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const secret = 'images-secret-0123456789abcdef';
-const svg = (size: number) => `<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}"><rect width="${size}" height="${size}" fill="#36c"/></svg>`;
+const svg = (size: number) =>
+  `<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}"><rect width="${size}" height="${size}" fill="#36c"/></svg>`;
 
 let server: ReadApiServer;
 let images: Server;
@@ -27,12 +28,21 @@ let devPort: number;
 let site: { dir: string; remove(): Promise<void> };
 let snapshot: Json;
 
-
 /** Points an asset of the snapshot at an SVG of the second image host. */
 function assetOn(id: string, url: string): Json {
   return {
-    fields: { title: { en_US: `Image ${id}` }, file: { url, fileName: `${id}.svg`, mimeType: 'image/svg+xml', size: 200, width: 64, height: 64 } },
-    meta: { id, contentType: '_asset', revision: 1, tags: [], createdAt: '2024-05-01T00:00:00.000Z', updatedAt: '2024-05-01T00:00:00.000Z' },
+    fields: {
+      title: { en_US: `Image ${id}` },
+      file: { url, fileName: `${id}.svg`, mimeType: 'image/svg+xml', size: 200, width: 64, height: 64 },
+    },
+    meta: {
+      id,
+      contentType: '_asset',
+      revision: 1,
+      tags: [],
+      createdAt: '2024-05-01T00:00:00.000Z',
+      updatedAt: '2024-05-01T00:00:00.000Z',
+    },
   };
 }
 
@@ -47,7 +57,9 @@ beforeAll(async () => {
   server = await startTiny({ webhook: { url: `http://127.0.0.1:${devPort}/_comfortable/refresh`, secret } });
   // The Read API is on 127.0.0.1; Ada's avatar on `localhost`, another host of the same machine.
   snapshot = tinySnapshot();
-  snapshot.assets = snapshot.assets.map((asset: Json) => (asset.meta.id === '301' ? assetOn('301', `http://localhost:${imagePort}/ada.svg`) : asset));
+  snapshot.assets = snapshot.assets.map((asset: Json) =>
+    asset.meta.id === '301' ? assetOn('301', `http://localhost:${imagePort}/ada.svg`) : asset,
+  );
   await server.replaceSnapshot(snapshot);
   site = await copyFixture('astro-small', 'images-test');
 });
@@ -63,7 +75,12 @@ const siteEnv = () => ({ CMFT_BASE_URL: server.url, CMFT_API_KEY: tinyKey });
 
 /** The `src` of the image of each asset in a page's HTML. */
 function sources(html: string): Record<string, string> {
-  return Object.fromEntries([...html.matchAll(/<li data-asset="(\d+)"[^>]*>\s*<img src="([^"]+)"/g)].map((m) => [m[1]!, m[2]!.replaceAll('&#38;', '&').replaceAll('&amp;', '&')]));
+  return Object.fromEntries(
+    [...html.matchAll(/<li data-asset="(\d+)"[^>]*>\s*<img src="([^"]+)"/g)].map((m) => [
+      m[1]!,
+      m[2]!.replaceAll('&#38;', '&').replaceAll('&amp;', '&'),
+    ]),
+  );
 }
 
 async function build(): Promise<{ output: string; images: Record<string, string> }> {
@@ -78,7 +95,9 @@ describe('a build allows the hosts of the synced assets in image.remotePatterns'
     expect(Object.keys(images).sort(), output).toEqual(['300', '301']);
     expect(images['300']).toMatch(/^\/_astro\/apples_[\w-]+\.svg$/);
     expect(images['301']).toMatch(/^\/_astro\/ada_[\w-]+\.svg$/);
-    expect(output).toContain(`Image hosts of the synced assets allowed in image.remotePatterns: http://localhost:${imagePort}`);
+    expect(output).toContain(
+      `Image hosts of the synced assets allowed in image.remotePatterns: http://localhost:${imagePort}`,
+    );
   }, 120_000);
 
   it('on the cache of the last build too, and the content store is kept (the Astro config hashed is the same)', async () => {
@@ -86,7 +105,9 @@ describe('a build allows the hosts of the synced assets in image.remotePatterns'
     expect(images['300']).toMatch(/^\/_astro\/apples_/);
     expect(images['301']).toMatch(/^\/_astro\/ada_/);
     expect(output).not.toContain('Astro config changed');
-    expect(output).toContain('[comfortable:collection:news] 4 documents × 1 locales: 0 added, 0 updated, 0 removed, 4 unchanged');
+    expect(output).toContain(
+      '[comfortable:collection:news] 4 documents × 1 locales: 0 added, 0 updated, 0 removed, 4 unchanged',
+    );
   }, 120_000);
 });
 
@@ -121,9 +142,12 @@ describe('astro dev', () => {
     banana.meta.updatedAt = '2025-01-01T00:00:00.000Z';
     await server.replaceSnapshot(edited);
     const warning = `Images on ${newHost} are not optimised`;
-    for (let attempt = 0; attempt < 100 && !dev.output().includes(warning); attempt++) await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let attempt = 0; attempt < 100 && !dev.output().includes(warning); attempt++)
+      await new Promise((resolve) => setTimeout(resolve, 100));
     const output = dev.output();
-    expect(output).toContain(`${warning}: add { protocol: 'http', hostname: '127.0.0.1', port: '${imagePort}' } to image.remotePatterns`);
+    expect(output).toContain(
+      `${warning}: add { protocol: 'http', hostname: '127.0.0.1', port: '${imagePort}' } to image.remotePatterns`,
+    );
     expect((await page())['302']).toBe(`${newHost}/plum.svg`);
 
     // Another refresh that still brings it: no second warning.
@@ -132,7 +156,8 @@ describe('astro dev', () => {
     banana.fields.title = { en_US: 'Plums' };
     banana.meta.updatedAt = '2025-01-02T00:00:00.000Z';
     await server.replaceSnapshot(edited);
-    for (let attempt = 0; attempt < 100 && refreshes() === before; attempt++) await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let attempt = 0; attempt < 100 && refreshes() === before; attempt++)
+      await new Promise((resolve) => setTimeout(resolve, 100));
     expect(refreshes()).toBe(before + 1);
     expect(dev.output().split(warning)).toHaveLength(2);
   }, 60_000);

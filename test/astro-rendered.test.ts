@@ -13,20 +13,30 @@ import { snapshotFolder, tinyKey, tinySnapshot } from './helpers/server.ts';
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 describe('renderRichtext', () => {
-  const files = new Map([['https://cdn.example/a.png', { width: 800, height: 600 }], ['https://cdn.example/nosize.png', {}]]);
+  const files = new Map([
+    ['https://cdn.example/a.png', { width: 800, height: 600 }],
+    ['https://cdn.example/nosize.png', {}],
+  ]);
   const all = () => true;
 
   it('gives every heading an id (kept when it has one, numbered when repeated) and lists them', () => {
-    const { html, metadata } = renderRichtext('<h2>Tides &amp; <em>times</em></h2><p>x</p><h3 id="own">Own</h3><h2>Tides &amp; times</h2>', files, all);
+    const { html, metadata } = renderRichtext(
+      '<h2>Tides &amp; <em>times</em></h2><p>x</p><h3 id="own">Own</h3><h2>Tides &amp; times</h2>',
+      files,
+      all,
+    );
     expect(metadata.headings).toEqual([
       { depth: 2, slug: 'tides--times', text: 'Tides & times' },
       { depth: 3, slug: 'own', text: 'Own' },
       { depth: 2, slug: 'tides--times-1', text: 'Tides & times' },
     ]);
-    expect(html).toBe('<h2 id="tides--times">Tides &amp; <em>times</em></h2><p>x</p><h3 id="own">Own</h3><h2 id="tides--times-1">Tides &amp; times</h2>');
+    expect(html).toBe(
+      '<h2 id="tides--times">Tides &amp; <em>times</em></h2><p>x</p><h3 id="own">Own</h3><h2 id="tides--times-1">Tides &amp; times</h2>',
+    );
   });
 
-  const headingsOf = (html: string) => renderRichtext(html, files, all).metadata.headings.map(({ slug, text }) => [slug, text]);
+  const headingsOf = (html: string) =>
+    renderRichtext(html, files, all).metadata.headings.map(({ slug, text }) => [slug, text]);
 
   it('numbers a repeated heading past the ids already made, so no two headings share one', () => {
     const { html, metadata } = renderRichtext('<h2>Step</h2><h2>Step 1</h2><h2>Step</h2>', files, all);
@@ -41,7 +51,9 @@ describe('renderRichtext', () => {
   });
 
   it("takes a heading's text from its descendants' text, without tags or comments, and keeps its spaces", () => {
-    expect(headingsOf('<h2> Tides &amp; <em>times</em> <code>a&lt;b</code><!-- note --></h2>')).toEqual([['-tides--times-ab', ' Tides & times a<b']]);
+    expect(headingsOf('<h2> Tides &amp; <em>times</em> <code>a&lt;b</code><!-- note --></h2>')).toEqual([
+      ['-tides--times-ab', ' Tides & times a<b'],
+    ]);
   });
 
   it('keeps the letters of every script in ids', () => {
@@ -53,22 +65,44 @@ describe('renderRichtext', () => {
   });
 
   it('keeps an id a heading has, even an empty one, and, as Markdown does, does not count it against later headings', () => {
-    const { html, metadata } = renderRichtext('<h2 id="intro">Welcome</h2><h2>Intro</h2><h2 id="a&amp;b" class="x">Y</h2><h2 id="">Z</h2>', files, all);
+    const { html, metadata } = renderRichtext(
+      '<h2 id="intro">Welcome</h2><h2>Intro</h2><h2 id="a&amp;b" class="x">Y</h2><h2 id="">Z</h2>',
+      files,
+      all,
+    );
     expect(metadata.headings.map((heading) => heading.slug)).toEqual(['intro', 'intro', 'a&b', '']);
-    expect(html).toBe('<h2 id="intro">Welcome</h2><h2 id="intro">Intro</h2><h2 id="a&amp;b" class="x">Y</h2><h2 id="">Z</h2>');
+    expect(html).toBe(
+      '<h2 id="intro">Welcome</h2><h2 id="intro">Intro</h2><h2 id="a&amp;b" class="x">Y</h2><h2 id="">Z</h2>',
+    );
   });
 
   it("reads attribute values as a browser does: references decoded, but not a bare name followed by '=' in a URL", () => {
-    const urls = new Map([['https://cdn.example/q.png?w=1&h=2', { width: 1, height: 1 }], ['https://cdn.example/q.png?w=1&copy=2', { width: 1, height: 1 }]]);
-    const { metadata } = renderRichtext('<img src="https://cdn.example/q.png?w=1&amp;h=2"><img src="https://cdn.example/q.png?w=1&copy=2">', urls, all);
+    const urls = new Map([
+      ['https://cdn.example/q.png?w=1&h=2', { width: 1, height: 1 }],
+      ['https://cdn.example/q.png?w=1&copy=2', { width: 1, height: 1 }],
+    ]);
+    const { metadata } = renderRichtext(
+      '<img src="https://cdn.example/q.png?w=1&amp;h=2"><img src="https://cdn.example/q.png?w=1&copy=2">',
+      urls,
+      all,
+    );
     expect(metadata.imagePaths).toEqual([...urls.keys()]);
   });
 
   it("turns images of the repository's assets into Astro image references with the asset's size, and leaves the others", () => {
-    const source = '<p><img class="wide" src="https://cdn.example/a.png" alt="A &quot;photo&quot;"><img src="https://other.example/b.png" alt="B"><img src="https://cdn.example/nosize.png"></p>';
+    const source =
+      '<p><img class="wide" src="https://cdn.example/a.png" alt="A &quot;photo&quot;"><img src="https://other.example/b.png" alt="B"><img src="https://cdn.example/nosize.png"></p>';
     const { html, metadata } = renderRichtext(source, files, all);
-    const [reference] = [...html.matchAll(/__ASTRO_IMAGE_="([^"]+)"/g)].map((m) => JSON.parse(m[1]!.replaceAll('&quot;', '"').replaceAll('&amp;', '&')));
-    expect(reference).toEqual({ class: 'wide', alt: 'A "photo"', src: 'https://cdn.example/a.png', width: 800, height: 600 });
+    const [reference] = [...html.matchAll(/__ASTRO_IMAGE_="([^"]+)"/g)].map((m) =>
+      JSON.parse(m[1]!.replaceAll('&quot;', '"').replaceAll('&amp;', '&')),
+    );
+    expect(reference).toEqual({
+      class: 'wide',
+      alt: 'A "photo"',
+      src: 'https://cdn.example/a.png',
+      width: 800,
+      height: 600,
+    });
     expect(html).toContain('<img src="https://other.example/b.png" alt="B">');
     expect(html).toContain('<img src="https://cdn.example/nosize.png">'); // no size to give Astro
     expect(metadata.imagePaths).toEqual(['https://cdn.example/a.png']);
@@ -77,16 +111,23 @@ describe('renderRichtext', () => {
 });
 
 describe('RichtextRenderer', () => {
-  it("checks every asset image before rendering, whatever the quoting of its src", async () => {
+  it('checks every asset image before rendering, whatever the quoting of its src', async () => {
     // A real server: the asset files under /ok answer, the others 404.
-    const http = createServer((request, response) => response.writeHead(request.url!.startsWith('/ok') ? 200 : 404).end());
+    const http = createServer((request, response) =>
+      response.writeHead(request.url!.startsWith('/ok') ? 200 : 404).end(),
+    );
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     const origin = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
     try {
       const urls = ['ok.png', 'gone-double.png', 'gone-single.png', 'gone-bare.png'].map((name) => `${origin}/${name}`);
       const files = new Map(urls.map((url) => [url, { width: 10, height: 10 }]));
       const warnings: string[] = [];
-      const renderer = new RichtextRenderer({ post: { body: { kind: 'richtext', localized: false } } }, undefined, () => files, { warn: (message) => warnings.push(message) });
+      const renderer = new RichtextRenderer(
+        { post: { body: { kind: 'richtext', localized: false } } },
+        undefined,
+        () => files,
+        { warn: (message) => warnings.push(message) },
+      );
       const [ok, double, single, bare] = urls;
       const html = `<img src='${ok}'><img src="${double}"><img alt="x" src='${single}'><img src=${bare} alt="y">`;
       const entry = { id: '1', contentType: 'post', fields: { body: { html, plain: '' } } };
@@ -108,7 +149,7 @@ describe('RichtextRenderer', () => {
 describe('RichtextRenderer, a load in batches', () => {
   it('asks for an image that fails once in a load, and again in the next load', async () => {
     let asked = 0;
-    const http = createServer((request, response) => {
+    const http = createServer((_request, response) => {
       asked++;
       response.writeHead(404).end();
     });
@@ -116,8 +157,13 @@ describe('RichtextRenderer, a load in batches', () => {
     try {
       const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/gone.png`;
       const model = { post: { body: { kind: 'richtext' as const, localized: false } } };
-      const entry = (id: string) => ({ id, contentType: 'post', fields: { body: { html: `<img src="${url}">`, plain: '' } } });
-      const load = () => new RichtextRenderer(model, undefined, () => new Map([[url, { width: 1, height: 1 }]]), { warn: () => {} });
+      const entry = (id: string) => ({
+        id,
+        contentType: 'post',
+        fields: { body: { html: `<img src="${url}">`, plain: '' } },
+      });
+      const load = () =>
+        new RichtextRenderer(model, undefined, () => new Map([[url, { width: 1, height: 1 }]]), { warn: () => {} });
       const first = load();
       for (const batch of [['1', '2'], ['3']]) await first.prepare(batch.map(entry));
       expect(asked).toBe(1);
@@ -147,8 +193,14 @@ describe('render(entry) in a built site', () => {
       '<h2>Crisp apples</h2><p><img src="images/apples.svg" alt="A basket of apples"></p><h2>Crisp apples</h2><p><img src="images/gone.svg" alt="Gone"><img src="https://elsewhere.example/x.png" alt="Elsewhere"></p>';
     const apples = snapshot.assets.find((a: Json) => a.meta.id === '300');
     // An asset whose file is missing (its URL answers 404), synced because news 101 shows it.
-    snapshot.assets.push({ ...structuredClone(apples), meta: { ...apples.meta, id: '302' }, fields: { ...apples.fields, file: { ...apples.fields.file, url: 'images/gone.svg', fileName: 'gone.svg' } } });
-    snapshot.documents.find((d: Json) => d.meta.id === '101').fields.images = [{ meta: { id: '302', contentType: '_asset' } }];
+    snapshot.assets.push({
+      ...structuredClone(apples),
+      meta: { ...apples.meta, id: '302' },
+      fields: { ...apples.fields, file: { ...apples.fields.file, url: 'images/gone.svg', fileName: 'gone.svg' } },
+    });
+    snapshot.documents.find((d: Json) => d.meta.id === '101').fields.images = [
+      { meta: { id: '302', contentType: '_asset' } },
+    ];
     folder = dirname(snapshotFolder(await mkdtemp(join(tmpdir(), 'rendered-')), snapshot));
     server = await startServer({ paths: [join(folder, 'tiny.json')], watch: false });
     site = await copyFixture('astro-rendered', 'rendered-test');
@@ -168,7 +220,9 @@ describe('render(entry) in a built site', () => {
     const html = await page('en_US/100');
     expect(html).toContain('<h2 id="crisp-apples">Crisp apples</h2>');
     expect(html).toContain('<h2 id="crisp-apples-1">Crisp apples</h2>');
-    expect(html).toMatch(/<a data-depth="2" href="#crisp-apples">Crisp apples<\/a><a data-depth="2" href="#crisp-apples-1">/);
+    expect(html).toMatch(
+      /<a data-depth="2" href="#crisp-apples">Crisp apples<\/a><a data-depth="2" href="#crisp-apples-1">/,
+    );
     expect(await page('de_DE/101')).toContain('<article>'); // every locale has its entry
   });
 
@@ -193,7 +247,9 @@ describe('render(entry) in a built site', () => {
 
   it('leaves an image that cannot be fetched as it is, with a warning naming the document and field', async () => {
     expect(await page('en_US/100')).toContain(`<img src="${server.origin}/files/tiny/images/gone.svg" alt="Gone">`);
-    expect(output, output).toContain(`Image ${server.origin}/files/tiny/images/gone.svg in field text of document 100 cannot be fetched (HTTP 404): it is left as it is, not optimised`);
+    expect(output, output).toContain(
+      `Image ${server.origin}/files/tiny/images/gone.svg in field text of document 100 cannot be fetched (HTTP 404): it is left as it is, not optimised`,
+    );
   });
 
   it('warns again in every build that leaves it so, and optimises it in the first build after it can be fetched', async () => {
@@ -207,6 +263,8 @@ describe('render(entry) in a built site', () => {
     const fixed = await build();
     expect(fixed.code, fixed.output).toBe(0);
     expect(fixed.output).not.toContain('cannot be fetched');
-    expect(await page('en_US/100')).toMatch(/<img [^>]*src="\/_astro\/gone_[\w-]+\.svg"[^>]*alt="Gone"|<img [^>]*alt="Gone"[^>]*src="\/_astro\/gone_[\w-]+\.svg"/);
+    expect(await page('en_US/100')).toMatch(
+      /<img [^>]*src="\/_astro\/gone_[\w-]+\.svg"[^>]*alt="Gone"|<img [^>]*alt="Gone"[^>]*src="\/_astro\/gone_[\w-]+\.svg"/,
+    );
   }, 120_000);
 });

@@ -51,7 +51,14 @@ async function build(extra: Record<string, string> = {}): Promise<{ output: stri
 
 /** The counts a loader logged: "4 documents × 3 locales: 12 added, 0 updated, 0 removed, 0 unchanged". */
 function report(output: string, loader: string) {
-  const lines = [...output.matchAll(new RegExp(`\\[${loader}\\] (\\d+) documents × (\\d+) locales: (\\d+) added, (\\d+) updated, (\\d+) removed, (\\d+) unchanged`, 'g'))];
+  const lines = [
+    ...output.matchAll(
+      new RegExp(
+        `\\[${loader}\\] (\\d+) documents × (\\d+) locales: (\\d+) added, (\\d+) updated, (\\d+) removed, (\\d+) unchanged`,
+        'g',
+      ),
+    ),
+  ];
   expect(lines, `one report of ${loader} in:\n${output}`).toHaveLength(1);
   const [documents, locales, added, updated, removed, unchanged] = lines[0]!.slice(1).map(Number);
   return { documents, locales, added, updated, removed, unchanged };
@@ -62,7 +69,11 @@ const ids = (entries: Json[]) => entries.map((e) => e.id).sort();
 
 describe('integration options are checked when the config loads', () => {
   it('a bad option fails the build, naming the option and what is allowed, before any request', async () => {
-    const { code, output } = await runAstro(site.dir, ['build'], env({ FIXTURE_OPTIONS: JSON.stringify({ mode: 'sometimes' }) }));
+    const { code, output } = await runAstro(
+      site.dir,
+      ['build'],
+      env({ FIXTURE_OPTIONS: JSON.stringify({ mode: 'sometimes' }) }),
+    );
     expect(code).not.toBe(0);
     expect(output).toContain('Invalid option comfortable.mode: expected one of "incremental", "fresh", "offline"');
     expect(output).not.toContain(tinyKey);
@@ -71,11 +82,21 @@ describe('integration options are checked when the config loads', () => {
 
   it('names nested and integration-only options too', () => {
     const base = { baseUrl: 'http://127.0.0.1:9/v1', repository: 'tiny', apiKey: tinyKey };
-    expect(() => comfortable({ ...base, refreshSecret: 'short' })).toThrow('Invalid option comfortable.refreshSecret: expected a secret of at least 16 characters');
-    expect(() => comfortable({ ...base, collections: { news: { includes: 9 } } })).toThrow(/^Invalid option comfortable\.collections\.news\.includes: /);
-    expect(() => comfortable({ ...base, contentTypes: { news: '' } })).toThrow(/^Invalid option comfortable\.contentTypes\.news: /);
-    expect(() => comfortable({ ...base, colections: {} } as never)).toThrow('Unknown option comfortable.colections: did you mean comfortable.collections?');
-    expect(() => comfortable({ ...base, baseUrl: 'ftp://example.com' })).toThrow('Invalid option comfortable.baseUrl: expected an http(s) URL');
+    expect(() => comfortable({ ...base, refreshSecret: 'short' })).toThrow(
+      'Invalid option comfortable.refreshSecret: expected a secret of at least 16 characters',
+    );
+    expect(() => comfortable({ ...base, collections: { news: { includes: 9 } } })).toThrow(
+      /^Invalid option comfortable\.collections\.news\.includes: /,
+    );
+    expect(() => comfortable({ ...base, contentTypes: { news: '' } })).toThrow(
+      /^Invalid option comfortable\.contentTypes\.news: /,
+    );
+    expect(() => comfortable({ ...base, colections: {} } as never)).toThrow(
+      'Unknown option comfortable.colections: did you mean comfortable.collections?',
+    );
+    expect(() => comfortable({ ...base, baseUrl: 'ftp://example.com' })).toThrow(
+      'Invalid option comfortable.baseUrl: expected an http(s) URL',
+    );
   });
 });
 
@@ -93,13 +114,36 @@ describe('a build', () => {
   it('runs one sync that every loader of the Astro sync shares', () => {
     expect(output.match(/Synced tiny: /g)).toHaveLength(1);
     expect(requests.filter((line) => line.startsWith('GET /v1/tiny '))).toHaveLength(1);
-    expect(report(output, 'comfortable:collection:news')).toMatchObject({ documents: 4, locales: 3, added: 12, updated: 0 });
-    expect(report(output, 'comfortable:query:type:author')).toMatchObject({ documents: 2, locales: 3, added: 6, updated: 0 });
+    expect(report(output, 'comfortable:collection:news')).toMatchObject({
+      documents: 4,
+      locales: 3,
+      added: 12,
+      updated: 0,
+    });
+    expect(report(output, 'comfortable:query:type:author')).toMatchObject({
+      documents: 2,
+      locales: 3,
+      added: 6,
+      updated: 0,
+    });
     expect(report(output, 'comfortable:alias:home')).toMatchObject({ documents: 1, locales: 3, added: 3, updated: 0 });
   });
 
   it('has an entry per document and locale, with the id <locale>/<document id>', () => {
-    expect(ids(data.news)).toEqual(['de_CH/100', 'de_CH/101', 'de_CH/102', 'de_CH/103', 'de_DE/100', 'de_DE/101', 'de_DE/102', 'de_DE/103', 'en_US/100', 'en_US/101', 'en_US/102', 'en_US/103']);
+    expect(ids(data.news)).toEqual([
+      'de_CH/100',
+      'de_CH/101',
+      'de_CH/102',
+      'de_CH/103',
+      'de_DE/100',
+      'de_DE/101',
+      'de_DE/102',
+      'de_DE/103',
+      'en_US/100',
+      'en_US/101',
+      'en_US/102',
+      'en_US/103',
+    ]);
     expect(news['de_DE/101'].data).toMatchObject({ id: '101', locale: 'de_DE', contentType: 'news' });
   });
 
@@ -132,21 +176,41 @@ describe('a build', () => {
 
   it('turns assets into image objects and allows the asset host in image.remotePatterns', async () => {
     expect(news['de_DE/100'].data.fields.images).toEqual([
-      { kind: 'image', id: '300', src: `${server.origin}/files/tiny/images/apples.svg`, width: 100, height: 80, alt: 'A basket', mimeType: 'image/svg+xml', fileName: 'apples.svg' },
+      {
+        kind: 'image',
+        id: '300',
+        src: `${server.origin}/files/tiny/images/apples.svg`,
+        width: 100,
+        height: 80,
+        alt: 'A basket',
+        mimeType: 'image/svg+xml',
+        fileName: 'apples.svg',
+      },
     ]);
     const resolved = JSON.parse(await readFile(join(site.dir, 'resolved-config.json'), 'utf8'));
-    expect(resolved.image.remotePatterns).toContainEqual({ protocol: 'http', hostname: '127.0.0.1', port: String(server.port) });
+    expect(resolved.image.remotePatterns).toContainEqual({
+      protocol: 'http',
+      hostname: '127.0.0.1',
+      port: String(server.port),
+    });
   });
 
   it('creates a schema and an Entry type for each collection (createSchema)', async () => {
     const types = await readFile(join(site.dir, '.astro/loaders/news.ts'), 'utf8');
     expect(types).toContain('export type Entry = {');
     expect(types).toContain('"contentType": "news";');
-    for (const field of ['title', 'text', 'rating', 'author', 'relatedNews', 'images', 'place']) expect(types).toContain(`"${field}"?:`);
+    for (const field of ['title', 'text', 'rating', 'author', 'relatedNews', 'images', 'place'])
+      expect(types).toContain(`"${field}"?:`);
     expect(types).toContain('"dependencyDigest": string;');
-    expect(types).toMatch(/"author"\?: \(\{\s*"collection": "authors";\s*"id": string;\s*\}\) \| \(\{\s*"collection": null;\s*"id": string;\s*"contentType": string;\s*\}\) \| null;/);
-    expect(await readFile(join(site.dir, '.astro/loaders/authors.ts'), 'utf8')).toMatch(/"favourite"\?:[\s\S]*"avatar"\?:|"avatar"\?:[\s\S]*"favourite"\?:/);
-    expect(await readFile(join(site.dir, '.astro/content.d.ts'), 'utf8')).toContain('import("./loaders/news.js").Entry');
+    expect(types).toMatch(
+      /"author"\?: \(\{\s*"collection": "authors";\s*"id": string;\s*\}\) \| \(\{\s*"collection": null;\s*"id": string;\s*"contentType": string;\s*\}\) \| null;/,
+    );
+    expect(await readFile(join(site.dir, '.astro/loaders/authors.ts'), 'utf8')).toMatch(
+      /"favourite"\?:[\s\S]*"avatar"\?:|"avatar"\?:[\s\S]*"favourite"\?:/,
+    );
+    expect(await readFile(join(site.dir, '.astro/content.d.ts'), 'utf8')).toContain(
+      'import("./loaders/news.js").Entry',
+    );
     // the schema ran: the entry's content type is the literal it allows
     expect(new Set(data.news.map((e: Json) => e.data.contentType))).toEqual(new Set(['news']));
   });
@@ -168,7 +232,8 @@ describe('a build', () => {
 
   it('gives every entry the cacheKey of a page that shows it, the same in every locale of a document', () => {
     const keys = new Map<string, Set<string>>();
-    for (const entry of [...data.news, ...data.authors]) keys.set(entry.data.id, (keys.get(entry.data.id) ?? new Set()).add(entry.data.cacheKey));
+    for (const entry of [...data.news, ...data.authors])
+      keys.set(entry.data.id, (keys.get(entry.data.id) ?? new Set()).add(entry.data.cacheKey));
     for (const [, set] of keys) expect([...set]).toEqual([expect.stringMatching(/^[\w-]{22}$/)]);
     expect(new Set([...keys.values()].map((set) => [...set][0])).size).toBe(keys.size);
   });
@@ -194,7 +259,14 @@ describe('the next builds', () => {
   it('parse nothing when nothing changed', async () => {
     const { output, data } = await build();
     expect(output).toMatch(/Synced tiny: 8 records \(0 added, 0 updated, 0 removed\)/);
-    expect(report(output, 'comfortable:collection:news')).toEqual({ documents: 4, locales: 3, added: 0, updated: 0, removed: 0, unchanged: 12 });
+    expect(report(output, 'comfortable:collection:news')).toEqual({
+      documents: 4,
+      locales: 3,
+      added: 0,
+      updated: 0,
+      removed: 0,
+      unchanged: 12,
+    });
     expect(report(output, 'comfortable:query:type:author')).toMatchObject({ updated: 0, removed: 0, unchanged: 6 });
     expect(report(output, 'comfortable:alias:home')).toMatchObject({ updated: 0, removed: 0, unchanged: 3 });
     expect(data).toEqual(first);
@@ -220,7 +292,14 @@ describe('the next builds', () => {
     expect(after['en_US/101'].data.dependencyDigest).toBe(before['en_US/101'].data.dependencyDigest); // Bob's news
     expect(after['en_US/100'].data.fields.author).toEqual({ collection: 'authors', id: 'en_US/ada-lovelace' });
     expect(data.authorNames['en_US/100']).toBe('Ada Lovelace');
-    expect(ids(data.authors)).toEqual(['de_CH/ada-lovelace', 'de_CH/bob', 'de_DE/ada-lovelace', 'de_DE/bob', 'en_US/ada-lovelace', 'en_US/bob']);
+    expect(ids(data.authors)).toEqual([
+      'de_CH/ada-lovelace',
+      'de_CH/bob',
+      'de_DE/ada-lovelace',
+      'de_DE/bob',
+      'en_US/ada-lovelace',
+      'en_US/bob',
+    ]);
   }, 120_000);
 
   // Every loader starts clean, not only the one whose option changed (a behaviour changed on
@@ -228,13 +307,26 @@ describe('the next builds', () => {
   // loader changes the entries of the others (here the authors' references into news in de_CH).
   it('start clean in every collection when a loader option changes', async () => {
     const { output, data } = await build({ FIXTURE_LOCALES: 'en_US,de_DE' });
-    expect(report(output, 'comfortable:collection:news')).toEqual({ documents: 3, locales: 2, added: 0, updated: 6, removed: 0, unchanged: 0 });
+    expect(report(output, 'comfortable:collection:news')).toEqual({
+      documents: 3,
+      locales: 2,
+      added: 0,
+      updated: 6,
+      removed: 0,
+      unchanged: 0,
+    });
     expect(report(output, 'comfortable:query:type:author')).toMatchObject({ updated: 6, unchanged: 0 });
     expect(ids(data.news)).toEqual(['de_DE/100', 'de_DE/101', 'de_DE/102', 'en_US/100', 'en_US/101', 'en_US/102']);
     const authors = byId(data.authors);
     expect(authors['de_DE/ada-lovelace'].data.fields.favourite).toEqual({ collection: 'news', id: 'de_DE/100' });
-    expect(authors['de_CH/ada-lovelace'].data.fields.favourite).toEqual({ collection: null, id: '100', contentType: 'news' });
-    expect(output).toMatch(/the collection "news", to which contentTypes maps "news", has no entries in de_CH \(the locales option of its comfortableLoader\(\)\)/);
+    expect(authors['de_CH/ada-lovelace'].data.fields.favourite).toEqual({
+      collection: null,
+      id: '100',
+      contentType: 'news',
+    });
+    expect(output).toMatch(
+      /the collection "news", to which contentTypes maps "news", has no entries in de_CH \(the locales option of its comfortableLoader\(\)\)/,
+    );
   }, 120_000);
 
   it('start clean when the store was written by another version of the package', async () => {
@@ -245,7 +337,14 @@ describe('the next builds', () => {
     await writeFile(storeFile, devalue.stringify(store));
 
     const { output } = await build({ FIXTURE_LOCALES: 'en_US,de_DE' });
-    expect(report(output, 'comfortable:query:type:author')).toEqual({ documents: 2, locales: 3, added: 0, updated: 6, removed: 0, unchanged: 0 });
+    expect(report(output, 'comfortable:query:type:author')).toEqual({
+      documents: 2,
+      locales: 3,
+      added: 0,
+      updated: 6,
+      removed: 0,
+      unchanged: 0,
+    });
     expect(report(output, 'comfortable:collection:news')).toMatchObject({ updated: 0, unchanged: 6 });
   }, 120_000);
 });
@@ -265,7 +364,9 @@ describe('an edited schema module', () => {
       await writeFile(titleModule(), "import { z } from 'astro/zod';\n\nexport const title = z.number();\n");
       const { code, output } = await runAstro(site.dir, ['build'], env());
       expect(code).not.toBe(0);
-      expect(output).toMatch(/home → en_US\/100 data does not match collection schema|\*\*title\*\*: Invalid input: expected number/);
+      expect(output).toMatch(
+        /home → en_US\/100 data does not match collection schema|\*\*title\*\*: Invalid input: expected number/,
+      );
     } finally {
       await writeFile(titleModule(), original);
     }
@@ -278,9 +379,13 @@ describe('an edited schema module', () => {
 
 describe('contentTypes mapping a type to a collection that holds only some of its documents', () => {
   it('warns once with what to do, and keeps references to the others out of Astro (no invalid reference)', async () => {
-    const { output, data } = await build({ FIXTURE_OPTIONS: JSON.stringify({ contentTypes: { news: 'home', author: 'authors' } }) });
+    const { output, data } = await build({
+      FIXTURE_OPTIONS: JSON.stringify({ contentTypes: { news: 'home', author: 'authors' } }),
+    });
     // The alias home holds news 100 alone.
-    expect(output).toMatch(/contentTypes maps "news" to the collection "home", which holds 1 of the \d+ synced "news" documents: references to the other \d+ stay \{ collection: null, id, contentType \}/);
+    expect(output).toMatch(
+      /contentTypes maps "news" to the collection "home", which holds 1 of the \d+ synced "news" documents: references to the other \d+ stay \{ collection: null, id, contentType \}/,
+    );
     expect(output).toContain("map it to a collection loaded with comfortableLoader({ contentType: 'news' })");
     expect(output).not.toContain('Invalid content reference');
     const related = data.news.flatMap((entry: Json) => entry.data.fields.relatedNews ?? []);
@@ -289,12 +394,20 @@ describe('contentTypes mapping a type to a collection that holds only some of it
     expect(into.length).toBeGreaterThan(0);
     expect(kept.length).toBeGreaterThan(0);
     for (const ref of into) expect(ref).toEqual({ collection: 'home', id: expect.stringMatching(/\/100$/) });
-    for (const ref of kept) expect(ref).toEqual({ collection: null, id: expect.not.stringMatching(/^100$/), contentType: 'news' });
+    for (const ref of kept)
+      expect(ref).toEqual({ collection: null, id: expect.not.stringMatching(/^100$/), contentType: 'news' });
     // One line for the cause, in each collection whose entries hold such references, with the number of places.
-    const lines = output.split('\n').filter((line) => line.includes('the collection "home", to which contentTypes maps "news", does not hold their documents'));
+    const lines = output
+      .split('\n')
+      .filter((line) =>
+        line.includes('the collection "home", to which contentTypes maps "news", does not hold their documents'),
+      );
     expect(lines.length).toBeGreaterThan(0);
     expect(new Set(lines.map((line) => /\[([^\]]+)\] \d+ reference/.exec(line)?.[1])).size).toBe(lines.length);
-    for (const line of lines) expect(line).toMatch(/\] \d+ references? stays? \{ collection: null, id, contentType \}: .*\(document \d+, field \w+ → \d+/);
+    for (const line of lines)
+      expect(line).toMatch(
+        /\] \d+ references? stays? \{ collection: null, id, contentType \}: .*\(document \d+, field \w+ → \d+/,
+      );
   }, 120_000);
 
   it('tells the references into a content type no collection holds in one line per collection, with their number', async () => {
@@ -306,8 +419,16 @@ describe('contentTypes mapping a type to a collection that holds only some of it
     const news = lines.find((line) => line.includes('[comfortable:collection:news]'))!;
     expect(news).toContain('[comfortable:collection:news] 3 references stay { collection: null, id, contentType }');
     expect(news).toContain("map it with the integration's contentTypes option");
-    expect(news).toMatch(/\(document 10\d, field author → 20\d, document 10\d, field author → 20\d, document 10\d, field author → 20\d\)$/);
-    expect(lines.find((line) => line.includes('[comfortable:alias:home]'))).toMatch(/\] 1 reference stays .*\(document 100, field author → 200\)$/);
-    expect(byId(data.news)['en_US/100'].data.fields.author).toEqual({ collection: null, id: '200', contentType: 'author' });
+    expect(news).toMatch(
+      /\(document 10\d, field author → 20\d, document 10\d, field author → 20\d, document 10\d, field author → 20\d\)$/,
+    );
+    expect(lines.find((line) => line.includes('[comfortable:alias:home]'))).toMatch(
+      /\] 1 reference stays .*\(document 100, field author → 200\)$/,
+    );
+    expect(byId(data.news)['en_US/100'].data.fields.author).toEqual({
+      collection: null,
+      id: '200',
+      contentType: 'author',
+    });
   }, 120_000);
 });

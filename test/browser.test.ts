@@ -13,7 +13,9 @@ import { buildPlayground, copyDemo, testTmp } from './helpers/playground.ts';
 // a small static file server with the Read API already stopped: the site stands on its own.
 
 const chromiumPath = '/usr/bin/chromium';
-const missing = existsSync(chromiumPath) ? undefined : `${chromiumPath} is missing; install it with: apt-get update && apt-get install -y chromium`;
+const missing = existsSync(chromiumPath)
+  ? undefined
+  : `${chromiumPath} is missing; install it with: apt-get update && apt-get install -y chromium`;
 if (missing) console.warn(`Skipping the browser tests: ${missing}`);
 
 const types: Record<string, string> = {
@@ -36,7 +38,8 @@ function serveFolder(dir: string): Promise<Server> {
       .then((info) => (info.isDirectory() ? join(file, 'index.html') : file))
       .then((target) => readFile(target).then((body) => ({ target, body })))
       .then(
-        ({ target, body }) => response.writeHead(200, { 'content-type': types[extname(target)] ?? 'application/octet-stream' }).end(body),
+        ({ target, body }) =>
+          response.writeHead(200, { 'content-type': types[extname(target)] ?? 'application/octet-stream' }).end(body),
         () => response.writeHead(404, { 'content-type': 'text/plain' }).end('not found'),
       );
   });
@@ -44,7 +47,11 @@ function serveFolder(dir: string): Promise<Server> {
 }
 
 /** The structural view of an <img> the page functions below use (this project has no DOM types). */
-type ImageElement = { complete: boolean; naturalWidth: number; addEventListener(type: string, listener: () => void): void };
+type ImageElement = {
+  complete: boolean;
+  naturalWidth: number;
+  addEventListener(type: string, listener: () => void): void;
+};
 
 /** The natural width of the image matching the selector once it has loaded (0 if it failed). */
 function loadedWidth(page: Page, selector: string): Promise<number> {
@@ -76,7 +83,15 @@ describe.skipIf(missing)('the built playground in Chromium', () => {
     origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
     browser = await chromium.launch({
       executablePath: chromiumPath,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     await mkdir(testTmp, { recursive: true });
   }, 120_000);
@@ -91,7 +106,10 @@ describe.skipIf(missing)('the built playground in Chromium', () => {
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     const failed: string[] = [];
     page.on('requestfailed', (request) => failed.push(request.url()));
-    page.on('response', (response) => response.status() >= 400 && failed.push(`${response.status()} ${response.url()}`));
+    page.on(
+      'response',
+      (response) => response.status() >= 400 && failed.push(`${response.status()} ${response.url()}`),
+    );
 
     await page.goto(`${origin}/en_US/posts/the-slow-boat-to-the-fjords/`);
     expect(await page.textContent('h1')).toContain('The Slow Boat to the Fjords');

@@ -1,9 +1,25 @@
 import { readFile } from 'node:fs/promises';
 import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { closeAllPools, createClient, MemoryEtagStore, type ReadApiError, type ResponseEvent } from '../src/api/index.ts';
+import {
+  closeAllPools,
+  createClient,
+  MemoryEtagStore,
+  type ReadApiError,
+  type ResponseEvent,
+} from '../src/api/index.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import { clientOf, closedPort, closeFaultyServers, errorBody, fastRetry, type Handler, json, listBody, startFaulty } from './helpers/client-faults.ts';
+import {
+  clientOf,
+  closedPort,
+  closeFaultyServers,
+  errorBody,
+  fastRetry,
+  type Handler,
+  json,
+  listBody,
+  startFaulty,
+} from './helpers/client-faults.ts';
 import { fixture, tinyKey } from './helpers/server.ts';
 
 /**
@@ -27,11 +43,19 @@ describe('conditional requests with ETags', () => {
 
   it('sends If-None-Match on the second identical request, and a 304 gives back the stored answer', async () => {
     const events: ResponseEvent[] = [];
-    const client = createClient({ baseUrl: local.url, repository: 'tiny', apiKey: tinyKey, onResponse: (event) => events.push(event) });
+    const client = createClient({
+      baseUrl: local.url,
+      repository: 'tiny',
+      apiKey: tinyKey,
+      onResponse: (event) => events.push(event),
+    });
     const first = await client.documents({ locale: 'de_DE' });
     const second = await client.documents({ locale: 'de_DE' });
     expect(second).toEqual(first);
-    expect(events.map((e) => [e.status, e.notModified])).toEqual([[200, false], [304, true]]);
+    expect(events.map((e) => [e.status, e.notModified])).toEqual([
+      [200, false],
+      [304, true],
+    ]);
     expect(events[1]!.bytes).toBe(0);
     await client.documents({ locale: 'de_CH' }); // another request is not conditional
     expect(events[2]!.status).toBe(200);
@@ -39,7 +63,12 @@ describe('conditional requests with ETags', () => {
 
   it('takes a changed answer in place of the stored one', async () => {
     const events: ResponseEvent[] = [];
-    const client = createClient({ baseUrl: local.url, repository: 'tiny', apiKey: tinyKey, onResponse: (event) => events.push(event) });
+    const client = createClient({
+      baseUrl: local.url,
+      repository: 'tiny',
+      apiKey: tinyKey,
+      onResponse: (event) => events.push(event),
+    });
     expect((await client.document('100')).fields.title).toBe('Apple harvest');
     const snapshot = JSON.parse(await readFile(fixture('tiny.json'), 'utf8'));
     snapshot.documents[0].fields.title.en_US = 'Pear harvest';
@@ -62,7 +91,10 @@ describe('conditional requests with ETags', () => {
     const post = clientOf(server.url, { maxUrlLength: 1 });
     await post.documents({ limit: 1 });
     await post.documents({ limit: 1 });
-    expect(server.seen.slice(2).map((s) => [s.method, s.headers['if-none-match']])).toEqual([['POST', undefined], ['POST', undefined]]);
+    expect(server.seen.slice(2).map((s) => [s.method, s.headers['if-none-match']])).toEqual([
+      ['POST', undefined],
+      ['POST', undefined],
+    ]);
     const plain = clientOf(server.url, { etags: false });
     await plain.documents();
     await plain.documents();
@@ -74,11 +106,16 @@ describe('the API key never shows', () => {
   // One plain key, one that URL encoding changes: it must show in neither spelling, not even in part.
   const keys = ['sk-live-REDACTME-5f0c9a1e', 'sk/REDACT+ME=5f0c 9a1e'];
   const spellings = (key: string) => [key, encodeURIComponent(key), encodeURIComponent(key).replaceAll('%20', '+')];
-  const pieces = (key: string) => spellings(key).flatMap((spelling) => Array.from({ length: spelling.length - 7 }, (_, i) => spelling.slice(i, i + 8)));
+  const pieces = (key: string) =>
+    spellings(key).flatMap((spelling) =>
+      Array.from({ length: spelling.length - 7 }, (_, i) => spelling.slice(i, i + 8)),
+    );
 
   /** Echoes whatever carried the key (the Authorization header, the URL) back in its answer. */
-  const echo = (status: number, extra: Record<string, string> = {}): Handler => (req, res) =>
-    json(res, status, errorBody(status, `rejected ${req.headers.authorization ?? '-'} at ${req.url}`), extra);
+  const echo =
+    (status: number, extra: Record<string, string> = {}): Handler =>
+    (req, res) =>
+      json(res, status, errorBody(status, `rejected ${req.headers.authorization ?? '-'} at ${req.url}`), extra);
 
   const provocations: [string, Handler | 'refused'][] = [
     ['AuthenticationError', echo(401)],
@@ -89,14 +126,23 @@ describe('the API key never shows', () => {
     ['NetworkError', 'refused'],
     ['TimeoutError', () => {}],
     // The key straddles the end of the body's start that the error quotes.
-    ['UnexpectedAnswerError', (req, res) => res.writeHead(200).end(`${'x'.repeat(50)}${req.headers.authorization ?? new URL(req.url!, 'http://h').searchParams.get('key')}`)],
+    [
+      'UnexpectedAnswerError',
+      (req, res) =>
+        res
+          .writeHead(200)
+          .end(
+            `${'x'.repeat(50)}${req.headers.authorization ?? new URL(req.url!, 'http://h').searchParams.get('key')}`,
+          ),
+    ],
   ];
 
   for (const key of keys) {
     for (const keyInUrl of [false, true]) {
       describe(`with the key ${JSON.stringify(key)}${keyInUrl ? ' in the URL' : ' in the header'}`, () => {
         it.each(provocations)('%s', async (name, fault) => {
-          const url = fault === 'refused' ? `http://127.0.0.1:${await closedPort()}/v1` : (await startFaulty(fault)).url;
+          const url =
+            fault === 'refused' ? `http://127.0.0.1:${await closedPort()}/v1` : (await startFaulty(fault)).url;
           const events: ResponseEvent[] = [];
           const client = createClient({
             baseUrl: url,

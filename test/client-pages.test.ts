@@ -36,7 +36,10 @@ async function startRecordingProxy(delayFor: (offset: number) => number) {
     await new Promise((resolve) => setTimeout(resolve, delayFor(offset)));
     const answer = await fetch(`${server().origin}${request.url}`, {
       method: request.method!,
-      headers: { authorization: request.headers.authorization!, ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: request.headers.authorization!,
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
       ...(body ? { body } : {}),
     });
     const text = await answer.text();
@@ -114,9 +117,13 @@ describe('pages() and all()', () => {
 
   it('starts at the given offset', async () => {
     const events: ResponseEvent[] = [];
-    const documents = await collect(clientOf('demo', {}, events).all('documents', { offset: 5, pageSize: 10, locale: 'all', includes: 1 }));
+    const documents = await collect(
+      clientOf('demo', {}, events).all('documents', { offset: 5, pageSize: 10, locale: 'all', includes: 1 }),
+    );
     expect(documents).toEqual(everything.data.slice(5));
-    expect(events.map((e) => Number(new URL(e.url).searchParams.get('offset'))).sort((a, b) => a - b)).toEqual([5, 15, 25, 35]);
+    expect(events.map((e) => Number(new URL(e.url).searchParams.get('offset'))).sort((a, b) => a - b)).toEqual([
+      5, 15, 25, 35,
+    ]);
   });
 
   it('answers an empty list with one empty page and one request', async () => {
@@ -133,7 +140,9 @@ describe('pages() and all()', () => {
     const events: ResponseEvent[] = [];
     const client = clientOf('demo', {}, events);
     const authors = await collect(client.all({ collection: 'authors' }, { pageSize: 5 }));
-    expect(authors.map((a) => a.fields.name)).toEqual((await client.collection('authors')).data.map((a) => a.fields.name));
+    expect(authors.map((a) => a.fields.name)).toEqual(
+      (await client.collection('authors')).data.map((a) => a.fields.name),
+    );
     expect(authors).toHaveLength(5);
     const exact = await collect(client.pages('documents', { pageSize: 43, locale: 'all', includes: 1 }));
     expect(exact).toHaveLength(1);
@@ -144,9 +153,18 @@ describe('pages() and all()', () => {
   it('reads a collection with its options on every page, in the collection’s order', async () => {
     const events: ResponseEvent[] = [];
     const client = clientOf('demo', {}, events);
-    const whole = await client.collection('posts', { limit: 1000, locale: 'de_DE', filters: new Filter().where('featured', 'equal', false) });
+    const whole = await client.collection('posts', {
+      limit: 1000,
+      locale: 'de_DE',
+      filters: new Filter().where('featured', 'equal', false),
+    });
     events.length = 0;
-    const posts: ApiRecord[] = await collect(client.all({ collection: 'posts' }, { pageSize: 4, locale: 'de_DE', filters: new Filter().where('featured', 'equal', false) }));
+    const posts: ApiRecord[] = await collect(
+      client.all(
+        { collection: 'posts' },
+        { pageSize: 4, locale: 'de_DE', filters: new Filter().where('featured', 'equal', false) },
+      ),
+    );
     expect(posts).toEqual(whole.data);
     expect(events.length).toBe(Math.ceil(whole.meta.total / 4));
     for (const event of events) expect(new URL(event.url).searchParams.get('locale')).toBe('de_DE');
@@ -164,7 +182,10 @@ async function cappedServer(): Promise<string> {
     const query = new URL(request.url!, 'http://x').searchParams;
     const offset = Number(query.get('offset') ?? 0);
     const limit = Math.min(Number(query.get('limit') ?? 25), cap);
-    const data = Array.from({ length: Math.max(0, Math.min(limit, total - offset)) }, (_, i) => ({ fields: {}, meta: { id: String(100 + offset + i), contentType: 'note' } }));
+    const data = Array.from({ length: Math.max(0, Math.min(limit, total - offset)) }, (_, i) => ({
+      fields: {},
+      meta: { id: String(100 + offset + i), contentType: 'note' },
+    }));
     const body = JSON.stringify({ status: 200, meta: { count: data.length, limit, offset, total }, data });
     response.writeHead(200, { 'content-type': 'application/json' }).end(body);
   });
@@ -177,7 +198,8 @@ describe('pages() when the server caps the page size', () => {
   it('steps by the limit the server answered with, so no document is skipped', async () => {
     const client = createClient({ baseUrl: await cappedServer(), repository: 'capped', apiKey: 'k' });
     const ids: string[] = [];
-    for await (const page of client.pages('documents', { pageSize: 5 })) ids.push(...page.data.map((record) => record.meta!.id!));
+    for await (const page of client.pages('documents', { pageSize: 5 }))
+      ids.push(...page.data.map((record) => record.meta!.id!));
     expect(ids).toEqual(Array.from({ length: total }, (_, i) => String(100 + i)));
   });
 });

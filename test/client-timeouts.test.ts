@@ -52,7 +52,8 @@ async function attempt(baseUrl: string, timeouts: Partial<Timeouts>, budgetMs = 
 function expectTimeout(error: ReadApiError | undefined, said: RegExp) {
   expect(error).toBeInstanceOf(TimeoutError);
   expect(error!.message).toMatch(said);
-  for (const text of [error!.message, JSON.stringify(error), inspect(error, { depth: 10 }), String(error!.stack)]) expect(text).not.toContain(apiKey);
+  for (const text of [error!.message, JSON.stringify(error), inspect(error, { depth: 10 }), String(error!.stack)])
+    expect(text).not.toContain(apiKey);
 }
 
 describe('timeouts', () => {
@@ -123,12 +124,16 @@ describe('timeouts', () => {
   it('leave no timer behind, whether the request succeeds or times out', async () => {
     const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
     const silent = await httpServer(() => {});
-    const answering = await httpServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(listBody));
+    const answering = await httpServer((_request, response) =>
+      response.writeHead(200, { 'content-type': 'application/json' }).end(listBody),
+    );
     await attempt(answering, { headersMs: 5_000, bodyMs: 5_000 }); // undici's own timers, if any, start here
     const before = timers();
     for (let i = 0; i < 5; i++) {
       expect((await attempt(answering, { headersMs: 5_000, bodyMs: 5_000 })).error).toBeUndefined();
-      expect((await attempt(silent, { headersMs: 50, bodyMs: 5_000, connectMs: 5_000 })).error).toBeInstanceOf(TimeoutError);
+      expect((await attempt(silent, { headersMs: 50, bodyMs: 5_000, connectMs: 5_000 })).error).toBeInstanceOf(
+        TimeoutError,
+      );
     }
     expect(timers()).toBeLessThanOrEqual(before);
   });

@@ -27,7 +27,10 @@ describe('every option at once', () => {
     const answer = await inEveryForm((client) => client.documents(options));
     // Rated news or featured news: 100, 101, 102, all with an "a"; sorted by German title, the second and third.
     expect(answer.meta).toEqual({ count: 2, limit: 2, offset: 1, total: 3 });
-    expect(answer.data.map((d) => [d.meta!.id, d.fields!.title])).toEqual([['101', 'Bananenboote'], ['102', 'cherry season']]);
+    expect(answer.data.map((d) => [d.meta!.id, d.fields!.title])).toEqual([
+      ['101', 'Bananenboote'],
+      ['102', 'cherry season'],
+    ]);
     expect(answer.data[0]!.meta).toEqual({ id: '101', tags: ['exclude'] });
     expect(includedIds(answer.includes)).toEqual({ author: ['201', '200'] });
   });
@@ -57,7 +60,10 @@ describe('the wire form of list requests', () => {
     expect((await inUrl.repository()).meta.apiId).toBe('tiny');
     const post = clientOf('tiny', { keyInUrl: true, maxUrlLength: 1 }, events);
     expect(ids(await post.documents({ ...byId, limit: 1 }))).toEqual(['100']);
-    expect(events.map((e) => [e.method, e.status])).toEqual([['GET', 200], ['POST', 200]]);
+    expect(events.map((e) => [e.method, e.status])).toEqual([
+      ['GET', 200],
+      ['POST', 200],
+    ]);
     for (const event of events) expect(event.url).not.toContain(tinyKey);
   });
 });

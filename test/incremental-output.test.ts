@@ -37,7 +37,8 @@ async function copyPlayground(name: string): Promise<string> {
   const dir = join(root, 'test/.tmp', `${name}-${process.pid}`);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  for (const item of ['astro.config.mjs', 'tsconfig.json', 'src']) await cp(join(root, 'playground', item), join(dir, item), { recursive: true });
+  for (const item of ['astro.config.mjs', 'tsconfig.json', 'src'])
+    await cp(join(root, 'playground', item), join(dir, item), { recursive: true });
   return dir;
 }
 
@@ -46,14 +47,17 @@ async function build(site: string): Promise<{ output: string; rendered: string[]
   expect(code, output).toBe(0);
   const rendered: string[] = [];
   const reused: string[] = [];
-  for (const match of stripVTControlCharacters(output).matchAll(/[├└]─ (\/\S+\.html)( \((?:cached|restored)\))?/g)) (match[2] ? reused : rendered).push(match[1]!);
+  for (const match of stripVTControlCharacters(output).matchAll(/[├└]─ (\/\S+\.html)( \((?:cached|restored)\))?/g))
+    (match[2] ? reused : rendered).push(match[1]!);
   return { output: stripVTControlCharacters(output), rendered, reused };
 }
 
 /** After a change: the three sites built (the CI one without its dist/, the clean one from nothing), and the trees compared. */
 async function rebuildAll() {
   await rm(join(sites.ci, 'dist'), { recursive: true, force: true });
-  await Promise.all(['dist', 'node_modules'].map((folder) => rm(join(sites.clean, folder), { recursive: true, force: true })));
+  await Promise.all(
+    ['dist', 'node_modules'].map((folder) => rm(join(sites.clean, folder), { recursive: true, force: true })),
+  );
   const kept = await build(sites.kept);
   const ci = await build(sites.ci);
   await build(sites.clean);
@@ -76,13 +80,19 @@ beforeAll(async () => {
   const snapshotPath = await copyDemo(work);
   snapshot = JSON.parse(await readFile(snapshotPath, 'utf8'));
   server = await startServer({ paths: [snapshotPath], watch: false });
-  [sites.kept, sites.ci, sites.clean] = await Promise.all([copyPlayground('output-kept'), copyPlayground('output-ci'), copyPlayground('output-clean')]);
+  [sites.kept, sites.ci, sites.clean] = await Promise.all([
+    copyPlayground('output-kept'),
+    copyPlayground('output-ci'),
+    copyPlayground('output-clean'),
+  ]);
   for (const site of [sites.kept, sites.ci]) await build(site);
 }, 180_000);
 
 afterAll(async () => {
   await server?.close();
-  await Promise.all([work, ...Object.values(sites)].filter(Boolean).map((dir) => rm(dir, { recursive: true, force: true })));
+  await Promise.all(
+    [work, ...Object.values(sites)].filter(Boolean).map((dir) => rm(dir, { recursive: true, force: true })),
+  );
 });
 
 describe('an incremental build keeps dist/ and leaves exactly what a clean build makes', () => {
@@ -93,7 +103,9 @@ describe('an incremental build keeps dist/ and leaves exactly what a clean build
       expect(rendered).toEqual(['/index.html']);
       expect(reused.length).toBeGreaterThan(100);
     }
-    expect(kept.output).toMatch(/dist\/: [\d,]+ pages kept from the last build, 0 restored from Astro's cache, [\d,]+ files of the last build removed \(0 pages no longer built\)/);
+    expect(kept.output).toMatch(
+      /dist\/: [\d,]+ pages kept from the last build, 0 restored from Astro's cache, [\d,]+ files of the last build removed \(0 pages no longer built\)/,
+    );
     expect(ci.output).toMatch(/dist\/: 0 pages kept from the last build, [\d,]+ restored from Astro's cache/);
     expect(kept.output).toContain('(cached)');
     expect(kept.output).not.toContain('(restored)'); // no page copied back one by one
@@ -113,7 +125,8 @@ describe('an incremental build keeps dist/ and leaves exactly what a clean build
     snapshot.documents = snapshot.documents.filter((d: { meta: { id: string } }) => d.meta.id !== id(104));
     for (const document of snapshot.documents) {
       for (const [name, value] of Object.entries(document.fields)) {
-        if (Array.isArray(value)) document.fields[name] = value.filter((ref: { meta?: { id: string } }) => ref?.meta?.id !== id(104));
+        if (Array.isArray(value))
+          document.fields[name] = value.filter((ref: { meta?: { id: string } }) => ref?.meta?.id !== id(104));
       }
     }
     await publish();
@@ -122,7 +135,7 @@ describe('an incremental build keeps dist/ and leaves exactly what a clean build
     expect((await tree(sites.kept)).has('en_US/posts/swimming-through-zurich/index.html')).toBe(false);
   });
 
-  it("a slug changed: the page moves, and the old one is gone", { timeout: 300_000 }, async () => {
+  it('a slug changed: the page moves, and the old one is gone', { timeout: 300_000 }, async () => {
     const post = documentOf(102);
     const old = post.fields.slug as string;
     post.fields.slug = `${old}-again`;
@@ -145,7 +158,10 @@ describe('an incremental build keeps dist/ and leaves exactly what a clean build
   it("a component's CSS changed: the new stylesheet, and no old one", { timeout: 300_000 }, async () => {
     for (const site of [sites.kept, sites.ci, sites.clean]) {
       const card = join(site, 'src/components/PostCard.astro');
-      await writeFile(card, `${await readFile(card, 'utf8')}\n<style>.post-card h3 { letter-spacing: 0.01em; }</style>\n`);
+      await writeFile(
+        card,
+        `${await readFile(card, 'utf8')}\n<style>.post-card h3 { letter-spacing: 0.01em; }</style>\n`,
+      );
     }
     await rebuildAll();
   });
@@ -163,7 +179,9 @@ describe('what is left to Astro gives a correct build too, and says why', () => 
     expect(differences(await tree(sites.kept), lastClean)).toEqual([]);
   });
 
-  it("a page of dist/ that is a link to Astro's copy, edited in place: the copy is dropped and the page rendered", { timeout: 120_000 }, async () => {
+  it("a page of dist/ that is a link to Astro's copy, edited in place: the copy is dropped and the page rendered", {
+    timeout: 120_000,
+  }, async () => {
     // The CI site's pages came back from Astro's cache as links to its copies.
     const page = join(sites.ci, 'dist/en_US/authors/index.html');
     const copy = join(sites.ci, 'node_modules/.astro/dist/en_US/authors/index.html');
@@ -184,22 +202,34 @@ describe('what is left to Astro gives a correct build too, and says why', () => 
     expect(differences(await tree(sites.kept), lastClean)).toEqual([]);
   });
 
-  it('an outDir outside the project, the option off, or the flag off: left to Astro', { timeout: 240_000 }, async () => {
+  it('an outDir outside the project, the option off, or the flag off: left to Astro', {
+    timeout: 240_000,
+  }, async () => {
     const original = await readFile(config(), 'utf8');
     try {
       const outside = join(work, 'outside-dist');
-      const { code, output } = await runAstro(sites.kept, ['build', '--outDir', outside], { CMFT_BASE_URL: server.url, CMFT_API_KEY: demoKey });
+      const { code, output } = await runAstro(sites.kept, ['build', '--outDir', outside], {
+        CMFT_BASE_URL: server.url,
+        CMFT_API_KEY: demoKey,
+      });
       expect(code, output).toBe(0);
-      expect(output).toContain(`dist/ is emptied and filled again by Astro in each build: outDir ${outside}/ is not a folder inside the project`);
+      expect(output).toContain(
+        `dist/ is emptied and filled again by Astro in each build: outDir ${outside}/ is not a folder inside the project`,
+      );
       const files = await filesUnder(outside);
       expect(new Set(files.map((file) => relative(outside, file)))).toEqual(new Set(lastClean.keys()));
 
       await writeFile(config(), original.replace('comfortable({', 'comfortable({ incrementalOutput: false,'));
       const off = await build(sites.kept);
-      expect(off.output).toContain('dist/ is emptied and filled again by Astro in each build: the incrementalOutput option is false');
+      expect(off.output).toContain(
+        'dist/ is emptied and filled again by Astro in each build: the incrementalOutput option is false',
+      );
       expect(differences(await tree(sites.kept), lastClean)).toEqual([]);
 
-      await writeFile(config(), original.replace('experimental: { incrementalBuild: true }', 'experimental: { incrementalBuild: false }'));
+      await writeFile(
+        config(),
+        original.replace('experimental: { incrementalBuild: true }', 'experimental: { incrementalBuild: false }'),
+      );
       const flagOff = await build(sites.kept);
       expect(flagOff.output).not.toMatch(/dist\/(:| is emptied)/);
       expect(differences(await tree(sites.kept), lastClean)).toEqual([]);
@@ -213,10 +243,14 @@ describe('the image service of a rebuild that renders no page', () => {
   let images: Server;
   afterAll(() => images?.close());
 
-  it('is loaded, so an image whose cache expired is optimised again (Astro alone fails with InvalidImageService)', { timeout: 180_000 }, async () => {
+  it('is loaded, so an image whose cache expired is optimised again (Astro alone fails with InvalidImageService)', {
+    timeout: 180_000,
+  }, async () => {
     // Answers without cache headers: Astro's copy of the optimised image expires at once.
     const svg = await readFile(join(root, 'test/fixtures/images/apples.svg'));
-    images = createServer((_request, response) => response.writeHead(200, { 'content-type': 'image/svg+xml' }).end(svg));
+    images = createServer((_request, response) =>
+      response.writeHead(200, { 'content-type': 'image/svg+xml' }).end(svg),
+    );
     await new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve));
     const origin = `http://127.0.0.1:${(images.address() as AddressInfo).port}`;
     const site = join(root, 'test/.tmp', `image-site-${process.pid}`); // inside the repository: its node_modules resolve

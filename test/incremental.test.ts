@@ -28,13 +28,16 @@ let clean = 0;
 function report(log: string): { rendered: string[]; reused: string[] } {
   const rendered: string[] = [];
   const reused: string[] = [];
-  for (const match of stripVTControlCharacters(log).matchAll(/[├└]─ (\/\S+\.html)( \((?:cached|restored)\))?/g)) (match[2] ? reused : rendered).push(match[1]!);
+  for (const match of stripVTControlCharacters(log).matchAll(/[├└]─ (\/\S+\.html)( \((?:cached|restored)\))?/g))
+    (match[2] ? reused : rendered).push(match[1]!);
   return { rendered: rendered.sort(), reused: reused.sort() };
 }
 
 async function output(outDir: string): Promise<Map<string, Buffer>> {
   const files = await filesUnder(outDir);
-  return new Map(await Promise.all(files.sort().map(async (file) => [relative(outDir, file), await readFile(file)] as const)));
+  return new Map(
+    await Promise.all(files.sort().map(async (file) => [relative(outDir, file), await readFile(file)] as const)),
+  );
 }
 
 async function cleanBuild(): Promise<Map<string, Buffer>> {
@@ -46,7 +49,10 @@ async function cleanBuild(): Promise<Map<string, Buffer>> {
 /** Pages (as `/path/index.html`) whose HTML differs between two outputs, or that only one has. */
 function changedPages(a: Map<string, Buffer>, b: Map<string, Buffer>): string[] {
   const pages = new Set([...a.keys(), ...b.keys()].filter((file) => file.endsWith('.html')));
-  return [...pages].filter((file) => !a.get(file)?.equals(b.get(file) ?? Buffer.alloc(0))).map((file) => `/${file}`).sort();
+  return [...pages]
+    .filter((file) => !a.get(file)?.equals(b.get(file) ?? Buffer.alloc(0)))
+    .map((file) => `/${file}`)
+    .sort();
 }
 
 /** Edits the snapshot as an editor would (the stamps move), then builds incrementally and cleanly. */
@@ -95,7 +101,12 @@ describe('incremental builds of the playground', () => {
 
   test('an author renamed: the posts whose related stories show that author are rendered again', async () => {
     // Post 101 shows post 102 among its related stories, with 102's author (303): two relations away.
-    const { log, output: built, clean: expected, changed } = await afterEdit((s) => {
+    const {
+      log,
+      output: built,
+      clean: expected,
+      changed,
+    } = await afterEdit((s) => {
       const author = s.documents.find((d: { meta: { id: string } }) => d.meta.id === id(303));
       author.fields.name = 'Lena Vogt-Berg';
       touch(author);
@@ -108,7 +119,12 @@ describe('incremental builds of the playground', () => {
   }, 120_000);
 
   test('a post edited: the page of its author, which lists it, is rendered again', async () => {
-    const { log, output: built, clean: expected, changed } = await afterEdit(() => {
+    const {
+      log,
+      output: built,
+      clean: expected,
+      changed,
+    } = await afterEdit(() => {
       const post = documentOf(104); // by author 303
       post.fields.title.en_US = 'Swimming through Zürich, twice';
       touch(post);
@@ -119,7 +135,12 @@ describe('incremental builds of the playground', () => {
   }, 120_000);
 
   test('an asset edited: the pages that show it are rendered again', async () => {
-    const { log, output: built, clean: expected, changed } = await afterEdit(() => {
+    const {
+      log,
+      output: built,
+      clean: expected,
+      changed,
+    } = await afterEdit(() => {
       const asset = assetOf(502); // the cover of post 102
       asset.fields.description.en_US = 'A night train waits at a snowy platform.';
       touch(asset);

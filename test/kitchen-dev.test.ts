@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AstroDev, freePort, startAstroDev } from './helpers/astro.ts';
 import { kitchenKey } from './helpers/kitchen.ts';
-import { defaultLoaders, type KitchenServer, type KitchenSite, kitchenSite, startKitchen } from './helpers/kitchen-site.ts';
+import {
+  defaultLoaders,
+  type KitchenServer,
+  type KitchenSite,
+  kitchenSite,
+  startKitchen,
+} from './helpers/kitchen-site.ts';
 
 /**
  * `astro dev` through the edits a site builder makes to the content config while it runs: each
@@ -17,7 +23,11 @@ beforeAll(async () => {
   kitchen = await startKitchen();
   site = await kitchenSite('kitchen-dev');
   await site.loaders(defaultLoaders);
-  dev = await startAstroDev(site.dir, await freePort(), { CMFT_BASE_URL: kitchen.server.url, CMFT_API_KEY: kitchenKey, CMFT_REPOSITORY: 'kitchen' });
+  dev = await startAstroDev(site.dir, await freePort(), {
+    CMFT_BASE_URL: kitchen.server.url,
+    CMFT_API_KEY: kitchenKey,
+    CMFT_REPOSITORY: 'kitchen',
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -54,7 +64,9 @@ describe('astro dev through content config edits', () => {
   }, 60_000);
 
   it('a new entryId of the referenced collection, in another order: references take the new ids', async () => {
-    const recipes = defaultLoaders.recipes!.replace('({ locale, fields })', '({ id, locale, fields })').replace('`${lang(locale)}/${fields.slug}`', '`${lang(locale)}/${id.slice(-3)}-${fields.slug}`');
+    const recipes = defaultLoaders
+      .recipes!.replace('({ locale, fields })', '({ id, locale, fields })')
+      .replace('`${lang(locale)}/${fields.slug}`', '`${lang(locale)}/${id.slice(-3)}-${fields.slug}`');
     const output = await edit({ ...defaultLoaders, recipes }, ['pages', 'recipes', 'cuisines', 'chefs']);
     expect(output).not.toContain('Invalid content reference');
     expect((await page('/fr/home/')).html).toContain('<a href="/fr/recipes/smoky-pozole/">Pozole fumé</a>');
@@ -70,8 +82,13 @@ describe('astro dev through content config edits', () => {
   }, 90_000);
 
   it('a wrong collection id fails the sync with its hint, and the fix recovers without a restart', async () => {
-    const failed = await edit({ ...defaultLoaders, recipes: defaultLoaders.recipes!.replace("collection: 'recipes'", "collection: 'recipe'") });
-    expect(failed).toMatch(/\[ERROR\] \[comfortable:collection:recipe\] GET \S+\/collections\/recipe\S* answered 404: No collection "recipe" in repository "kitchen"[^\n]*\n\s+Hint: The repository "kitchen" has no collection "recipe"\. Check the collection API id in src\/content\.config\.ts/);
+    const failed = await edit({
+      ...defaultLoaders,
+      recipes: defaultLoaders.recipes!.replace("collection: 'recipes'", "collection: 'recipe'"),
+    });
+    expect(failed).toMatch(
+      /\[ERROR\] \[comfortable:collection:recipe\] GET \S+\/collections\/recipe\S* answered 404: No collection "recipe" in repository "kitchen"[^\n]*\n\s+Hint: The repository "kitchen" has no collection "recipe"\. Check the collection API id in src\/content\.config\.ts/,
+    );
     const fixed = await edit(defaultLoaders);
     expect(fixed).not.toMatch(/collections\/recipe\b/);
     expect((await page('/en/home/')).html).toContain('<a href="/en/recipes/smoky-pozole/">Smoky pozole</a>');

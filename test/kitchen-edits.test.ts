@@ -2,7 +2,13 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { differences, tree } from './helpers/dist.ts';
-import { defaultLoaders, type KitchenServer, type KitchenSite, kitchenSite, startKitchen } from './helpers/kitchen-site.ts';
+import {
+  defaultLoaders,
+  type KitchenServer,
+  type KitchenSite,
+  kitchenSite,
+  startKitchen,
+} from './helpers/kitchen-site.ts';
 
 /**
  * A page is rendered again when anything this package decides of what it shows changes, not only
@@ -40,7 +46,9 @@ async function rebuild(): Promise<{ output: string; rendered: number; reused: nu
     await site.loaders(loaders);
     await site.contentTypes(contentTypes);
   }
-  await Promise.all(['dist', 'node_modules', '.astro'].map((folder) => rm(join(clean.dir, folder), { recursive: true, force: true })));
+  await Promise.all(
+    ['dist', 'node_modules', '.astro'].map((folder) => rm(join(clean.dir, folder), { recursive: true, force: true })),
+  );
   const incremental = await kept.astro(kitchen.server);
   expect(incremental.code, incremental.output).toBe(0);
   const fresh = await clean.astro(kitchen.server);
@@ -63,12 +71,14 @@ describe('an incremental build after an option edit equals a clean build', () =>
     contentTypes.cuisine = 'cuisines';
     const { rendered } = await rebuild();
     expect(rendered).toBeGreaterThan(40);
-    expect(await page(kept, 'en/recipes/smoky-pozole/index.html')).toContain('<p class="cuisine"><a href="/en/cuisines/">Mexican</a></p>');
+    expect(await page(kept, 'en/recipes/smoky-pozole/index.html')).toContain(
+      '<p class="cuisine"><a href="/en/cuisines/">Mexican</a></p>',
+    );
     expect(await page(kept, 'fr/cuisines/index.html')).toContain('Pozole fumé');
   }, 180_000);
 
   it('render changed to another richtext field', async () => {
-    loaders.recipes = loaders.recipes!.replace("options: {", "render: 'notes', options: {");
+    loaders.recipes = loaders.recipes!.replace('options: {', "render: 'notes', options: {");
     await rebuild();
     expect(await page(kept, 'en/recipes/smoky-pozole/index.html')).toContain('Keeps for two days.');
   }, 180_000);
@@ -80,7 +90,9 @@ describe('an incremental build after an option edit equals a clean build', () =>
   }, 180_000);
 
   it('an entryId changed on a collection loader that others refer to', async () => {
-    loaders.recipes = loaders.recipes!.replace('`${lang(locale)}/${fields.slug}`', '`${lang(locale)}/${id.slice(-3)}-${fields.slug}`').replace('({ locale, fields })', '({ id, locale, fields })');
+    loaders.recipes = loaders
+      .recipes!.replace('`${lang(locale)}/${fields.slug}`', '`${lang(locale)}/${id.slice(-3)}-${fields.slug}`')
+      .replace('({ locale, fields })', '({ id, locale, fields })');
     await rebuild();
     expect(await page(kept, 'en/home/index.html')).toContain('<a href="/en/recipes/smoky-pozole/">Smoky pozole</a>');
   }, 180_000);

@@ -2,7 +2,13 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kitchenKey } from './helpers/kitchen.ts';
-import { defaultLoaders, type KitchenServer, type KitchenSite, kitchenSite, startKitchen } from './helpers/kitchen-site.ts';
+import {
+  defaultLoaders,
+  type KitchenServer,
+  type KitchenSite,
+  kitchenSite,
+  startKitchen,
+} from './helpers/kitchen-site.ts';
 
 /**
  * Options are checked where they are written, and `astro build` fails on a wrong one: an unknown
@@ -30,13 +36,41 @@ const recipes = (edit: (options: string) => string) => ({ ...defaultLoaders, rec
 const where = 'of comfortableLoader() for the collection "recipes" in src/content.config.ts';
 
 const loaderCases: [string, Record<string, string>, string][] = [
-  ['locale for locales', recipes((o) => o.replace('{ collection:', "{ locale: ['en_GB'], collection:")), `Unknown option locale ${where}: did you mean locales?`],
-  ['colection for collection', recipes((o) => o.replace('collection:', 'colection:')), `Unknown option colection ${where}: did you mean collection?`],
-  ['include for includes', recipes((o) => o.replace('includes: 1', 'include: 2')), `Unknown option options.include ${where}: did you mean options.includes?`],
-  ['filter for filters', recipes((o) => o.replace('includes: 1', "filter: [{ '*.fields.slug': { equal: 'polenta' } }]")), `Unknown option options.filter ${where}: did you mean options.filters?`],
-  ['a locale the repository lacks', recipes((o) => o.replace('{ collection:', "{ locales: ['en_US'], collection:")), `Invalid option locales ${where}: the repository has no locale "en_US"; it has en_GB, fr_FR, it_IT, it_CH`],
-  ['an entryId that is no function', recipes((o) => o.replace(/entryId: .*\}$/, "entryId: 'slug' }")), `Invalid option entryId ${where}: expected a function`],
-  ['includes as a string', recipes((o) => o.replace('includes: 1', "includes: '2'")), `Invalid option options.includes ${where}: expected a level from 0 to 5, or a map of fields`],
+  [
+    'locale for locales',
+    recipes((o) => o.replace('{ collection:', "{ locale: ['en_GB'], collection:")),
+    `Unknown option locale ${where}: did you mean locales?`,
+  ],
+  [
+    'colection for collection',
+    recipes((o) => o.replace('collection:', 'colection:')),
+    `Unknown option colection ${where}: did you mean collection?`,
+  ],
+  [
+    'include for includes',
+    recipes((o) => o.replace('includes: 1', 'include: 2')),
+    `Unknown option options.include ${where}: did you mean options.includes?`,
+  ],
+  [
+    'filter for filters',
+    recipes((o) => o.replace('includes: 1', "filter: [{ '*.fields.slug': { equal: 'polenta' } }]")),
+    `Unknown option options.filter ${where}: did you mean options.filters?`,
+  ],
+  [
+    'a locale the repository lacks',
+    recipes((o) => o.replace('{ collection:', "{ locales: ['en_US'], collection:")),
+    `Invalid option locales ${where}: the repository has no locale "en_US"; it has en_GB, fr_FR, it_IT, it_CH`,
+  ],
+  [
+    'an entryId that is no function',
+    recipes((o) => o.replace(/entryId: .*\}$/, "entryId: 'slug' }")),
+    `Invalid option entryId ${where}: expected a function`,
+  ],
+  [
+    'includes as a string',
+    recipes((o) => o.replace('includes: 1', "includes: '2'")),
+    `Invalid option options.includes ${where}: expected a level from 0 to 5, or a map of fields`,
+  ],
   [
     'alias given a list',
     { ...defaultLoaders, pages: defaultLoaders.pages!.replace('aliases:', 'alias:') },
@@ -47,36 +81,64 @@ const loaderCases: [string, Record<string, string>, string][] = [
     recipes((o) => o.replace('`${lang(locale)}/${fields.slug}`', '`${fields.slug}`')),
     `Invalid option entryId ${where}: it gives the id "green-mole" to two entries (document 700000000000000303 in en_GB and document 700000000000000303 in fr_FR); ids must be unique`,
   ],
-  ['two sources', recipes((o) => o.replace('{ collection:', "{ contentType: 'recipe', collection:")), `Invalid options ${where}: give exactly one of collection, alias, aliases or contentType (got collection and contentType)`],
+  [
+    'two sources',
+    recipes((o) => o.replace('{ collection:', "{ contentType: 'recipe', collection:")),
+    `Invalid options ${where}: give exactly one of collection, alias, aliases or contentType (got collection and contentType)`,
+  ],
 ];
 
 describe('a wrong option fails astro build with the option, where it is, and the nearest valid one', () => {
-  it.each(loaderCases)('of a loader: %s', async (_, loaders, message) => {
-    await site.loaders(loaders);
-    const { code, output } = await site.astro(kitchen.server);
-    expect(code, output).not.toBe(0);
-    expect(output).toContain(message);
-    expect(output).not.toContain(kitchenKey);
-  }, 120_000);
-
-  const integrationCases: [string, string, string][] = [
-    ['contentType for contentTypes', 'contentType: {', 'Unknown option comfortable.contentType: did you mean comfortable.contentTypes?'],
-    ['cacheDri for cacheDir', "cacheDri: 'cache', contentTypes: {", 'Unknown option comfortable.cacheDri: did you mean comfortable.cacheDir?'],
-    ['an option nothing is near', "colour: 'blue', contentTypes: {", 'Unknown option comfortable.colour: the options there are '],
-    ['a misspelt option of a configured source', "collections: { recipes: { sortng: {} } }, contentTypes: {", 'Unknown option comfortable.collections.recipes.sortng: did you mean comfortable.collections.recipes.sorting?'],
-  ];
-
-  it.each(integrationCases)('of the integration: %s', async (_, replacement, message) => {
-    await site.loaders(defaultLoaders);
-    await writeFile(join(site.dir, 'astro.config.mjs'), astroConfig.replace('contentTypes: {', replacement));
-    try {
+  it.each(loaderCases)(
+    'of a loader: %s',
+    async (_, loaders, message) => {
+      await site.loaders(loaders);
       const { code, output } = await site.astro(kitchen.server);
       expect(code, output).not.toBe(0);
       expect(output).toContain(message);
-    } finally {
-      await writeFile(join(site.dir, 'astro.config.mjs'), astroConfig);
-    }
-  }, 120_000);
+      expect(output).not.toContain(kitchenKey);
+    },
+    120_000,
+  );
+
+  const integrationCases: [string, string, string][] = [
+    [
+      'contentType for contentTypes',
+      'contentType: {',
+      'Unknown option comfortable.contentType: did you mean comfortable.contentTypes?',
+    ],
+    [
+      'cacheDri for cacheDir',
+      "cacheDri: 'cache', contentTypes: {",
+      'Unknown option comfortable.cacheDri: did you mean comfortable.cacheDir?',
+    ],
+    [
+      'an option nothing is near',
+      "colour: 'blue', contentTypes: {",
+      'Unknown option comfortable.colour: the options there are ',
+    ],
+    [
+      'a misspelt option of a configured source',
+      'collections: { recipes: { sortng: {} } }, contentTypes: {',
+      'Unknown option comfortable.collections.recipes.sortng: did you mean comfortable.collections.recipes.sorting?',
+    ],
+  ];
+
+  it.each(integrationCases)(
+    'of the integration: %s',
+    async (_, replacement, message) => {
+      await site.loaders(defaultLoaders);
+      await writeFile(join(site.dir, 'astro.config.mjs'), astroConfig.replace('contentTypes: {', replacement));
+      try {
+        const { code, output } = await site.astro(kitchen.server);
+        expect(code, output).not.toBe(0);
+        expect(output).toContain(message);
+      } finally {
+        await writeFile(join(site.dir, 'astro.config.mjs'), astroConfig);
+      }
+    },
+    120_000,
+  );
 
   it('builds again once the options are right', async () => {
     await site.loaders(defaultLoaders);
@@ -87,20 +149,40 @@ describe('a wrong option fails astro build with the option, where it is, and the
 
 describe('a CMS error names the setting to fix, in one sentence each', () => {
   const cases: [string, (base: string) => Record<string, string>, RegExp][] = [
-    ['a base URL without its version', (base) => ({ CMFT_BASE_URL: base.replace(/\/v1$/, '') }), /GET http:\/\/127\.0\.0\.1:\d+\/kitchen answered 404[\s\S]*Hint:\s+Check the baseUrl option of comfortable\(\) \(http:\/\/127\.0\.0\.1:\d+, CMFT_BASE_URL by default\): the Read API's base URL ends in its version/],
-    ['a wrong key', () => ({ CMFT_API_KEY: 'not-a-key-of-kitchen' }), /Hint:\s+The Read API at \S+ refused the API key\. Check the apiKey option of comfortable\(\)/],
-    ['a wrong repository', () => ({ CMFT_REPOSITORY: 'kitchn' }), /Hint:\s+Check the repository option of comfortable\(\) \("kitchn"\)/],
-    ['the CMS down in CI', () => ({ CMFT_BASE_URL: 'http://127.0.0.1:9/v1', CI: 'true' }), /could not be reached\.[^\n]*with onError: 'use-cache' in comfortable\(\) it builds from the content of the last sync/],
+    [
+      'a base URL without its version',
+      (base) => ({ CMFT_BASE_URL: base.replace(/\/v1$/, '') }),
+      /GET http:\/\/127\.0\.0\.1:\d+\/kitchen answered 404[\s\S]*Hint:\s+Check the baseUrl option of comfortable\(\) \(http:\/\/127\.0\.0\.1:\d+, CMFT_BASE_URL by default\): the Read API's base URL ends in its version/,
+    ],
+    [
+      'a wrong key',
+      () => ({ CMFT_API_KEY: 'not-a-key-of-kitchen' }),
+      /Hint:\s+The Read API at \S+ refused the API key\. Check the apiKey option of comfortable\(\)/,
+    ],
+    [
+      'a wrong repository',
+      () => ({ CMFT_REPOSITORY: 'kitchn' }),
+      /Hint:\s+Check the repository option of comfortable\(\) \("kitchn"\)/,
+    ],
+    [
+      'the CMS down in CI',
+      () => ({ CMFT_BASE_URL: 'http://127.0.0.1:9/v1', CI: 'true' }),
+      /could not be reached\.[^\n]*with onError: 'use-cache' in comfortable\(\) it builds from the content of the last sync/,
+    ],
   ];
 
-  it.each(cases)('%s', async (_, env, hint) => {
-    await site.loaders(defaultLoaders);
-    const { code, output } = await site.astro(kitchen.server, ['build'], env(kitchen.server.url));
-    expect(code, output).not.toBe(0);
-    expect(output).toMatch(hint);
-    expect(output).not.toMatch(/\.\.(\s|$)/);
-    expect(output).not.toContain('//kitchen');
-  }, 120_000);
+  it.each(cases)(
+    '%s',
+    async (_, env, hint) => {
+      await site.loaders(defaultLoaders);
+      const { code, output } = await site.astro(kitchen.server, ['build'], env(kitchen.server.url));
+      expect(code, output).not.toBe(0);
+      expect(output).toMatch(hint);
+      expect(output).not.toMatch(/\.\.(\s|$)/);
+      expect(output).not.toContain('//kitchen');
+    },
+    120_000,
+  );
 });
 
 describe('a build that fails on its options leaves the last good content as it was', () => {

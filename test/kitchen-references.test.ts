@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Random } from '../bench/random.ts';
-import { defaultLoaders, type KitchenServer, type KitchenSite, kitchenSite, startKitchen } from './helpers/kitchen-site.ts';
+import {
+  defaultLoaders,
+  type KitchenServer,
+  type KitchenSite,
+  kitchenSite,
+  startKitchen,
+} from './helpers/kitchen-site.ts';
 
 /**
  * A reference into a collection takes that collection's entry ids, whatever the source of its
@@ -26,7 +32,11 @@ afterAll(async () => {
 
 type Data = Record<string, unknown>;
 const isReference = (value: unknown): value is { collection: string | null; id: string } =>
-  typeof value === 'object' && value !== null && 'collection' in value && 'id' in value && Object.keys(value).every((key) => ['collection', 'id', 'contentType'].includes(key));
+  typeof value === 'object' &&
+  value !== null &&
+  'collection' in value &&
+  'id' in value &&
+  Object.keys(value).every((key) => ['collection', 'id', 'contentType'].includes(key));
 
 /** Every entry id of every collection, and every reference in the entries' fields, as sorted lines. */
 async function idsAndReferences(): Promise<{ ids: string[]; references: string[] }> {
@@ -34,8 +44,12 @@ async function idsAndReferences(): Promise<{ ids: string[]; references: string[]
   const references: string[] = [];
   const walk = (from: string, value: unknown, path: string): void => {
     if (isReference(value)) references.push(`${from} ${path} → ${value.collection}:${value.id}`);
-    else if (Array.isArray(value)) value.forEach((item, i) => walk(from, item, `${path}[${i}]`));
-    else if (typeof value === 'object' && value !== null) for (const [key, item] of Object.entries(value)) walk(from, item, `${path}.${key}`);
+    else if (Array.isArray(value))
+      value.forEach((item, i) => {
+        walk(from, item, `${path}[${i}]`);
+      });
+    else if (typeof value === 'object' && value !== null)
+      for (const [key, item] of Object.entries(value)) walk(from, item, `${path}.${key}`);
   };
   for (const [collection, entries] of await site.store()) {
     for (const [id, entry] of entries) {

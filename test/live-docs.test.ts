@@ -50,7 +50,11 @@ const title = (html: string): string | undefined => /<h1>([^<]*)<\/h1>/.exec(htm
 /** Posts the Read API's webhook for a reload to the site's purge endpoint, signed as the server signs it. */
 async function purge(event: ReloadEvent, key = secret): Promise<number> {
   const body = JSON.stringify(event);
-  const response = await fetch(`${web!.url}/api/purge`, { method: 'POST', headers: { 'content-type': 'application/json', ...signWebhook(key, body) }, body });
+  const response = await fetch(`${web!.url}/api/purge`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...signWebhook(key, body) },
+    body,
+  });
   return response.status;
 }
 
@@ -78,7 +82,11 @@ describe('the site, built and served', () => {
   beforeAll(async () => {
     const { code, output } = await runAstro(site.dir, ['build']);
     expect(code, output).toBe(0);
-    web = await startBuiltServer(site.dir, await freePort(), { CMFT_BASE_URL: api.url, CMFT_API_KEY: demoKey, CMFT_WEBHOOK_SECRET: secret });
+    web = await startBuiltServer(site.dir, await freePort(), {
+      CMFT_BASE_URL: api.url,
+      CMFT_API_KEY: demoKey,
+      CMFT_WEBHOOK_SECRET: secret,
+    });
   }, 180_000);
 
   it('answers 200 for a post and a list, 404 for a missing slug and for a locale the repository lacks', async () => {
@@ -109,11 +117,12 @@ describe('the site, built and served', () => {
     }
   });
 
-  it('keeps an edit out of a cached page until the Read API\'s webhook reaches the purge endpoint', async () => {
+  it("keeps an edit out of a cached page until the Read API's webhook reaches the purge endpoint", async () => {
     const path = '/en_US/posts/swimming-through-zurich';
     const before = title((await get(path)).html);
     const edited = structuredClone(demo);
-    edited.documents.find((document: Json) => document.meta.id === '100000000000000104').fields.title.en_US = 'Swimming Through Zürich, edited';
+    edited.documents.find((document: Json) => document.meta.id === '100000000000000104').fields.title.en_US =
+      'Swimming Through Zürich, edited';
     const event = await api.replaceSnapshot(edited);
     try {
       expect(event.changed).toEqual(['100000000000000104']);
@@ -143,6 +152,10 @@ describe('the site, built and served', () => {
 
     await startApi(port);
     const back = await get(path);
-    expect([back.status, back.cache, title(back.html)]).toEqual([200, 'MISS', 'Night Trains Are Back, and Better Than You Remember']);
+    expect([back.status, back.cache, title(back.html)]).toEqual([
+      200,
+      'MISS',
+      'Night Trains Are Back, and Better Than You Remember',
+    ]);
   });
 });

@@ -7,7 +7,11 @@ import { z } from 'zod';
 import { createClient } from '../src/api/client.ts';
 import { Filter, Sorting } from '../src/api/query.ts';
 import { sharedLimit } from '../src/api/transport.ts';
-import { type ComfortableLiveLoader, type ComfortableLiveLoaderOptions, comfortableLiveLoader } from '../src/astro/index.ts';
+import {
+  type ComfortableLiveLoader,
+  type ComfortableLiveLoaderOptions,
+  comfortableLiveLoader,
+} from '../src/astro/index.ts';
 import { andFilters } from '../src/astro/live-requests.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { entryOf, mapRelations } from '../src/sync/entries.ts';
@@ -36,23 +40,53 @@ afterAll(async () => {
 });
 
 const loader = (options: Partial<ComfortableLiveLoaderOptions> = {}) =>
-  comfortableLiveLoader({ baseUrl: server.url, repository: 'demo', apiKey: demoKey, contentType: 'post', ...options } as ComfortableLiveLoaderOptions);
-const entry = (options: Partial<ComfortableLiveLoaderOptions>, filter: Json): Promise<Json> => loader(options).loadEntry({ filter, collection: 'posts' });
-const collection = (options: Partial<ComfortableLiveLoaderOptions>, filter?: Json): Promise<Json> => loader(options).loadCollection({ filter, collection: 'posts' });
+  comfortableLiveLoader({
+    baseUrl: server.url,
+    repository: 'demo',
+    apiKey: demoKey,
+    contentType: 'post',
+    ...options,
+  } as ComfortableLiveLoaderOptions);
+const entry = (options: Partial<ComfortableLiveLoaderOptions>, filter: Json): Promise<Json> =>
+  loader(options).loadEntry({ filter, collection: 'posts' });
+const collection = (options: Partial<ComfortableLiveLoaderOptions>, filter?: Json): Promise<Json> =>
+  loader(options).loadCollection({ filter, collection: 'posts' });
 
 describe('entries are shaped as the build-time loader shapes them', () => {
   it('has the fields, fallbacks and meta of the synced entry, in every locale of every post', async () => {
     const cacheDir = await mkdtemp(join(tmpdir(), 'live-compare-'));
     try {
-      const { cache } = await sync({ baseUrl: server.url, repository: 'demo', apiKey: demoKey, cacheDir, queries: { posts: { contentType: 'post' } } }, quiet);
+      const { cache } = await sync(
+        {
+          baseUrl: server.url,
+          repository: 'demo',
+          apiKey: demoKey,
+          cacheDir,
+          queries: { posts: { contentType: 'post' } },
+        },
+        quiet,
+      );
       const { entries } = await collection({});
       expect(entries.length).toBe(cache.members('query:posts').length * 3);
       for (const live of entries) {
-        const built = entryOf(cache.record(live.data.id)!, live.data.locale, cache.head.locales, (id) => cache.record(id), cache.head.model);
+        const built = entryOf(
+          cache.record(live.data.id)!,
+          live.data.locale,
+          cache.head.locales,
+          (id) => cache.record(id),
+          cache.head.model,
+        );
         expect(live.id).toBe(`${built.locale}/${built.id}`);
         // Without contentTypes no collection holds a target: every relation is unresolved, as a build-time entry has it.
-        const fields = mapRelations(built.fields, cache.head.model[built.contentType], (ref) => ({ collection: null, ...ref }));
-        expect({ fields: live.data.fields, fallbacks: live.data.fallbacks, meta: live.data.meta }).toEqual({ fields, fallbacks: built.fallbacks, meta: built.meta });
+        const fields = mapRelations(built.fields, cache.head.model[built.contentType], (ref) => ({
+          collection: null,
+          ...ref,
+        }));
+        expect({ fields: live.data.fields, fallbacks: live.data.fallbacks, meta: live.data.meta }).toEqual({
+          fields,
+          fallbacks: built.fallbacks,
+          meta: built.meta,
+        });
       }
     } finally {
       await rm(cacheDir, { recursive: true, force: true });
@@ -60,7 +94,10 @@ describe('entries are shaped as the build-time loader shapes them', () => {
   });
 
   it('turns relations to mapped content types into references to live entries, in the entry locale', async () => {
-    const found = await entry({ contentTypes: { post: 'posts', author: 'authors' } }, { id: 'de_CH/100000000000000102' });
+    const found = await entry(
+      { contentTypes: { post: 'posts', author: 'authors' } },
+      { id: 'de_CH/100000000000000102' },
+    );
     expect(found.data.fields.author).toEqual({ collection: 'authors', id: 'de_CH/100000000000000303' });
     expect(found.data.fields.relatedPosts[0]).toEqual({ collection: 'posts', id: 'de_CH/100000000000000103' });
     expect(found.data.fields.category).toEqual({ collection: null, id: '100000000000000201', contentType: 'category' });
@@ -72,7 +109,9 @@ describe('entries are shaped as the build-time loader shapes them', () => {
   it('renders the first richtext field with heading ids, and another or none on request', async () => {
     const found = await entry({}, { id: 'en_US/100000000000000102' });
     expect(found.rendered.html).toContain('<h2 id="what-has-changed">What has changed</h2>');
-    expect(found.rendered.metadata.headings).toEqual([{ depth: 2, slug: 'what-has-changed', text: 'What has changed' }]);
+    expect(found.rendered.metadata.headings).toEqual([
+      { depth: 2, slug: 'what-has-changed', text: 'What has changed' },
+    ]);
     expect((await entry({ render: false }, { id: 'en_US/100000000000000102' })).rendered).toBeUndefined();
     expect((await entry({ render: 'excerpt' }, { id: 'en_US/100000000000000102' })).rendered).toBeUndefined(); // not richtext
   });
@@ -92,7 +131,9 @@ describe('entries are shaped as the build-time loader shapes them', () => {
     };
     walk(answer);
     expect(stamps.size).toBeGreaterThan(5);
-    expect(new Set(found.cacheHint.tags)).toEqual(new Set(['comfortable:demo', ...[...stamps.keys()].map((id) => `comfortable:demo:${id}`)]));
+    expect(new Set(found.cacheHint.tags)).toEqual(
+      new Set(['comfortable:demo', ...[...stamps.keys()].map((id) => `comfortable:demo:${id}`)]),
+    );
     expect(found.cacheHint.lastModified.toISOString()).toBe([...stamps.values()].sort().at(-1));
   });
 });
@@ -102,7 +143,9 @@ describe('loadEntry', () => {
     expect((await entry({}, { id: 'de_DE/100000000000000101' })).id).toBe('de_DE/100000000000000101');
     expect((await entry({}, { id: '100000000000000101', locale: 'de_CH' })).id).toBe('de_CH/100000000000000101');
     expect((await entry({}, { id: '100000000000000101' })).id).toBe('en_US/100000000000000101'); // the default locale
-    expect((await entry({}, { field: 'slug', value: 'night-trains-are-back', locale: 'de_DE' })).id).toBe('de_DE/100000000000000102');
+    expect((await entry({}, { field: 'slug', value: 'night-trains-are-back', locale: 'de_DE' })).id).toBe(
+      'de_DE/100000000000000102',
+    );
     const pages = { contentType: undefined, aliases: ['home', 'about'] };
     expect((await entry(pages, { alias: 'about', locale: 'de_DE' })).id).toBe('de_DE/100000000000000402');
     expect((await entry(pages, { id: 'en_US/100000000000000401' })).data.fields.slug).toBe('home');
@@ -112,23 +155,34 @@ describe('loadEntry', () => {
   it('reads a field value in the locale asked for (the Read API applies the filter there)', async () => {
     const german = (await entry({}, { id: 'de_DE/100000000000000104' })).data.fields.title;
     expect((await entry({}, { field: 'title', value: german, locale: 'de_DE' })).id).toBe('de_DE/100000000000000104');
-    expect((await entry({}, { field: 'title', value: german, locale: 'en_US' })).error).toBeInstanceOf(LiveEntryNotFoundError);
+    expect((await entry({}, { field: 'title', value: german, locale: 'en_US' })).error).toBeInstanceOf(
+      LiveEntryNotFoundError,
+    );
   });
 
-  it('answers Astro\'s not-found error, saying what was looked for where, for a document outside the source', async () => {
+  it("answers Astro's not-found error, saying what was looked for where, for a document outside the source", async () => {
     const author = await entry({}, { id: 'en_US/100000000000000301' }); // an author, not a post
     expect(author.error).toBeInstanceOf(LiveEntryNotFoundError);
-    expect(author.error.message).toBe('Entry posts → document 100000000000000301 in en_US (among the documents of content type "post" of the repository "demo") was not found.');
+    expect(author.error.message).toBe(
+      'Entry posts → document 100000000000000301 in en_US (among the documents of content type "post" of the repository "demo") was not found.',
+    );
     expect((await entry({}, { alias: 'nope' })).error).toBeInstanceOf(LiveEntryNotFoundError);
-    expect((await entry({ contentType: undefined, collection: 'featuredPosts' }, { id: 'en_US/100000000000000103' })).error).toBeInstanceOf(LiveEntryNotFoundError);
-    expect((await entry({ contentType: undefined, collection: 'featuredPosts' }, { id: 'en_US/100000000000000102' })).id).toBe('en_US/100000000000000102');
-    expect((await entry({ locales: ['en_US'] }, { id: 'de_DE/100000000000000102' })).error).toBeInstanceOf(LiveEntryNotFoundError);
+    expect(
+      (await entry({ contentType: undefined, collection: 'featuredPosts' }, { id: 'en_US/100000000000000103' })).error,
+    ).toBeInstanceOf(LiveEntryNotFoundError);
+    expect(
+      (await entry({ contentType: undefined, collection: 'featuredPosts' }, { id: 'en_US/100000000000000102' })).id,
+    ).toBe('en_US/100000000000000102');
+    expect((await entry({ locales: ['en_US'] }, { id: 'de_DE/100000000000000102' })).error).toBeInstanceOf(
+      LiveEntryNotFoundError,
+    );
   });
 
   it('asks the repository endpoint for the locales once, not on every request', async () => {
     const live = loader({});
     requests.length = 0;
-    for (let i = 0; i < 3; i++) await live.loadEntry({ filter: { id: 'en_US/100000000000000101' }, collection: 'posts' });
+    for (let i = 0; i < 3; i++)
+      await live.loadEntry({ filter: { id: 'en_US/100000000000000101' }, collection: 'posts' });
     expect(requests.filter((line) => line.startsWith('GET /v1/demo '))).toHaveLength(1);
     expect(requests.filter((line) => line.startsWith('GET /v1/demo/documents/100000000000000101'))).toHaveLength(3);
     expect(sharedLimit(server.url)).toBeDefined(); // the client's limit, shared by every client of the server
@@ -141,24 +195,42 @@ describe('loadCollection', () => {
     const sorting = new Sorting().asc('title');
     const { entries } = await collection({}, { locale: 'de_DE', filters, sorting, limit: 6 });
     const client = createClient({ baseUrl: server.url, repository: 'demo', apiKey: demoKey });
-    const expected = await client.documents({ locale: 'de_DE', filters: andFilters([{ '*.meta.contentType': { equal: 'post' } }], filters.toJSON()), sorting, limit: 6 });
+    const expected = await client.documents({
+      locale: 'de_DE',
+      filters: andFilters([{ '*.meta.contentType': { equal: 'post' } }], filters.toJSON()),
+      sorting,
+      limit: 6,
+    });
     expect(entries.map((e: Json) => e.id)).toEqual(expected.data.map((d) => `de_DE/${d.meta.id}`));
     expect(entries.map((e: Json) => e.data.fields.title)).toEqual(expected.data.map((d) => d.fields.title));
-    const json = await collection({}, { locale: 'de_DE', filters: filters.toJSON(), sorting: sorting.toJSON(), limit: 6 });
+    const json = await collection(
+      {},
+      { locale: 'de_DE', filters: filters.toJSON(), sorting: sorting.toJSON(), limit: 6 },
+    );
     expect(json.entries.map((e: Json) => e.id)).toEqual(entries.map((e: Json) => e.id));
   });
 
-  it('restricts a repository collection by the loader\'s filters and tags, and pages it', async () => {
-    const options = { contentType: undefined, collection: 'posts', filters: new Filter().where('featured', 'equal', true), excludeTags: ['archive'] };
+  it("restricts a repository collection by the loader's filters and tags, and pages it", async () => {
+    const options = {
+      contentType: undefined,
+      collection: 'posts',
+      filters: new Filter().where('featured', 'equal', true),
+      excludeTags: ['archive'],
+    };
     const all = (await collection(options, { locale: 'en_US' })).entries.map((e: Json) => e.id);
     const client = createClient({ baseUrl: server.url, repository: 'demo', apiKey: demoKey });
-    const expected = await client.collection('posts', { locale: 'en_US', filters: [{ '*.fields.featured': { equal: true } }], excludeTags: ['archive'], limit: 100 });
+    const expected = await client.collection('posts', {
+      locale: 'en_US',
+      filters: [{ '*.fields.featured': { equal: true } }],
+      excludeTags: ['archive'],
+      limit: 100,
+    });
     expect(all).toEqual(expected.data.map((d) => `en_US/${d.meta.id}`));
     const second = (await collection(options, { locale: 'en_US', limit: 2, page: 2 })).entries.map((e: Json) => e.id);
     expect(second).toEqual(all.slice(2, 4));
   });
 
-  it('gives every locale of the loader without a locale, with the source\'s cache tag on the list', async () => {
+  it("gives every locale of the loader without a locale, with the source's cache tag on the list", async () => {
     const result = await collection({ locales: ['en_US', 'de_CH'] }, { limit: 2 });
     expect(result.entries.map((e: Json) => e.data.locale)).toEqual(['en_US', 'de_CH', 'en_US', 'de_CH']);
     expect(result.cacheHint.tags).toEqual(['comfortable:demo', 'comfortable:demo:contentType:post']);
@@ -167,7 +239,11 @@ describe('loadCollection', () => {
 
 describe('failures are returned as live-collection errors that say what to check, without the key', () => {
   const secret = 'not-the-key-5f2b9c1e8a7d';
-  const failure = async (options: Partial<ComfortableLiveLoaderOptions>, filter?: Json, by: 'entry' | 'collection' = 'collection') => {
+  const failure = async (
+    options: Partial<ComfortableLiveLoaderOptions>,
+    filter?: Json,
+    by: 'entry' | 'collection' = 'collection',
+  ) => {
     const result = by === 'entry' ? await entry(options, filter) : await collection(options, filter);
     expect(result.error).toBeInstanceOf(LiveCollectionError);
     expect(`${result.error.message}\n${result.error.stack}\n${JSON.stringify(result.error)}`).not.toContain(secret);
@@ -177,18 +253,36 @@ describe('failures are returned as live-collection errors that say what to check
   it('names the option to check', async () => {
     const refused = await failure({ apiKey: secret });
     expect([refused.name, refused.code, refused.status]).toEqual(['ComfortableLiveError', 'authentication', 401]);
-    expect(refused.message).toMatch(/answered 401: Invalid authentication credentials\. Check the apiKey option of comfortableLiveLoader\(\)/);
-    expect((await failure({ apiKey: undefined })).message).toMatch(/the apiKey option of comfortableLiveLoader\(\) is not set/);
-    expect((await failure({ repository: 'nope' })).message).toMatch(/Check the repository option of comfortableLiveLoader\(\) in src\/live.config.ts \("nope"\)/);
-    expect((await failure({ contentType: undefined, collection: 'nope' })).message).toMatch(/has no collection "nope": check the collection option/);
-    expect((await failure({ contentType: undefined, aliases: ['home', 'nope'] })).message).toMatch(/has no alias "nope": check the aliases option/);
+    expect(refused.message).toMatch(
+      /answered 401: Invalid authentication credentials\. Check the apiKey option of comfortableLiveLoader\(\)/,
+    );
+    expect((await failure({ apiKey: undefined })).message).toMatch(
+      /the apiKey option of comfortableLiveLoader\(\) is not set/,
+    );
+    expect((await failure({ repository: 'nope' })).message).toMatch(
+      /Check the repository option of comfortableLiveLoader\(\) in src\/live.config.ts \("nope"\)/,
+    );
+    expect((await failure({ contentType: undefined, collection: 'nope' })).message).toMatch(
+      /has no collection "nope": check the collection option/,
+    );
+    expect((await failure({ contentType: undefined, aliases: ['home', 'nope'] })).message).toMatch(
+      /has no alias "nope": check the aliases option/,
+    );
     const down = await failure({ baseUrl: 'http://127.0.0.1:1/v1', retry: { attempts: 1 } });
-    expect([down.code, down.message]).toEqual(['network', expect.stringMatching(/Check the baseUrl option .*\(http:\/\/127.0.0.1:1\/v1\)/)]);
+    expect([down.code, down.message]).toEqual([
+      'network',
+      expect.stringMatching(/Check the baseUrl option .*\(http:\/\/127.0.0.1:1\/v1\)/),
+    ]);
     expect(down.message).not.toContain('CMFT_SNAPSHOT');
     const failing = await startFaulty((_, response) => json(response, 503, errorBody(503, 'Service Unavailable')));
     try {
       const refused = await failure({ baseUrl: failing.url, retry: fastRetry });
-      expect([refused.code, refused.message]).toEqual(['server', expect.stringMatching(/kept failing through every retry \(the retry option of comfortableLiveLoader\(\) in src\/live.config.ts\)/)]);
+      expect([refused.code, refused.message]).toEqual([
+        'server',
+        expect.stringMatching(
+          /kept failing through every retry \(the retry option of comfortableLiveLoader\(\) in src\/live.config.ts\)/,
+        ),
+      ]);
     } finally {
       await closeFaultyServers();
     }
@@ -207,10 +301,14 @@ describe('failures are returned as live-collection errors that say what to check
   });
 
   it('names the member of a filter that is wrong', async () => {
-    expect((await failure({}, { limit: 5000 })).message).toMatch(/^Live collection "posts": Invalid filter of getLiveCollection\(\): limit: /);
+    expect((await failure({}, { limit: 5000 })).message).toMatch(
+      /^Live collection "posts": Invalid filter of getLiveCollection\(\): limit: /,
+    );
     expect((await failure({}, { page: 2 })).message).toMatch(/page needs a limit/);
     expect((await failure({}, { slug: 'x' }, 'entry')).message).toMatch(/Invalid filter of getLiveEntry\(\)/);
-    expect((await failure({ locales: ['fr_FR'] })).message).toMatch(/the locales option of comfortableLiveLoader\(\) names "fr_FR"/);
+    expect((await failure({ locales: ['fr_FR'] })).message).toMatch(
+      /the locales option of comfortableLiveLoader\(\) names "fr_FR"/,
+    );
   });
 });
 
@@ -221,16 +319,24 @@ describe('a locale the repository or the loader lacks is a page that does not ex
     return error.message as string;
   };
 
-  it('answers Astro\'s not-found error for an entry, naming the locale and what the repository has', async () => {
+  it("answers Astro's not-found error for an entry, naming the locale and what the repository has", async () => {
     const message = await notFound(entry({}, { field: 'slug', value: 'night-trains-are-back', locale: 'fr_FR' }));
-    expect(message).toBe('Entry posts → slug "night-trains-are-back" in fr_FR (the repository "demo" has no locale "fr_FR", only en_US, de_DE, de_CH: check the locale given to getLiveEntry()) was not found.');
+    expect(message).toBe(
+      'Entry posts → slug "night-trains-are-back" in fr_FR (the repository "demo" has no locale "fr_FR", only en_US, de_DE, de_CH: check the locale given to getLiveEntry()) was not found.',
+    );
     await notFound(entry({}, { id: 'fr_FR/100000000000000101' }));
-    expect(await notFound(entry({ locales: ['en_US'] }, { id: 'de_DE/100000000000000101' }))).toMatch(/de_DE is not one of the locales option of comfortableLiveLoader\(\) in src\/live.config.ts: en_US\)/);
+    expect(await notFound(entry({ locales: ['en_US'] }, { id: 'de_DE/100000000000000101' }))).toMatch(
+      /de_DE is not one of the locales option of comfortableLiveLoader\(\) in src\/live.config.ts: en_US\)/,
+    );
   });
 
   it('answers the same error for a list, rather than an empty list a page could not tell from no posts', async () => {
-    expect(await notFound(collection({}, { locale: 'fr_FR' }))).toMatch(/^Entry posts → entries in fr_FR \(the repository "demo" has no locale "fr_FR", only en_US, de_DE, de_CH: check the locale given to getLiveCollection\(\)\)/);
-    expect(await notFound(collection({ locales: ['en_US'] }, { locale: 'de_DE', limit: 1 }))).toMatch(/the locales option of comfortableLiveLoader\(\)/);
+    expect(await notFound(collection({}, { locale: 'fr_FR' }))).toMatch(
+      /^Entry posts → entries in fr_FR \(the repository "demo" has no locale "fr_FR", only en_US, de_DE, de_CH: check the locale given to getLiveCollection\(\)\)/,
+    );
+    expect(await notFound(collection({ locales: ['en_US'] }, { locale: 'de_DE', limit: 1 }))).toMatch(
+      /the locales option of comfortableLiveLoader\(\)/,
+    );
     // A locale option that names a locale the repository lacks is still a broken config.
     expect((await collection({ locales: ['fr_FR'] }, { locale: 'en_US' })).error.code).toBe('config');
   });
@@ -244,10 +350,21 @@ describe('the fields option', () => {
     const found = await typed.loadEntry({ filter: { id: 'en_US/100000000000000102' }, collection: 'posts' });
     if (!found || 'error' in found) throw new Error('expected an entry');
     expectTypeOf(found.data.fields.title).toEqualTypeOf<string>();
-    expect(found.data.fields).toEqual({ title: 'Night Trains Are Back, and Better Than You Remember', slug: 'night-trains-are-back', readingMinutes: expect.any(String) });
+    expect(found.data.fields).toEqual({
+      title: 'Night Trains Are Back, and Better Than You Remember',
+      slug: 'night-trains-are-back',
+      readingMinutes: expect.any(String),
+    });
     expect(Object.keys(found.data.included).length).toBeGreaterThan(0);
     expect(found.rendered?.html).toContain('<h2 id="what-has-changed">');
-    expect((await collection({ fields: postFields }, { locale: 'de_DE', limit: 2 })).entries.map((e: Json) => Object.keys(e.data.fields))).toEqual([['title', 'slug', 'readingMinutes'], ['title', 'slug', 'readingMinutes']]);
+    expect(
+      (await collection({ fields: postFields }, { locale: 'de_DE', limit: 2 })).entries.map((e: Json) =>
+        Object.keys(e.data.fields),
+      ),
+    ).toEqual([
+      ['title', 'slug', 'readingMinutes'],
+      ['title', 'slug', 'readingMinutes'],
+    ]);
   });
 
   it('infers the type of the fields from the schema', () => {
@@ -259,7 +376,9 @@ describe('the fields option', () => {
     const wrong = z.object({ title: z.number(), slug: z.string() });
     const { error } = await entry({ fields: wrong }, { id: 'en_US/100000000000000102' });
     expect([error.name, error.code]).toEqual(['ComfortableLiveError', 'validation']);
-    expect(error.message).toBe('Live collection "posts": entry en_US/100000000000000102 does not match the fields option of comfortableLiveLoader() in src/live.config.ts: fields.title: Invalid input: expected number, received string. Change the schema to what the content type holds (a field that may be empty needs .nullish()).');
+    expect(error.message).toBe(
+      'Live collection "posts": entry en_US/100000000000000102 does not match the fields option of comfortableLiveLoader() in src/live.config.ts: fields.title: Invalid input: expected number, received string. Change the schema to what the content type holds (a field that may be empty needs .nullish()).',
+    );
     expect((await collection({ fields: wrong }, { limit: 1 })).error.code).toBe('validation');
   });
 });
@@ -268,13 +387,23 @@ describe('options', () => {
   it('are checked when the loader is made, each error naming the option', () => {
     const make = (options: Json) => () => comfortableLiveLoader({ repository: 'demo', apiKey: 'k', ...options });
     expect(make({})).toThrow(/needs exactly one of collection, contentType or aliases/);
-    expect(make({ collection: 'a', contentType: 'b' })).toThrow(/needs exactly one of collection, contentType or aliases/);
+    expect(make({ collection: 'a', contentType: 'b' })).toThrow(
+      /needs exactly one of collection, contentType or aliases/,
+    );
     expect(make({ contentType: 'post', includes: 9 })).toThrow(/^comfortableLiveLoader\(\): Invalid option includes: /);
     expect(make({ contentType: 'post', render: true })).toThrow(/Invalid option render/);
-    expect(make({ contentType: 'post', baseUrl: 'ftp://x' })).toThrow(/Invalid option baseUrl: expected an http\(s\) URL/);
-    expect(make({ contentType: 'post', colection: 'x' })).toThrow('comfortableLiveLoader(): Unknown option colection: did you mean collection?');
-    expect(make({ contentType: 'post', fields: { title: 'string' } })).toThrow(/Invalid option fields: expected a zod schema of the fields/);
-    expect(() => comfortableLiveLoader({ repository: 'demo', apiKey: 12345678 as never, contentType: 'post' })).toThrow(/^((?!12345678).)*$/s);
+    expect(make({ contentType: 'post', baseUrl: 'ftp://x' })).toThrow(
+      /Invalid option baseUrl: expected an http\(s\) URL/,
+    );
+    expect(make({ contentType: 'post', colection: 'x' })).toThrow(
+      'comfortableLiveLoader(): Unknown option colection: did you mean collection?',
+    );
+    expect(make({ contentType: 'post', fields: { title: 'string' } })).toThrow(
+      /Invalid option fields: expected a zod schema of the fields/,
+    );
+    expect(() => comfortableLiveLoader({ repository: 'demo', apiKey: 12345678 as never, contentType: 'post' })).toThrow(
+      /^((?!12345678).)*$/s,
+    );
   });
 });
 

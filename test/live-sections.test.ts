@@ -27,8 +27,16 @@ afterAll(async () => {
 });
 
 const loader = (options: Partial<ComfortableLiveLoaderOptions> = {}, baseUrl = server.url) =>
-  comfortableLiveLoader({ baseUrl, repository: 'lessons', apiKey: tinyKey, contentType: 'lesson', contentTypes, ...options } as ComfortableLiveLoaderOptions);
-const entry = (filter: Json, options: Partial<ComfortableLiveLoaderOptions> = {}, baseUrl?: string): Promise<Json> => loader(options, baseUrl).loadEntry({ filter, collection: 'lessons' });
+  comfortableLiveLoader({
+    baseUrl,
+    repository: 'lessons',
+    apiKey: tinyKey,
+    contentType: 'lesson',
+    contentTypes,
+    ...options,
+  } as ComfortableLiveLoaderOptions);
+const entry = (filter: Json, options: Partial<ComfortableLiveLoaderOptions> = {}, baseUrl?: string): Promise<Json> =>
+  loader(options, baseUrl).loadEntry({ filter, collection: 'lessons' });
 
 describe('live entries of content types with sections', () => {
   it('are the build-time entries, relations inside sections made references to live entries in the entry locale', async () => {
@@ -36,9 +44,21 @@ describe('live entries of content types with sections', () => {
     const { entries } = (await loader().loadCollection({ filter: undefined, collection: 'lessons' })) as Json;
     expect(entries).toHaveLength(3 * 3);
     for (const live of entries) {
-      const built = entryOf(cache.record(live.data.id)!, live.data.locale, cache.head.locales, (id) => cache.record(id), cache.head.model);
-      const fields = mapRelations(built.fields, cache.head.model[built.contentType], (ref) => ({ collection: contentTypes[ref.contentType as keyof typeof contentTypes], id: `${built.locale}/${ref.id}` }));
-      expect({ fields: live.data.fields, fallbacks: live.data.fallbacks }).toEqual({ fields, fallbacks: built.fallbacks });
+      const built = entryOf(
+        cache.record(live.data.id)!,
+        live.data.locale,
+        cache.head.locales,
+        (id) => cache.record(id),
+        cache.head.model,
+      );
+      const fields = mapRelations(built.fields, cache.head.model[built.contentType], (ref) => ({
+        collection: contentTypes[ref.contentType as keyof typeof contentTypes],
+        id: `${built.locale}/${ref.id}`,
+      }));
+      expect({ fields: live.data.fields, fallbacks: live.data.fallbacks }).toEqual({
+        fields,
+        fallbacks: built.fallbacks,
+      });
     }
     const knots = entries.find((e: Json) => e.id === 'fr_FR/101');
     expect(knots.data.fields.content.teacher).toEqual({ collection: 'teachers', id: 'fr_FR/201' });
@@ -49,12 +69,21 @@ describe('live entries of content types with sections', () => {
   it('finds a document by the value of a field inside a section, named by its own API id', async () => {
     expect((await entry({ field: 'title', value: 'Voiles', locale: 'fr_FR' })).id).toBe('fr_FR/102');
     // Among a few aliases, the values are compared here, inside the sections too.
-    expect((await entry({ field: 'title', value: 'Knoten', locale: 'de' }, { contentType: undefined, aliases: ['first-lesson'] })).id).toBe('de/101');
+    expect(
+      (
+        await entry(
+          { field: 'title', value: 'Knoten', locale: 'de' },
+          { contentType: undefined, aliases: ['first-lesson'] },
+        )
+      ).id,
+    ).toBe('de/101');
   });
 
   it('renders the first richtext field, inside a section, and one named by its path', async () => {
     expect((await entry({ id: 'fr_FR/101' })).rendered.html).toBe('<p>Les nouer vite</p>');
-    expect((await entry({ id: 'en_GB/101' }, { render: 'info.description' })).rendered.html).toBe('<p>Tie them fast</p>');
+    expect((await entry({ id: 'en_GB/101' }, { render: 'info.description' })).rendered.html).toBe(
+      '<p>Tie them fast</p>',
+    );
   });
 
   it('are the same from a server that answers a section as a map of locales', async () => {
@@ -62,7 +91,10 @@ describe('live entries of content types with sections', () => {
     for (const id of ['fr_FR/101', 'de/102', 'en_GB/103']) {
       const direct = await entry({ id });
       const rewritten = await entry({ id }, {}, proxy.url);
-      expect({ fields: rewritten.data.fields, fallbacks: rewritten.data.fallbacks }).toEqual({ fields: direct.data.fields, fallbacks: direct.data.fallbacks });
+      expect({ fields: rewritten.data.fields, fallbacks: rewritten.data.fallbacks }).toEqual({
+        fields: direct.data.fields,
+        fallbacks: direct.data.fallbacks,
+      });
     }
   });
 });

@@ -25,7 +25,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const minimum = /^>=(\d+)\.(\d+)$/.exec(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines.node)!;
 const localBinary = join(root, '.tools/node22-min/node_modules/.bin/node');
 const minNode = process.env.COMFORTABLE_MIN_NODE || (existsSync(localBinary) ? localBinary : undefined);
-const noBinary = 'no Node 22.19 binary: set COMFORTABLE_MIN_NODE, or run .ci/run, which installs one into .tools/node22-min';
+const noBinary =
+  'no Node 22.19 binary: set COMFORTABLE_MIN_NODE, or run .ci/run, which installs one into .tools/node22-min';
 
 /** A Node older than the package allows (the machine's own Node 20, say), from COMFORTABLE_OLD_NODE or the usual places. */
 function olderNode(): string | undefined {
@@ -57,12 +58,28 @@ async function buildCli(): Promise<string> {
   const out = await mkdtemp(join(root, 'test/.tmp/node-min-'));
   cleanups.push(out);
   const tsc = join(root, 'node_modules/typescript/bin/tsc');
-  await promisify(execFile)(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', join(out, 'dist'), '--declaration', 'false', '--sourceMap', 'false', '--inlineSources', 'false']);
+  await promisify(execFile)(process.execPath, [
+    tsc,
+    '-p',
+    join(root, 'tsconfig.build.json'),
+    '--outDir',
+    join(out, 'dist'),
+    '--declaration',
+    'false',
+    '--sourceMap',
+    'false',
+    '--inlineSources',
+    'false',
+  ]);
   await copyFile(join(root, 'package.json'), join(out, 'package.json')); // the version the CLI reads, and "type": "module"
   return join(out, 'dist/cli.js');
 }
 
-function run(node: string, args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  node: string,
+  args: string[],
+  cwd: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const { CI: _ci, NODE_OPTIONS: _options, ...env } = process.env;
     const child = spawn(node, args, { cwd, env });
@@ -75,7 +92,9 @@ function run(node: string, args: string[], cwd: string): Promise<{ code: number 
 }
 
 describe(`the oldest Node the package allows (${minimum[0]})`, () => {
-  it('runs `sync --config comfortable.config.ts` of the built CLI, writes the cache, and warns of nothing', { timeout: 60_000 }, async (context) => {
+  it('runs `sync --config comfortable.config.ts` of the built CLI, writes the cache, and warns of nothing', {
+    timeout: 60_000,
+  }, async (context) => {
     if (!minNode) return context.skip(noBinary);
     const version = (await run(minNode, ['-v'], root)).stdout.trim();
     expect(version, `${minNode} is not the minimum Node`).toMatch(new RegExp(`^v${minimum[1]}\\.${minimum[2]}\\.`));
@@ -117,7 +136,9 @@ export default {
 });
 
 describe('a Node older than the package allows', () => {
-  it('gets one sentence that names both versions from the CLI, and from an import of the package, not a dependency failing', { timeout: 60_000 }, async (context) => {
+  it('gets one sentence that names both versions from the CLI, and from an import of the package, not a dependency failing', {
+    timeout: 60_000,
+  }, async (context) => {
     const old = olderNode();
     if (!old) return context.skip('no Node older than the package allows on this machine: set COMFORTABLE_OLD_NODE');
     const version = (await run(old, ['-v'], root)).stdout.trim().replace(/^v/, '');
@@ -128,7 +149,11 @@ describe('a Node older than the package allows', () => {
     expect(stdout).toBe('');
     expect(code).toBe(1);
 
-    const imported = await run(old, ['--input-type=module', '-e', `await import(${JSON.stringify(join(cli, '../index.js'))})`], root);
+    const imported = await run(
+      old,
+      ['--input-type=module', '-e', `await import(${JSON.stringify(join(cli, '../index.js'))})`],
+      root,
+    );
     expect(imported.code).not.toBe(0);
     expect(imported.stderr).toContain(sentence);
     expect(imported.stderr).not.toContain("reading 'bind'");

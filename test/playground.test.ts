@@ -26,23 +26,37 @@ let changesetFile: string;
 let firstLog: string;
 
 const page = (path: string) => readFile(join(outDir, path, 'index.html'), 'utf8');
-const exists = (path: string) => access(join(outDir, path, 'index.html')).then(() => true, () => false);
-const text = (html: string) => html.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
+const exists = (path: string) =>
+  access(join(outDir, path, 'index.html')).then(
+    () => true,
+    () => false,
+  );
+const text = (html: string) =>
+  html
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
 const fallbackNote = /<small class="fallback"[^>]*>[\s\S]*?<\/small>/g;
 /** The first element with this tag (or `tag.class`), as HTML. */
 function element(html: string, selector: string): string {
   const [tag, cls] = selector.split('.');
-  const match = new RegExp(`<${tag}(?:\\s[^>]*)?${cls ? `class="[^"]*\\b${cls}\\b[^"]*"[^>]*` : ''}>([\\s\\S]*?)</${tag}>`).exec(html);
+  const match = new RegExp(
+    `<${tag}(?:\\s[^>]*)?${cls ? `class="[^"]*\\b${cls}\\b[^"]*"[^>]*` : ''}>([\\s\\S]*?)</${tag}>`,
+  ).exec(html);
   return match?.[1] ?? '';
 }
 /** The h1's text without its fallback note. */
 const headline = (html: string) => text(element(html, 'h1').replace(fallbackNote, ''));
 /** `field:locale` of every fallback note in the HTML. */
-const fallbacks = (html: string) => [...html.matchAll(/data-fallback-field="([^"]+)" data-fallback-from="([^"]+)"/g)].map((m) => `${m[1]}:${m[2]}`);
+const fallbacks = (html: string) =>
+  [...html.matchAll(/data-fallback-field="([^"]+)" data-fallback-from="([^"]+)"/g)].map((m) => `${m[1]}:${m[2]}`);
 /** Slugs of the post cards in the HTML. */
 const cards = (html: string) => [...html.matchAll(/data-post="([^"]+)"/g)].map((m) => m[1]);
 const readChangesets = async (): Promise<Changeset[]> =>
-  (await readFile(changesetFile, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((line) => JSON.parse(line) as Changeset);
+  (await readFile(changesetFile, 'utf8').catch(() => ''))
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Changeset);
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'cmft-playground-'));
@@ -107,7 +121,11 @@ describe('the first build', () => {
       expect(html).toContain(`href="/${locale}/tags/long-read/"`);
     }
     expect((await page('en_US/posts')).indexOf('our-summer-ferry-guide-is-out')).toBeGreaterThan(-1);
-    expect(cards(await page('en_US/tags/news')).sort()).toEqual(['how-we-choose-the-stories-we-tell', 'letters-from-our-readers-winter-mailbag', 'our-summer-ferry-guide-is-out']);
+    expect(cards(await page('en_US/tags/news')).sort()).toEqual([
+      'how-we-choose-the-stories-we-tell',
+      'letters-from-our-readers-winter-mailbag',
+      'our-summer-ferry-guide-is-out',
+    ]);
     expect(cards(await page('de_CH/tags/archive'))).toContain('the-harbour-in-winter');
   });
 
@@ -132,8 +150,12 @@ describe('the first build', () => {
   });
 
   test('related posts that form a cycle are all linked, and a dangling one is skipped', async () => {
-    expect(cards(element(await page('en_US/posts/night-trains-are-back'), 'section.related'))).toEqual(['a-weekend-in-bergen-without-a-car']);
-    expect(cards(element(await page('en_US/posts/a-weekend-in-bergen-without-a-car'), 'section.related'))).toEqual(['the-slow-boat-to-the-fjords']);
+    expect(cards(element(await page('en_US/posts/night-trains-are-back'), 'section.related'))).toEqual([
+      'a-weekend-in-bergen-without-a-car',
+    ]);
+    expect(cards(element(await page('en_US/posts/a-weekend-in-bergen-without-a-car'), 'section.related'))).toEqual([
+      'the-slow-boat-to-the-fjords',
+    ]);
     const edinburgh = await page('en_US/posts/edinburgh-on-a-rainy-day');
     expect(cards(element(edinburgh, 'section.related'))).toEqual(['walking-the-west-highland-way']);
     expect(edinburgh).not.toContain(id(999));
@@ -144,16 +166,23 @@ describe('the first build', () => {
       const html = await page(`${locale}/authors/maren-holt`);
       expect(headline(html)).toBe('Maren Holt');
       expect(html).toMatch(/<img src="\/_astro\/avatar-coral[^"]+"[^>]*class="avatar"/);
-      expect(cards(element(html, 'section')).sort()).toEqual(
-        ['a-weekend-in-bergen-without-a-car', 'bread-soup-and-a-wood-stove', 'our-summer-ferry-guide-is-out', 'the-harbour-in-winter', 'the-last-lighthouse-keepers', 'the-slow-boat-to-the-fjords'],
-      );
+      expect(cards(element(html, 'section')).sort()).toEqual([
+        'a-weekend-in-bergen-without-a-car',
+        'bread-soup-and-a-wood-stove',
+        'our-summer-ferry-guide-is-out',
+        'the-harbour-in-winter',
+        'the-last-lighthouse-keepers',
+        'the-slow-boat-to-the-fjords',
+      ]);
       expect(html).toContain(`href="/${locale}/posts/the-slow-boat-to-the-fjords/"`); // the favourite post
     }
   });
 
   test('the categories page, built from virtual:comfortable/queries/categories, lists every category', async () => {
     const en = await page('en_US/categories');
-    expect([...en.matchAll(/data-category="(\d+)"/g)].map((m) => m[1]).sort()).toEqual([201, 202, 203, 204, 205].map(id));
+    expect([...en.matchAll(/data-category="(\d+)"/g)].map((m) => m[1]).sort()).toEqual(
+      [201, 202, 203, 204, 205].map(id),
+    );
     expect(text(en)).toContain('Slow Travel');
     expect(text(en)).toContain('Trains, ferries and long walks');
     const ch = await page('de_CH/categories');
@@ -221,7 +250,9 @@ describe('a second build after editing the snapshot', () => {
   test('the edited title is on its page, in the post list and in related posts', async () => {
     expect(headline(await page('en_US/posts/night-trains-are-back'))).toBe('Night Trains Are Back for Good');
     expect(text(await page('en_US/posts'))).toContain('Night Trains Are Back for Good');
-    expect(text(element(await page('en_US/posts/the-slow-boat-to-the-fjords'), 'section.related'))).toContain('Night Trains Are Back for Good');
+    expect(text(element(await page('en_US/posts/the-slow-boat-to-the-fjords'), 'section.related'))).toContain(
+      'Night Trains Are Back for Good',
+    );
     expect(text(await page('en_US/posts'))).not.toContain('Better Than You Remember');
   });
 

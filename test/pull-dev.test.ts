@@ -22,7 +22,11 @@ beforeAll(async () => {
   snapshot.repository.apiKeys = ['local-dev-key'];
   await mkdir(join(site.dir, 'content'));
   await writeFile(file(), JSON.stringify(snapshot, null, 2));
-  dev = await startAstroDev(site.dir, await freePort(), { CMFT_SNAPSHOT: 'content/tiny.json', CMFT_API_KEY: undefined, CMFT_BASE_URL: undefined });
+  dev = await startAstroDev(site.dir, await freePort(), {
+    CMFT_SNAPSHOT: 'content/tiny.json',
+    CMFT_API_KEY: undefined,
+    CMFT_BASE_URL: undefined,
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -49,7 +53,8 @@ it('serves the snapshot, and shows an edit of the file without a restart', async
   // Wait for the refresh, then load the page as a user would. (Page requests made while Astro
   // swaps its data store can keep the old store until the next change: Astro's dev server, not
   // ours; so this test does not ask for the page until the refresh is done.)
-  for (let attempt = 0; attempt < 150 && !dev.output().includes('Refreshed'); attempt++) await new Promise((resolve) => setTimeout(resolve, 100));
+  for (let attempt = 0; attempt < 150 && !dev.output().includes('Refreshed'); attempt++)
+    await new Promise((resolve) => setTimeout(resolve, 100));
   expect(dev.output()).toContain('Refreshed');
   await new Promise((resolve) => setTimeout(resolve, 1_000)); // Astro saves its store 500 ms after the last change
   const seen = await titles();

@@ -56,7 +56,10 @@ describe('content types inferred from values', () => {
   });
 
   it('makes strings of several kinds text, and a date with an offset text (the snapshot takes UTC only)', () => {
-    const { contentTypes, warnings } = typesOf(doc({ a: '2024-05-01', b: '2024-05-01T10:00:00+02:00' }), doc({ a: 'soon' }));
+    const { contentTypes, warnings } = typesOf(
+      doc({ a: '2024-05-01', b: '2024-05-01T10:00:00+02:00' }),
+      doc({ a: 'soon' }),
+    );
     expect(warnings).toEqual([]);
     expect(contentTypes[0]!.fields).toEqual([
       { apiId: 'a', type: 'text' },
@@ -72,7 +75,12 @@ describe('content types inferred from values', () => {
 
   it('marks a field localized from the locale=all shape, when its type may be', () => {
     const { contentTypes, warnings } = typesOf(
-      doc({ title: { en_US: 'Hi', de_DE: 'Hallo' }, price: { en_US: 3 }, flags: { en_US: true }, images: { de_DE: [ref('9', '_asset')] } }),
+      doc({
+        title: { en_US: 'Hi', de_DE: 'Hallo' },
+        price: { en_US: 3 },
+        flags: { en_US: true },
+        images: { de_DE: [ref('9', '_asset')] },
+      }),
       doc({ title: {}, price: null }),
     );
     expect(warnings).toEqual([]);

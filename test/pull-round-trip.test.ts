@@ -4,7 +4,15 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pull } from '../src/pull/pull.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import { battery, batteryInfo, compareServers, describeDifferences, type SnapshotJson, type Target, writeCoverSnapshot } from './helpers/round-trip.ts';
+import {
+  battery,
+  batteryInfo,
+  compareServers,
+  describeDifferences,
+  type SnapshotJson,
+  type Target,
+  writeCoverSnapshot,
+} from './helpers/round-trip.ts';
 import { demoKey, demoSnapshot, fixture, tinyKey } from './helpers/server.ts';
 
 /**
@@ -33,7 +41,13 @@ afterAll(async () => {
 });
 
 /** Pulls every collection and alias of `original` from `server` into `out`; returns the copy's file and key. */
-async function pullAll(server: ReadApiServer, original: SnapshotJson, key: string, out: string, assets: boolean): Promise<{ file: string; key: string; warnings: string[] }> {
+async function pullAll(
+  server: ReadApiServer,
+  original: SnapshotJson,
+  key: string,
+  out: string,
+  assets: boolean,
+): Promise<{ file: string; key: string; warnings: string[] }> {
   const result = await pull({
     config: {
       baseUrl: server.url,
@@ -93,14 +107,19 @@ describe.each(cases)('round trip of $name', ({ make }) => {
       // Without its files, the copy links the original's: that origin stands for the copy's own.
       const targetB: Target = { origin: serverB.origin, key: b.key, alsoOrigins: assets ? [] : [serverA.origin] };
       // Without its files, the copy serves no /files of its own: its assets link the original's.
-      const differences = await compareServers(targetA, targetB, assets ? requests : requests.filter((r) => !r.path.startsWith('/files/')));
+      const differences = await compareServers(
+        targetA,
+        targetB,
+        assets ? requests : requests.filter((r) => !r.path.startsWith('/files/')),
+      );
       expect(differences, describeDifferences(differences)).toEqual([]);
       if (assets) {
         // The copy serves its own files: the original can go.
         await serverA.close();
         const files = requests.filter((r) => r.path.startsWith('/files/'));
         expect(files.length).toBeGreaterThan(0);
-        for (const request of files) expect((await fetch(`${serverB.origin}${request.path}`)).status, request.path).toBe(request.status ?? 200);
+        for (const request of files)
+          expect((await fetch(`${serverB.origin}${request.path}`)).status, request.path).toBe(request.status ?? 200);
       }
     }, 120_000);
   }

@@ -22,7 +22,11 @@ describe('sections inferred from the documents', () => {
   it('makes an object of fields a section when it holds a localized field, a relation or an asset, its fields typed and in order', () => {
     const { contentTypes, warnings } = inferContentTypes(
       [
-        doc({ slug: 'a', seo: { title: { en_US: 'A', de_DE: 'Ä' }, image: [ref('9', '_asset')] }, links: { author: ref('2', 'author'), note: 'x' } }),
+        doc({
+          slug: 'a',
+          seo: { title: { en_US: 'A', de_DE: 'Ä' }, image: [ref('9', '_asset')] },
+          links: { author: ref('2', 'author'), note: 'x' },
+        }),
         doc({ slug: 'b', seo: { keywords: ['k'], title: {} }, links: null }),
       ],
       locales,
@@ -39,7 +43,10 @@ describe('sections inferred from the documents', () => {
   });
 
   it('keeps an object of plain values json unless the server confirms it a section', () => {
-    const documents = [doc({ quiz: { questions: ['Why?'], passMark: 2 } }), doc({ quiz: { passMark: 3, nested: { deep: true } } })];
+    const documents = [
+      doc({ quiz: { questions: ['Why?'], passMark: 2 } }),
+      doc({ quiz: { passMark: 3, nested: { deep: true } } }),
+    ];
     expect(inferContentTypes(documents, locales).contentTypes[0]!.fields).toEqual([{ apiId: 'quiz', type: 'json' }]);
     expect(inferContentTypes(documents, locales, new Set(['page.quiz'])).contentTypes[0]!.fields).toEqual([
       { apiId: 'questions', type: 'select', section: 'quiz' },
@@ -50,13 +57,25 @@ describe('sections inferred from the documents', () => {
   });
 
   it('keeps json a field that holds anything but objects of fields', () => {
-    const { contentTypes } = inferContentTypes([doc({ extra: { title: { en_US: 'x' } } }), doc({ extra: ['a', 'b'] })], locales, new Set(['page.extra']));
+    const { contentTypes } = inferContentTypes(
+      [doc({ extra: { title: { en_US: 'x' } } }), doc({ extra: ['a', 'b'] })],
+      locales,
+      new Set(['page.extra']),
+    );
     expect(contentTypes[0]!.fields).toEqual([{ apiId: 'extra', type: 'json' }]);
   });
 
   it('keeps json, with a warning, objects whose keys are other fields of the content type or no API ids', () => {
     const { contentTypes, warnings } = inferContentTypes(
-      [doc({ title: 'T', seo: { title: { en_US: 'x' } }, odd: { 'a b': { en_US: 'y' } }, one: { author: ref('1', 'a') }, two: { author: ref('2', 'a') } })],
+      [
+        doc({
+          title: 'T',
+          seo: { title: { en_US: 'x' } },
+          odd: { 'a b': { en_US: 'y' } },
+          one: { author: ref('1', 'a') },
+          two: { author: ref('2', 'a') },
+        }),
+      ],
       locales,
     );
     expect(contentTypes[0]!.fields.map((f) => [f.apiId, f.type, f.section])).toEqual([
@@ -66,14 +85,30 @@ describe('sections inferred from the documents', () => {
       ['one', 'json', undefined],
       ['two', 'json', undefined],
     ]);
-    expect(warnings).toEqual(['seo', 'odd', 'one', 'two'].map((name) => `Field page.${name} holds objects of fields whose names are no API ids, or are another field's of page: it is typed json, not as a section`));
+    expect(warnings).toEqual(
+      ['seo', 'odd', 'one', 'two'].map(
+        (name) =>
+          `Field page.${name} holds objects of fields whose names are no API ids, or are another field's of page: it is typed json, not as a section`,
+      ),
+    );
   });
 });
 
 describe('pull of a repository with sections', () => {
   const pullFrom = async (baseUrl: string) => {
     const out = await tempDir();
-    const result = await pull({ config: { baseUrl, repository: 'lessons', apiKey: tinyKey, collections: { lessons: {}, quizzes: {} }, aliases: ['first-lesson'], concurrency: 4, pageSize: 2 }, out });
+    const result = await pull({
+      config: {
+        baseUrl,
+        repository: 'lessons',
+        apiKey: tinyKey,
+        collections: { lessons: {}, quizzes: {} },
+        aliases: ['first-lesson'],
+        concurrency: 4,
+        pageSize: 2,
+      },
+      out,
+    });
     expect(result.warnings).toEqual([]);
     return JSON.parse(await readFile(result.file, 'utf8'));
   };

@@ -28,7 +28,10 @@ beforeAll(async () => {
   cms = await startServer({ paths: [tinyWithFileAssets()], watch: false });
   site = await copyFixture('astro-copy', 'pull-site-files');
   dist = join(site.dir, 'dist');
-  writeFileSync(join(site.dir, 'comfortable.config.json'), JSON.stringify({ baseUrl: cms.url, repository: 'tiny', apiKey: tinyKey, collections: { news: {} } }));
+  writeFileSync(
+    join(site.dir, 'comfortable.config.json'),
+    JSON.stringify({ baseUrl: cms.url, repository: 'tiny', apiKey: tinyKey, collections: { news: {} } }),
+  );
   const pulled = await runIn(site.dir, ['pull', '--assets']);
   expect(pulled.code, pulled.stderr).toBe(0);
   // The CMS is gone: the copy's build needs nothing of it.
@@ -57,7 +60,14 @@ describe('a build from a copy', () => {
 
   it("gives the file asset's entry that path as its src, in the content collection and in the virtual module", () => {
     const { collection, virtual } = JSON.parse(readFileSync(join(dist, 'files.json'), 'utf8')) as Json;
-    const card = { kind: 'file', id: '302', src: sitePath(paths.pdf), alt: 'Printable card', mimeType: 'application/pdf', fileName: 'printable-card.pdf' };
+    const card = {
+      kind: 'file',
+      id: '302',
+      src: sitePath(paths.pdf),
+      alt: 'Printable card',
+      mimeType: 'application/pdf',
+      fileName: 'printable-card.pdf',
+    };
     expect(collection.find((entry: Json) => entry.id === '101').images).toEqual([card]);
     expect(virtual.find((entry: Json) => entry.id === '101').images).toEqual([card]);
   });
@@ -65,7 +75,10 @@ describe('a build from a copy', () => {
   it('leaves images to Astro, which optimises them during the build', () => {
     const { collection } = JSON.parse(readFileSync(join(dist, 'files.json'), 'utf8')) as Json;
     // An image's src stays the in-process server's: <Image> downloads it while the build runs.
-    expect(collection.find((entry: Json) => entry.id === '100').images[0]).toMatchObject({ kind: 'image', src: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/files\/tiny\/images\/apples\.svg$/) });
+    expect(collection.find((entry: Json) => entry.id === '100').images[0]).toMatchObject({
+      kind: 'image',
+      src: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/files\/tiny\/images\/apples\.svg$/),
+    });
     expect(html).toMatch(/<img[^>]* src="\/shop\/_astro\/apples[\w.-]*\.svg"/);
     expect(readFileSync(join(dist, '_comfortable/files/tiny', paths.plain))).toBeTruthy();
   });
@@ -76,7 +89,9 @@ describe('a build from a copy', () => {
     const raw = article.slice(article.indexOf('<div class="raw">'), article.indexOf('</article>'));
     expect(rendered).toMatch(/<img[^>]* src="\/shop\/_astro\/apples[\w.-]*\.svg"/); // optimised
     expect(rendered).toContain(`<img src="${sitePath(paths.plain)}" alt="Plain">`); // no size: a file of the site
-    expect(raw).toContain(`<img src="${sitePath(paths.apples)}" alt="Apples"><img src="${sitePath(paths.plain)}" alt="Plain">`);
+    expect(raw).toContain(
+      `<img src="${sitePath(paths.apples)}" alt="Apples"><img src="${sitePath(paths.plain)}" alt="Plain">`,
+    );
     const { collection } = JSON.parse(readFileSync(join(dist, 'files.json'), 'utf8')) as Json;
     expect(collection.find((entry: Json) => entry.id === '100').text.html).toContain(sitePath(paths.plain));
   });
@@ -86,7 +101,9 @@ describe('a build from a copy', () => {
     try {
       const built = await runAstro(site.dir, ['build'], copy);
       expect(built.code, built.output).toBe(0);
-      expect(built.output).toContain(`1 files the site links to could not be copied from the snapshot's folder, so their links lead nowhere: ${paths.pdf} (missing). Pull the copy again with --assets.`);
+      expect(built.output).toContain(
+        `1 files the site links to could not be copied from the snapshot's folder, so their links lead nowhere: ${paths.pdf} (missing). Pull the copy again with --assets.`,
+      );
     } finally {
       writeFileSync(join(site.dir, 'content', paths.pdf), pdf);
     }
@@ -104,7 +121,9 @@ describe('astro dev on a copy', () => {
       const file = await fetch(`${origin}${sitePath(paths.pdf)}`);
       expect([file.status, file.headers.get('content-type')]).toEqual([200, 'application/pdf']);
       expect(Buffer.from(await file.arrayBuffer())).toEqual(pdf);
-      const again = await fetch(`${origin}${sitePath(paths.pdf)}`, { headers: { 'if-none-match': file.headers.get('etag')! } });
+      const again = await fetch(`${origin}${sitePath(paths.pdf)}`, {
+        headers: { 'if-none-match': file.headers.get('etag')! },
+      });
       expect(again.status).toBe(304);
       writeFileSync(join(site.dir, 'content/notes.txt'), 'not an asset'); // beside the copy, but no asset's
       for (const path of ['tiny.json', 'notes.txt', 'docs/missing.pdf']) {

@@ -40,7 +40,13 @@ function tinyWithFiles(): string {
     const name = `${asset.meta.id}.svg`;
     const svg = readFileSync(fixture('images/apples.svg'));
     writeFileSync(join(dir, 'images', name), svg);
-    asset.fields.file = { ...asset.fields.file, url: `images/${name}`, fileName: name, mimeType: 'image/svg+xml', size: svg.length };
+    asset.fields.file = {
+      ...asset.fields.file,
+      url: `images/${name}`,
+      fileName: name,
+      mimeType: 'image/svg+xml',
+      size: svg.length,
+    };
   }
   writeFileSync(join(dir, 'tiny.json'), JSON.stringify(snapshot));
   return join(dir, 'tiny.json');
@@ -62,13 +68,25 @@ describe('the snapshot option', () => {
     const built = await runAstro(a.dir, ['build'], { CMFT_BASE_URL: original.url, CMFT_API_KEY: tinyKey });
     expect(built.code, built.output).toBe(0);
 
-    const config = { baseUrl: original.url, repository: 'tiny', apiKey: tinyKey, collections: { news: {} }, aliases: ['home'] };
-    await import('node:fs/promises').then((fs) => fs.writeFile(join(b.dir, 'comfortable.config.json'), JSON.stringify(config)));
+    const config = {
+      baseUrl: original.url,
+      repository: 'tiny',
+      apiKey: tinyKey,
+      collections: { news: {} },
+      aliases: ['home'],
+    };
+    await import('node:fs/promises').then((fs) =>
+      fs.writeFile(join(b.dir, 'comfortable.config.json'), JSON.stringify(config)),
+    );
     const pulled = await runIn(b.dir, ['pull']);
     expect(pulled.code, pulled.stderr).toBe(0);
 
     // No key and no base URL: CMFT_SNAPSHOT alone switches the site to its copy.
-    const copy = await runAstro(b.dir, ['build'], { CMFT_SNAPSHOT: 'content/tiny.json', CMFT_API_KEY: undefined, CMFT_BASE_URL: undefined });
+    const copy = await runAstro(b.dir, ['build'], {
+      CMFT_SNAPSHOT: 'content/tiny.json',
+      CMFT_API_KEY: undefined,
+      CMFT_BASE_URL: undefined,
+    });
     expect(copy.code, copy.output).toBe(0);
     expect(copy.output).toContain('Serving the snapshot content/tiny.json in-process');
     expect(copy.output).toContain(`127.0.0.1:${snapshotPort(join(b.dir, 'content/tiny.json'))}`);
@@ -84,9 +102,16 @@ describe('the snapshot option', () => {
     const pulled = await runIn(b.dir, ['pull', '--assets']);
     expect(pulled.code, pulled.stderr).toBe(0);
     await original.close();
-    const copy = await runAstro(b.dir, ['build'], { CMFT_SNAPSHOT: 'content/tiny.json', CMFT_API_KEY: undefined, CMFT_BASE_URL: undefined });
+    const copy = await runAstro(b.dir, ['build'], {
+      CMFT_SNAPSHOT: 'content/tiny.json',
+      CMFT_API_KEY: undefined,
+      CMFT_BASE_URL: undefined,
+    });
     expect(copy.code, copy.output).toBe(0);
-    const html = [...files(join(b.dir, 'dist'))].filter(([path]) => path.endsWith('.html')).map(([, bytes]) => bytes.toString()).join('\n');
+    const html = [...files(join(b.dir, 'dist'))]
+      .filter(([path]) => path.endsWith('.html'))
+      .map(([, bytes]) => bytes.toString())
+      .join('\n');
     expect(html).toContain('/_astro/'); // images optimised at build time
     expect(html).not.toContain(original.origin);
     original = await startServer({ paths: [tinyFile], watch: false });
@@ -97,19 +122,32 @@ describe('the snapshot option', () => {
     expect(missing.code).not.toBe(0);
     expect(missing.output).toContain('no snapshot at');
     expect(missing.output).toContain('comfortable-loader pull (or unset CMFT_SNAPSHOT to use the CMS)');
-    const missingOption = await runAstro(b.dir, ['build'], { FIXTURE_SNAPSHOT: 'content/nope.json', CMFT_API_KEY: undefined });
+    const missingOption = await runAstro(b.dir, ['build'], {
+      FIXTURE_SNAPSHOT: 'content/nope.json',
+      CMFT_API_KEY: undefined,
+    });
     expect(missingOption.code).not.toBe(0);
     expect(missingOption.output).toContain('(or remove the snapshot option of comfortable() to use the CMS)');
-    const other = await runAstro(b.dir, ['build'], { CMFT_SNAPSHOT: 'content/tiny.json', FIXTURE_REPOSITORY: 'acme', CMFT_API_KEY: undefined });
+    const other = await runAstro(b.dir, ['build'], {
+      CMFT_SNAPSHOT: 'content/tiny.json',
+      FIXTURE_REPOSITORY: 'acme',
+      CMFT_API_KEY: undefined,
+    });
     expect(other.code).not.toBe(0);
     expect(other.output).toContain('holds the repository "tiny", not "acme"');
   }, 120_000);
 
   it('a collection the copy was not pulled with is named with the config to pull it with', async () => {
     // The copy holds `news` and the alias `home` (the config of the first test); `goodNews` exists only in the repository.
-    const run = await runAstro(b.dir, ['build'], { CMFT_SNAPSHOT: 'content/tiny.json', FIXTURE_COLLECTION: 'goodNews', CMFT_API_KEY: undefined });
+    const run = await runAstro(b.dir, ['build'], {
+      CMFT_SNAPSHOT: 'content/tiny.json',
+      FIXTURE_COLLECTION: 'goodNews',
+      CMFT_API_KEY: undefined,
+    });
     expect(run.code).not.toBe(0);
     expect(run.output).toContain('The snapshot content/tiny.json has no collection "goodNews"');
-    expect(run.output).toContain('Add "goodNews" to the collections of that config (comfortable.config.mjs) and run npx comfortable-loader pull again');
+    expect(run.output).toContain(
+      'Add "goodNews" to the collections of that config (comfortable.config.mjs) and run npx comfortable-loader pull again',
+    );
   }, 120_000);
 });

@@ -64,23 +64,35 @@ const requestsOf = (lines: string[]): Request[] =>
 function fetched(lines: string[]): { documents: string[]; files: string[] } {
   const requests = requestsOf(lines).filter((r) => r.status === 200);
   return {
-    documents: requests.filter((r) => /^\/v1\/tiny\/(documents|collections|alias|assets)\b/.test(r.url) && !/[?&]fields=/.test(r.url) && !/\[\*\.meta\.id\]\[in\]=999&/.test(r.url)).map((r) => r.url),
+    documents: requests
+      .filter(
+        (r) =>
+          /^\/v1\/tiny\/(documents|collections|alias|assets)\b/.test(r.url) &&
+          !/[?&]fields=/.test(r.url) &&
+          !/\[\*\.meta\.id\]\[in\]=999&/.test(r.url),
+      )
+      .map((r) => r.url),
     files: requests.filter((r) => r.method === 'GET' && r.url.startsWith('/files/')).map((r) => r.url),
   };
 }
 
 /** The in-process server's request lines, as `astro build --verbose` prints them. */
-const copyLog = (output: string) => output.split('\n').filter((line) => /astro:comfortable-loader (GET|HEAD|POST) \//.test(line));
+const copyLog = (output: string) =>
+  output.split('\n').filter((line) => /astro:comfortable-loader (GET|HEAD|POST) \//.test(line));
 
 /** The records a sync added, updated and removed, from its log line. */
-const synced = (output: string) => /Synced tiny: \d+ records \((\d+) added, (\d+) updated, (\d+) removed\)/.exec(output)?.slice(1).map(Number);
+const synced = (output: string) =>
+  /Synced tiny: \d+ records \((\d+) added, (\d+) updated, (\d+) removed\)/.exec(output)?.slice(1).map(Number);
 
 beforeAll(async () => {
   snapshot = tinyWithFileAssets();
   port = 0;
   await startCms();
   site = await copyFixture('astro-copy', 'pull-switch');
-  writeFileSync(join(site.dir, 'comfortable.config.json'), JSON.stringify({ baseUrl: cms!.url, repository: 'tiny', apiKey: tinyKey, collections: { news: {} } }));
+  writeFileSync(
+    join(site.dir, 'comfortable.config.json'),
+    JSON.stringify({ baseUrl: cms!.url, repository: 'tiny', apiKey: tinyKey, collections: { news: {} } }),
+  );
   const pulled = await runIn(site.dir, ['pull', '--assets']);
   expect(pulled.code, pulled.stderr).toBe(0);
   // Edited on the CMS after the pull: the copy and the CMS now differ.
@@ -117,7 +129,9 @@ describe('switching between the copy and the CMS', () => {
     cms = undefined;
     const down = await buildFromCms();
     expect(down.code, down.output).toBe(0);
-    expect(down.output).toMatch(/The server failed \(.*\); using the cached content of \S+, stale: collection:news, query:type:author/);
+    expect(down.output).toMatch(
+      /The server failed \(.*\); using the cached content of \S+, stale: collection:news, query:type:author/,
+    );
     expect(down.output).not.toContain('rebuilding it');
     expect(page()).toContain('Apple harvest, from the CMS');
   }, 120_000);
@@ -159,6 +173,8 @@ describe('switching between the copy and the CMS', () => {
     const { documents, files } = fetched(cmsLog);
     expect(files).toEqual([]);
     // One read of the documents changed since the last sync of the CMS: the edited one alone.
-    expect(documents).toEqual([expect.stringMatching(/^\/v1\/tiny\/collections\/news\?.*\[\*\.meta\.updatedAt\]\[greaterThanEqual\]=/)]);
+    expect(documents).toEqual([
+      expect.stringMatching(/^\/v1\/tiny\/collections\/news\?.*\[\*\.meta\.updatedAt\]\[greaterThanEqual\]=/),
+    ]);
   }, 120_000);
 });

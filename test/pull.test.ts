@@ -48,13 +48,19 @@ describe('pull', () => {
     const original = demo();
     expect(snapshot.documents.map((d) => d.meta.id)).toEqual(original.documents.map((d: any) => d.meta.id).sort());
     expect(snapshot.assets.map((a) => a.meta.id).sort()).toEqual(original.assets.map((a: any) => a.meta.id).sort());
-    expect(snapshot.contentTypes.find((t) => t.apiId === 'post')!.fields).toEqual(original.contentTypes.find((t: any) => t.apiId === 'post').fields);
+    expect(snapshot.contentTypes.find((t) => t.apiId === 'post')!.fields).toEqual(
+      original.contentTypes.find((t: any) => t.apiId === 'post').fields,
+    );
     expect(snapshot.aliases).toEqual([
       { apiId: 'about', document: '100000000000000402' },
       { apiId: 'home', document: '100000000000000401' },
     ]);
-    const longReads = await fetch(`${server.url}/demo/collections/longReads?limit=100&fields=meta(id)`, { headers: { authorization: demoKey } }).then((r) => r.json() as Promise<any>);
-    expect(snapshot.collections.find((c) => c.apiId === 'longReads')!.members).toEqual(longReads.data.map((d: any) => d.meta.id));
+    const longReads = await fetch(`${server.url}/demo/collections/longReads?limit=100&fields=meta(id)`, {
+      headers: { authorization: demoKey },
+    }).then((r) => r.json() as Promise<any>);
+    expect(snapshot.collections.find((c) => c.apiId === 'longReads')!.members).toEqual(
+      longReads.data.map((d: any) => d.meta.id),
+    );
     expect(snapshot.repository.locales).toEqual(original.repository.locales);
   });
 
@@ -80,7 +86,10 @@ describe('pull', () => {
       const [a, b] = [before.split('\n'), after.split('\n')];
       expect(b.length).toBe(a.length);
       const changed = a.map((line, i) => (line === b[i] ? -1 : i)).filter((i) => i >= 0);
-      expect(changed.map((i) => b[i]!.trim())).toEqual(['"de_DE": "Ein neuer Titel",', `"revision": ${post.meta.revision},`]);
+      expect(changed.map((i) => b[i]!.trim())).toEqual([
+        '"de_DE": "Ein neuer Titel",',
+        `"revision": ${post.meta.revision},`,
+      ]);
       // Both lines lie within the edited document's entry: no other record's id between them and its own.
       // A record's own id stands at the indentation of documents[i].meta.id; references stand deeper.
       const idLine = b.indexOf('        "id": "100000000000000111",');
@@ -104,7 +113,9 @@ describe('pull', () => {
     const copy = await startServer({ paths: [file], watch: false });
     try {
       const served = await fetch(`${copy.origin}/files/demo/images/fjord-dawn.svg`);
-      expect(Buffer.from(await served.arrayBuffer())).toEqual(readFileSync(join(dirname(source), 'images', 'fjord-dawn.svg')));
+      expect(Buffer.from(await served.arrayBuffer())).toEqual(
+        readFileSync(join(dirname(source), 'images', 'fjord-dawn.svg')),
+      );
     } finally {
       await copy.close();
     }
@@ -132,7 +143,11 @@ describe('pull', () => {
 
       // No document references the asset any more: it leaves the copy, and so does its file.
       const drop = (value: any): any =>
-        Array.isArray(value) ? value.filter((v) => v?.meta?.id !== asset.meta.id).map(drop) : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, drop(v)])) : value;
+        Array.isArray(value)
+          ? value.filter((v) => v?.meta?.id !== asset.meta.id).map(drop)
+          : value && typeof value === 'object'
+            ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, drop(v)]))
+            : value;
       edited.documents = edited.documents.map((d: any) => ({ ...d, fields: drop(d.fields) }));
       edited.assets = edited.assets.filter((a: any) => a !== asset);
       await server.replaceSnapshot(edited);
@@ -155,12 +170,18 @@ describe('pull', () => {
       const project = projectWith(configFor(server.url));
       const run = await runIn(project, ['pull', '--assets']);
       expect(run.code, run.stderr).toBe(0);
-      expect(run.stderr).toContain(`warning: Asset ${second.meta.id}: its file was not downloaded (another asset's file has the path ${first.fields.file.url})`);
+      expect(run.stderr).toContain(
+        `warning: Asset ${second.meta.id}: its file was not downloaded (another asset's file has the path ${first.fields.file.url})`,
+      );
       const again = await runIn(project, ['pull', '--assets']);
       expect(again.code, again.stderr).toBe(0);
       const pulled = await readSnapshotFile(join(project, 'content', 'demo.json'));
-      expect((pulled.assets.find((a) => a.meta.id === first.meta.id)!.fields.file as { url: string }).url).toBe(first.fields.file.url);
-      expect((pulled.assets.find((a) => a.meta.id === second.meta.id)!.fields.file as { url: string }).url).toMatch(/^http:/);
+      expect((pulled.assets.find((a) => a.meta.id === first.meta.id)!.fields.file as { url: string }).url).toBe(
+        first.fields.file.url,
+      );
+      expect((pulled.assets.find((a) => a.meta.id === second.meta.id)!.fields.file as { url: string }).url).toMatch(
+        /^http:/,
+      );
       expect(existsSync(join(project, 'content', ...first.fields.file.url.split('/')))).toBe(true);
     } finally {
       await server.replaceSnapshot(JSON.parse(readFileSync(source, 'utf8')));
@@ -175,7 +196,9 @@ describe('pull', () => {
       const project = projectWith(configFor(broken.url));
       const run = await runIn(project, ['pull', '--assets']);
       expect(run.code).toBe(0);
-      expect(run.stderr).toMatch(/warning: Asset 100000000000000501: its file was not downloaded \(.*404.*\); the snapshot keeps its remote URL/);
+      expect(run.stderr).toMatch(
+        /warning: Asset 100000000000000501: its file was not downloaded \(.*404.*\); the snapshot keeps its remote URL/,
+      );
       const pulled = await readSnapshotFile(join(project, 'content', 'demo.json'));
       const fjord = pulled.assets.find((a) => a.meta.id === '100000000000000501')!;
       expect((fjord.fields.file as { url: string }).url).toBe(`${broken.origin}/files/demo/images/fjord-dawn.svg`);
@@ -189,7 +212,9 @@ describe('pull', () => {
 describe('pull from a server that lists no locales', () => {
   it('takes the locale keys seen in the data, with a warning, and the id from the documents', async () => {
     const bare = await startFaulty(async (request, response) => {
-      const answer = await fetch(`${server.origin}${request.url}`, { headers: { authorization: String(request.headers.authorization) } });
+      const answer = await fetch(`${server.origin}${request.url}`, {
+        headers: { authorization: String(request.headers.authorization) },
+      });
       let body = Buffer.from(await answer.arrayBuffer());
       if (new URL(request.url!, 'http://x').pathname === '/v1/demo') {
         const repository = JSON.parse(body.toString());
@@ -203,16 +228,22 @@ describe('pull from a server that lists no locales', () => {
     const project = projectWith(configFor(bare.url));
     const run = await runIn(project, ['pull']);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stderr).toMatch(/warning: The server did not list the repository's locales; the snapshot has the locale keys seen in the data \(en_US, de_DE, de_CH\), default en_US, without fallbacks/);
+    expect(run.stderr).toMatch(
+      /warning: The server did not list the repository's locales; the snapshot has the locale keys seen in the data \(en_US, de_DE, de_CH\), default en_US, without fallbacks/,
+    );
     const pulled = await readSnapshotFile(join(project, 'content', 'demo.json'));
     expect(pulled.repository.locales).toEqual([{ key: 'en_US' }, { key: 'de_DE' }, { key: 'de_CH' }]);
     expect(pulled.repository.id).toBe(demo().repository.id);
-    expect(pulled.contentTypes.find((t) => t.apiId === 'post')!.fields.find((f) => f.apiId === 'title')).toEqual({ apiId: 'title', type: 'text', localized: true });
+    expect(pulled.contentTypes.find((t) => t.apiId === 'post')!.fields.find((f) => f.apiId === 'title')).toEqual({
+      apiId: 'title',
+      type: 'text',
+      localized: true,
+    });
   });
 });
 
 describe('pull of a collection whose order depends on the locale', () => {
-  it('keeps the default locale\'s list and warns about the others', async () => {
+  it("keeps the default locale's list and warns about the others", async () => {
     const edited = demo();
     edited.collections.push({ apiId: 'byTitle', contentType: 'post', sorting: { 'fields.title': 'ASC' } });
     await server.replaceSnapshot(edited);
@@ -220,9 +251,13 @@ describe('pull of a collection whose order depends on the locale', () => {
       const project = projectWith(configFor(server.url, { collections: { byTitle: {} } }));
       const run = await runIn(project, ['pull']);
       expect(run.code, run.stderr).toBe(0);
-      expect(run.stderr).toMatch(/warning: Collection byTitle lists other documents, or another order, in de_DE, de_CH \(its stored filters or sorting read localized values\): the snapshot keeps the default locale's list/);
+      expect(run.stderr).toMatch(
+        /warning: Collection byTitle lists other documents, or another order, in de_DE, de_CH \(its stored filters or sorting read localized values\): the snapshot keeps the default locale's list/,
+      );
       const pulled = await readSnapshotFile(join(project, 'content', 'demo.json'));
-      const english = await fetch(`${server.url}/demo/collections/byTitle?limit=100&fields=meta(id)`, { headers: { authorization: demoKey } }).then((r) => r.json() as Promise<any>);
+      const english = await fetch(`${server.url}/demo/collections/byTitle?limit=100&fields=meta(id)`, {
+        headers: { authorization: demoKey },
+      }).then((r) => r.json() as Promise<any>);
       expect(pulled.collections).toEqual([{ apiId: 'byTitle', members: english.data.map((d: any) => d.meta.id) }]);
     } finally {
       await server.replaceSnapshot(JSON.parse(readFileSync(source, 'utf8')));
@@ -277,8 +312,12 @@ describe('pull: bad input fails clearly and leaves the previous snapshot as it w
         response.writeHead(500, { 'content-type': 'application/json' }).end('{"status":500,"message":"down"}');
         return;
       }
-      const answer = await fetch(`${server.origin}${request.url}`, { headers: { authorization: String(request.headers.authorization) } });
-      response.writeHead(answer.status, { 'content-type': 'application/json' }).end(Buffer.from(await answer.arrayBuffer()));
+      const answer = await fetch(`${server.origin}${request.url}`, {
+        headers: { authorization: String(request.headers.authorization) },
+      });
+      response
+        .writeHead(answer.status, { 'content-type': 'application/json' })
+        .end(Buffer.from(await answer.arrayBuffer()));
     });
     const run = await failing(configFor(flaky.url, { pageSize: 10 }));
     expect(run.code).toBe(1);
@@ -296,7 +335,12 @@ describe('pull: bad input fails clearly and leaves the previous snapshot as it w
 
   it("bad usage and a bad config are exit 2; --help after a command is that command's usage, exit 0", async () => {
     expect((await runIn(project, ['pull', '--bogus'])).code).toBe(2);
-    for (const [command, flag] of [['pull', '--help'], ['types', '-h'], ['serve', '--help'], ['sync', '--help']] as const) {
+    for (const [command, flag] of [
+      ['pull', '--help'],
+      ['types', '-h'],
+      ['serve', '--help'],
+      ['sync', '--help'],
+    ] as const) {
       const help = await runIn(project, [command, flag]);
       expect(help.code).toBe(0);
       expect(help.stdout).toContain(`comfortable-loader ${command} `);

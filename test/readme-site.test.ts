@@ -25,7 +25,9 @@ import { astro, astroTsconfig, demoWithoutDangling, installSite, packageCli, pac
 const root = fileURLToPath(new URL('..', import.meta.url));
 const astroVersion = JSON.parse(readFileSync(join(root, 'node_modules/astro/package.json'), 'utf8')).version as string;
 // The README's files, and the two pages its "more pages" link adds (docs/astro.md).
-const morePages = readmeFiles(readFileSync(join(root, 'docs/astro.md'), 'utf8')).filter((file) => file.section === 'More pages');
+const morePages = readmeFiles(readFileSync(join(root, 'docs/astro.md'), 'utf8')).filter(
+  (file) => file.section === 'More pages',
+);
 const files = [...readmeFiles(), ...morePages];
 const typesSection = 'Types you own';
 
@@ -46,7 +48,9 @@ function dotEnv(text: string): string {
   const values: Record<string, string> = { CMFT_REPOSITORY: 'demo', CMFT_API_KEY: demoKey, CMFT_BASE_URL: server.url };
   const names = [...text.matchAll(/^#?\s*(CMFT_\w+)=/gm)].map((match) => match[1]!);
   expect(names.sort()).toEqual(Object.keys(values).sort());
-  return Object.entries(values).map(([name, value]) => `${name}=${value}\n`).join('');
+  return Object.entries(values)
+    .map(([name, value]) => `${name}=${value}\n`)
+    .join('');
 }
 
 /** The warnings of Astro's output that come from the package or name it (colours stripped). */
@@ -69,7 +73,9 @@ const page = (path: string) => readFile(join(dir, 'dist', path, 'index.html'), '
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'readme-site-'));
   [server, packed] = await Promise.all([
-    demoWithoutDangling(join(dir, 'content')).then((snapshot) => startServer({ paths: [snapshot], port: 0, watch: false })),
+    demoWithoutDangling(join(dir, 'content')).then((snapshot) =>
+      startServer({ paths: [snapshot], port: 0, watch: false }),
+    ),
     packTarball(),
   ]);
   await installSite(dir, packed.tarball, astroVersion);
@@ -104,14 +110,18 @@ describe('the README, followed in a fresh Astro 7 site', () => {
     await check();
   });
 
-  it('builds without a warning from the package, into the pages the README describes', { timeout: 180_000 }, async () => {
+  it('builds without a warning from the package, into the pages the README describes', {
+    timeout: 180_000,
+  }, async () => {
     const { code, output } = await astro(dir, ['build']);
     expect(code, output).toBe(0);
     expect(packageWarnings(output)).toEqual([]);
     expect(output).not.toMatch(/Invalid content reference|Sourcemap/i);
 
     const list = await page('en_US');
-    const titles = [...list.matchAll(/<li><a href="\/en_US\/posts\/[^"]+\/">([^<]+)<\/a><\/li>/g)].map((match) => match[1]);
+    const titles = [...list.matchAll(/<li><a href="\/en_US\/posts\/[^"]+\/">([^<]+)<\/a><\/li>/g)].map(
+      (match) => match[1],
+    );
     expect(titles.length).toBeGreaterThan(10);
     expect(titles).not.toEqual([...titles].sort()); // newest first, not by title or id
 
@@ -128,13 +138,18 @@ describe('the README, followed in a fresh Astro 7 site', () => {
     // The root links to each locale's list.
     expect(await readFile(join(dir, 'dist/index.html'), 'utf8')).toContain('<li><a href="/de_CH/">de_CH</a></li>');
     // Every page says its language and encoding (the layout the README gives), so German shows as German.
-    for (const html of [list, post, await page('de_DE')]) expect(html).toMatch(/<html lang="(en-US|de-DE)"><head><meta charset="utf-8">/);
+    for (const html of [list, post, await page('de_DE')])
+      expect(html).toMatch(/<html lang="(en-US|de-DE)"><head><meta charset="utf-8">/);
     // A fallback is marked: de_CH has no title of its own for some posts.
-    const swiss = await Promise.all((await readdir(join(dir, 'dist/de_CH/posts'))).map((slug) => page(`de_CH/posts/${slug}`)));
+    const swiss = await Promise.all(
+      (await readdir(join(dir, 'dist/de_CH/posts'))).map((slug) => page(`de_CH/posts/${slug}`)),
+    );
     expect(swiss.some((html) => html.includes('(shown in de_DE)') || html.includes('(shown in en_US)'))).toBe(true);
   });
 
-  it('follows "Types you own": types writes reference() schemas, and the typed content config checks and builds', { timeout: 240_000 }, async () => {
+  it('follows "Types you own": types writes reference() schemas, and the typed content config checks and builds', {
+    timeout: 240_000,
+  }, async () => {
     const typed = files.filter((file) => file.section === typesSection);
     expect(typed.map((file) => file.path)).toEqual(['comfortable.config.mjs', 'src/content.config.ts']);
     await paste(typed.filter((file) => file.path === 'comfortable.config.mjs'));
@@ -165,7 +180,8 @@ describe('astro add comfortable-loader', () => {
     const asked: string[] = [];
     registry = createServer((request, response) => {
       asked.push(request.url!);
-      if (request.url === '/comfortable-loader/latest') response.writeHead(200, { 'content-type': 'application/json' }).end(manifest);
+      if (request.url === '/comfortable-loader/latest')
+        response.writeHead(200, { 'content-type': 'application/json' }).end(manifest);
       else response.writeHead(404).end('{}');
     });
     await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve));
@@ -174,13 +190,18 @@ describe('astro add comfortable-loader', () => {
     await paste(
       [
         { path: 'tsconfig.json', text: astroTsconfig },
-        { path: 'astro.config.mjs', text: "import { defineConfig } from 'astro/config';\n\nexport default defineConfig({});\n" },
+        {
+          path: 'astro.config.mjs',
+          text: "import { defineConfig } from 'astro/config';\n\nexport default defineConfig({});\n",
+        },
         { path: '.env', text: `CMFT_REPOSITORY=demo\nCMFT_API_KEY=${demoKey}\nCMFT_BASE_URL=${server.url}\n` },
         ...files.filter((file) => file.path === 'src/content.config.ts').slice(0, 1),
       ],
       site,
     );
-    const added = await astro(site, ['add', 'comfortable-loader', '--yes'], { npm_config_registry: `http://127.0.0.1:${(registry.address() as AddressInfo).port}` });
+    const added = await astro(site, ['add', 'comfortable-loader', '--yes'], {
+      npm_config_registry: `http://127.0.0.1:${(registry.address() as AddressInfo).port}`,
+    });
     expect(added.code, added.output).toBe(0);
     expect(asked).toContain('/comfortable-loader/latest');
     const config = await readFile(join(site, 'astro.config.mjs'), 'utf8');

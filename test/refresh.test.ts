@@ -24,7 +24,6 @@ let site: { dir: string; remove(): Promise<void> };
 const requests: string[] = [];
 const webhooks: string[] = [];
 
-
 beforeAll(async () => {
   site = await copyFixture('astro-site', 'refresh-test');
   const port = await freePort();
@@ -35,7 +34,11 @@ beforeAll(async () => {
       if (line.startsWith('webhook ')) webhooks.push(line);
     },
   });
-  dev = await startAstroDev(site.dir, port, { CMFT_BASE_URL: server.url, CMFT_API_KEY: tinyKey, CMFT_REFRESH_SECRET: secret });
+  dev = await startAstroDev(site.dir, port, {
+    CMFT_BASE_URL: server.url,
+    CMFT_API_KEY: tinyKey,
+    CMFT_REFRESH_SECRET: secret,
+  });
   expect(dev.url).toBe(`http://127.0.0.1:${port}`);
 }, 120_000);
 
@@ -48,13 +51,17 @@ afterAll(async () => {
 const endpoint = () => `${dev.url}/_comfortable/refresh`;
 /** The headers of a delivery of `body`, signed as the local server signs its webhooks. */
 const sign = (body: string, key = secret, now = Date.now()) => signWebhook(key, body, now);
-const post = (body: string, headers: Record<string, string>) => fetch(endpoint(), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+const post = (body: string, headers: Record<string, string>) =>
+  fetch(endpoint(), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
 
 /** The page's news titles in en_US by document id (from the content store), and the home title (from a virtual module). */
 async function titles(): Promise<Record<string, string>> {
   const html = await (await fetch(`${dev.url}/`)).text();
   const home = /<p id="home"[^>]*>([^<]*)<\/p>/.exec(html)?.[1];
-  return { ...Object.fromEntries([...html.matchAll(/<li data-id="(\d+)"[^>]*>([^<]*)<\/li>/g)].map((m) => [m[1]!, m[2]!])), ...(home ? { home } : {}) };
+  return {
+    ...Object.fromEntries([...html.matchAll(/<li data-id="(\d+)"[^>]*>([^<]*)<\/li>/g)].map((m) => [m[1]!, m[2]!])),
+    ...(home ? { home } : {}),
+  };
 }
 
 /** Asks until the page shows what is expected (Astro writes its store a moment after a sync). */
@@ -73,12 +80,32 @@ describe('forged, stale and replayed webhooks', () => {
   const signed = sign(body);
 
   it.each([
-    ['a wrong signature', body, { ...signed, 'x-webhook-signature': sign('{"repository":"tiny"}')['x-webhook-signature']! }, /invalid X-Webhook-Signature/],
+    [
+      'a wrong signature',
+      body,
+      { ...signed, 'x-webhook-signature': sign('{"repository":"tiny"}')['x-webhook-signature']! },
+      /invalid X-Webhook-Signature/,
+    ],
     ['no signature', body, {}, /invalid X-Webhook-Signature/],
-    ['a signature made with another secret', body, sign(body, 'another-secret-0123456789abcdef'), /invalid X-Webhook-Signature/],
+    [
+      'a signature made with another secret',
+      body,
+      sign(body, 'another-secret-0123456789abcdef'),
+      /invalid X-Webhook-Signature/,
+    ],
     ['a tampered body', body.replace('102', '100'), sign(body), /invalid X-Webhook-Signature/],
-    ['a malformed signature header', body, { ...signed, 'x-webhook-signature': signed['x-webhook-signature']!.replace('sha256=', 'sha1=') }, /invalid X-Webhook-Signature/],
-    ['a signature of the body alone (the old format)', body, { 'x-webhook-signature': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` }, /invalid X-Webhook-Signature/],
+    [
+      'a malformed signature header',
+      body,
+      { ...signed, 'x-webhook-signature': signed['x-webhook-signature']!.replace('sha256=', 'sha1=') },
+      /invalid X-Webhook-Signature/,
+    ],
+    [
+      'a signature of the body alone (the old format)',
+      body,
+      { 'x-webhook-signature': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` },
+      /invalid X-Webhook-Signature/,
+    ],
     ['a timestamp six minutes old', body, sign(body, secret, Date.now() - 6 * 60_000), /stale X-Webhook-Timestamp/],
   ])('with %s get 401 and cause no sync', async (_name, sent, headers, reason) => {
     const before = { requests: requests.length, output: dev.output().length };
@@ -119,13 +146,18 @@ describe('a change in the CMS', () => {
     await server.replaceSnapshot(edited); // resolves when the webhook is answered, after the refresh
 
     expect(webhooks.at(-1)).toBe(`webhook ${endpoint()} answered 200`);
-    expect(await pageShows('102', 'Cherry season, revised')).toMatchObject({ '100': 'Apple harvest', '102': 'Cherry season, revised' });
+    expect(await pageShows('102', 'Cherry season, revised')).toMatchObject({
+      '100': 'Apple harvest',
+      '102': 'Cherry season, revised',
+    });
 
     const output = dev.output().slice(mark);
     expect(output.match(/Synced tiny: /g)).toHaveLength(1);
     expect(output).toContain('Refreshed 1 changed sources (comfortable:collection:news)');
     // 102 changed; 101 relates to it, and 100 to 101: two relations away, within their cacheKeys
-    expect(output).toMatch(/\[comfortable:collection:news\] 4 documents × 3 locales: 0 added, 9 updated, 0 removed, 3 unchanged/);
+    expect(output).toMatch(
+      /\[comfortable:collection:news\] 4 documents × 3 locales: 0 added, 9 updated, 0 removed, 3 unchanged/,
+    );
     expect(output).not.toMatch(/\[comfortable:(query:type:author|alias:home)\] \d+ documents/);
   });
 
@@ -145,7 +177,9 @@ describe('a change in the CMS', () => {
     // and 102 comes back with its first stamps: author 201's cacheKey covers it (201's favourite 101 relates to 102)
     expect(output).toMatch(/Refreshed 3 changed sources \(.*comfortable:collection:news.*\)/);
     expect(output).toMatch(/\[comfortable:alias:home\] 1 documents × 3 locales: 0 added, 3 updated/);
-    expect(output).toMatch(/\[comfortable:query:type:author\] 2 documents × 3 locales: 0 added, 6 updated, 0 removed, 0 unchanged/);
+    expect(output).toMatch(
+      /\[comfortable:query:type:author\] 2 documents × 3 locales: 0 added, 6 updated, 0 removed, 0 unchanged/,
+    );
   });
 });
 

@@ -57,7 +57,9 @@ beforeAll(async () => {
 
   const bytes = Buffer.from(cover.files[changedFile]!);
   bytes[bytes.length - 5] = bytes[bytes.length - 5]! ^ 0xff; // same size, so the snapshot's fields.file.size still holds
-  repainted = await serve(await writeSnapshot(join(scratch, 'repainted'), cover.snapshot, { ...cover.files, [changedFile]: bytes }));
+  repainted = await serve(
+    await writeSnapshot(join(scratch, 'repainted'), cover.snapshot, { ...cover.files, [changedFile]: bytes }),
+  );
 });
 
 afterAll(async () => {
@@ -76,12 +78,16 @@ const parse = (answer: Answer): any => {
 describe('two servers on the same snapshot', () => {
   it('answer every request of the battery alike, each its own origin aside', async () => {
     const answers = new Map<string, Answer>();
-    const differences = await compareServers(original, twin, requests, { onAnswer: (request, a) => answers.set(request.name, a) });
+    const differences = await compareServers(original, twin, requests, {
+      onAnswer: (request, a) => answers.set(request.name, a),
+    });
     expect(differences, describeDifferences(differences)).toEqual([]);
     expect(answers.size).toBe(requests.length);
     // The origins differ, so equal bodies show the replacement worked.
     expect(original.origin).not.toBe(twin.origin);
-    expect([...answers.values()].filter((a) => a.body.includes('<origin>/files/cover/images/')).length).toBeGreaterThan(50);
+    expect([...answers.values()].filter((a) => a.body.includes('<origin>/files/cover/images/')).length).toBeGreaterThan(
+      50,
+    );
   });
 
   it('is a battery of a few hundred requests that ask what the snapshot answers', async () => {
@@ -100,15 +106,31 @@ describe('two servers on the same snapshot', () => {
     const filters = requests.filter((r) => /^filters?[ :]/.test(r.name) && (r.status ?? 200) === 200);
     expect(filters.length).toBeGreaterThanOrEqual(150);
     const matching = filters.filter((r) => listed(r.name) > 0);
-    expect(matching.length, filters.filter((r) => listed(r.name) === 0).map((r) => r.name).join('\n')).toBeGreaterThanOrEqual(filters.length - 12);
+    expect(
+      matching.length,
+      filters
+        .filter((r) => listed(r.name) === 0)
+        .map((r) => r.name)
+        .join('\n'),
+    ).toBeGreaterThanOrEqual(filters.length - 12);
     const lists = requests.filter((r) => Array.isArray(parse(answers.get(r.name)!)?.data));
     expect(lists.filter((r) => listed(r.name) > 0).length).toBeGreaterThanOrEqual(240);
     const included = requests.filter((r) => Object.keys(parse(answers.get(r.name)!)?.includes ?? {}).length > 0);
     expect(included.length).toBeGreaterThanOrEqual(20);
 
     // Every route answers.
-    for (const pattern of [/^repository$/, /^documents$/, /^document \d+ locale=all/, /^alias home$/, /^collection top-rated$/, /^asset \d+$/]) {
-      expect(requests.some((r) => pattern.test(r.name) && answers.get(r.name)!.status === 200), String(pattern)).toBe(true);
+    for (const pattern of [
+      /^repository$/,
+      /^documents$/,
+      /^document \d+ locale=all/,
+      /^alias home$/,
+      /^collection top-rated$/,
+      /^asset \d+$/,
+    ]) {
+      expect(
+        requests.some((r) => pattern.test(r.name) && answers.get(r.name)!.status === 200),
+        String(pattern),
+      ).toBe(true);
     }
     // The files come as written.
     for (const [path, bytes] of Object.entries(cover.files)) {
@@ -129,10 +151,17 @@ describe('a copy that differs', () => {
     const differences = await compareServers(original, retitled, requests);
     const names = differences.map((d) => d.name);
     expect(names).toEqual(
-      expect.arrayContaining([`document ${changedId} locale=de_DE [query]`, 'alias home locale=all [brackets]', 'documents locale=de_DE [brackets]', 'documents locale=all [brackets]']),
+      expect.arrayContaining([
+        `document ${changedId} locale=de_DE [query]`,
+        'alias home locale=all [brackets]',
+        'documents locale=de_DE [brackets]',
+        'documents locale=all [brackets]',
+      ]),
     );
     expect(differences.every((d) => d.what === 'body')).toBe(true);
-    expect(differences.find((d) => d.name === `document ${changedId} locale=de_DE [query]`)!.b).toContain('Geänderter Titel');
+    expect(differences.find((d) => d.name === `document ${changedId} locale=de_DE [query]`)!.b).toContain(
+      'Geänderter Titel',
+    );
     // Answers in English (the default locale) or in French (which falls back to English) do not show the German title.
     const german = /locale\W+(de_DE|de_CH|all)\b/;
     const elsewhere = differences.filter((d) => !german.test(decodeURIComponent(d.path) + JSON.stringify(d)));

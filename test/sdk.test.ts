@@ -33,7 +33,9 @@ describe('the official JavaScript SDK against the local server', () => {
   });
 
   it('filters with the Filter builder, including a 30-digit id', async () => {
-    const none = await api.getDocuments({ filters: new Comfortable.Filter().addAnd('id', 'greaterThan', '999999999999999999999999999999', 'meta') });
+    const none = await api.getDocuments({
+      filters: new Comfortable.Filter().addAnd('id', 'greaterThan', '999999999999999999999999999999', 'meta'),
+    });
     expect(none.data).toEqual([]);
     const some = await api.getDocuments({
       filters: new Comfortable.Filter().addAnd('rating', 'greaterThanEqual', 4).addOr('name', 'equal', 'Bob'),

@@ -44,7 +44,8 @@ function versionOf(body: any): number | string {
   for (const record of records) {
     seen.add(`revision ${record.meta.revision}`);
     const label = record.fields.title ?? record.fields.name;
-    for (const text of typeof label === 'string' ? [label] : Object.values(label ?? {})) seen.add(`title ${String(text).slice(0, 3)}`);
+    for (const text of typeof label === 'string' ? [label] : Object.values(label ?? {}))
+      seen.add(`title ${String(text).slice(0, 3)}`);
   }
   const found = [...seen].sort().join(', ');
   if (found === 'revision 1, title v1 ') return 1;
@@ -57,13 +58,23 @@ const requests = (random: () => number): { method: 'GET' | 'POST'; path: string;
   const pick = <T>(list: T[]) => list[Math.floor(random() * list.length)]!;
   const id = pick(articleIds);
   return pick([
-    { method: 'GET' as const, path: `/v1/atomic/documents?includes=2&locale=all&limit=40&offset=${Math.floor(random() * 250)}` },
+    {
+      method: 'GET' as const,
+      path: `/v1/atomic/documents?includes=2&locale=all&limit=40&offset=${Math.floor(random() * 250)}`,
+    },
     { method: 'GET' as const, path: '/v1/atomic/collections/latest?includes=2&locale=all&limit=25' },
     { method: 'GET' as const, path: '/v1/atomic/collections/technology?includes=2&locale=de_CH&embedAssets=true' },
     { method: 'GET' as const, path: `/v1/atomic/documents/${id}?includes=2&locale=all` },
     { method: 'GET' as const, path: '/v1/atomic/alias/home?includes=2&locale=de_DE' },
-    { method: 'GET' as const, path: `/v1/atomic/documents?filters[0][*.fields.readingTime][greaterThan]=5&sorting[fields.title]=asc&includes=2&locale=all` },
-    { method: 'POST' as const, path: '/v1/atomic/documents', body: JSON.stringify({ includes: 2, locale: 'all', limit: 30, sorting: { 'fields.publishedAt': 'desc' } }) },
+    {
+      method: 'GET' as const,
+      path: `/v1/atomic/documents?filters[0][*.fields.readingTime][greaterThan]=5&sorting[fields.title]=asc&includes=2&locale=all`,
+    },
+    {
+      method: 'POST' as const,
+      path: '/v1/atomic/documents',
+      body: JSON.stringify({ includes: 2, locale: 'all', limit: 30, sorting: { 'fields.publishedAt': 'desc' } }),
+    },
   ]);
 };
 

@@ -29,9 +29,24 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('§1 a snapshot that breaks the rules is refused at start, naming the file and the JSON path', () => {
   const cases: [string, (s: any) => void, string, string][] = [
-    ['an unknown content type', (s) => (s.documents[1].meta.contentType = 'blog'), '$.documents[1].meta.contentType', 'blog'],
-    ['a localized value with a locale the repository lacks', (s) => (s.documents[0].fields.title.fr_FR = 'Récolte'), '$.documents[0].fields.title', 'fr_FR'],
-    ['a localized boolean field', (s) => (s.contentTypes[0].fields[4].localized = true), '$.contentTypes[0].fields[4].localized', 'boolean'],
+    [
+      'an unknown content type',
+      (s) => (s.documents[1].meta.contentType = 'blog'),
+      '$.documents[1].meta.contentType',
+      'blog',
+    ],
+    [
+      'a localized value with a locale the repository lacks',
+      (s) => (s.documents[0].fields.title.fr_FR = 'Récolte'),
+      '$.documents[0].fields.title',
+      'fr_FR',
+    ],
+    [
+      'a localized boolean field',
+      (s) => (s.contentTypes[0].fields[4].localized = true),
+      '$.contentTypes[0].fields[4].localized',
+      'boolean',
+    ],
     ['duplicate ids', (s) => (s.documents[2].meta.id = '100'), '$.documents[2].meta.id', '100'],
     ['a document id shared with an asset', (s) => (s.assets[1].meta.id = '201'), '$.assets[1].meta.id', '201'],
     ['an alias to a missing document', (s) => (s.aliases[0].document = '555'), '$.aliases[0].document', '555'],
@@ -51,9 +66,24 @@ describe('§1 a snapshot that breaks the rules is refused at start, naming the f
       '$.collections[1].filters',
       'relation',
     ],
-    ['a collection sorting on an asset field', (s) => (s.collections[0].sorting = { 'fields.images': 'ASC' }), '$.collections[0].sorting', 'asset'],
-    ['a value of the wrong type', (s) => (s.documents[1].fields.rating = 'three'), '$.documents[1].fields.rating', 'number'],
-    ['fields that are no object', (s) => (s.documents[1].fields = ['three']), '$.documents[1].fields', 'expected an object of fields'],
+    [
+      'a collection sorting on an asset field',
+      (s) => (s.collections[0].sorting = { 'fields.images': 'ASC' }),
+      '$.collections[0].sorting',
+      'asset',
+    ],
+    [
+      'a value of the wrong type',
+      (s) => (s.documents[1].fields.rating = 'three'),
+      '$.documents[1].fields.rating',
+      'number',
+    ],
+    [
+      'fields that are no object',
+      (s) => (s.documents[1].fields = ['three']),
+      '$.documents[1].fields',
+      'expected an object of fields',
+    ],
   ];
   for (const [problem, breakIt, path, mentions] of cases) {
     it(`refuses ${problem} at ${path}`, async () => {
@@ -83,7 +113,9 @@ describe('§1 a snapshot that breaks the rules is refused at start, naming the f
   it('names a snapshot given as an object by its position', async () => {
     const snapshot = tiny();
     snapshot.documents[0].meta.contentType = 'blog';
-    await expect(startServer({ snapshots: [snapshot], watch: false })).rejects.toThrow('snapshot #0: $.documents[0].meta.contentType: ');
+    await expect(startServer({ snapshots: [snapshot], watch: false })).rejects.toThrow(
+      'snapshot #0: $.documents[0].meta.contentType: ',
+    );
   });
 });
 
@@ -171,23 +203,32 @@ describe('replaceSnapshot swaps a repository in, as a reload would', () => {
     next.documents = next.documents.filter((d: any) => d.meta.id !== '103');
     const event = await server.replaceSnapshot(next);
     expect(event).toEqual({ repository: 'tiny', changed: ['101'], removed: ['103'] });
-    const after = await getJson(server, '/tiny/documents/101', { headers: { 'if-none-match': before.headers.get('etag')! } });
+    const after = await getJson(server, '/tiny/documents/101', {
+      headers: { 'if-none-match': before.headers.get('etag')! },
+    });
     expect(after.status).toBe(200);
     expect(after.body.fields.title).toBe('Banana rafts');
     expect((await getJson(server, '/tiny/documents/103')).status).toBe(404);
   });
 
   it('does again, before the new snapshot goes live, the work requests did on the one it replaces, with the new definitions', async () => {
-    const ids = async (path: string) => (await getJson(server, path)).body.data.map((d: { meta: { id: string } }) => d.meta.id);
+    const ids = async (path: string) =>
+      (await getJson(server, path)).body.data.map((d: { meta: { id: string } }) => d.meta.id);
     const raw = tiny();
     const before = new PreparedRepository(parseSnapshot(raw, 'tiny.json'), 'http://localhost');
     collectionMembers(before, before.snapshot.collections.find((c) => c.apiId === 'goodNews')!, 'en_US');
     sortRecords(before, before.documents, parseSorting(before, { 'fields.title': 'ASC' }), 'de_DE');
-    const matches = compileFilters(before, [{ '*.fields.title': { like: '%a%' } }, { '*.meta.id': { in: ['100', '101'] } }], 'en_US');
+    const matches = compileFilters(
+      before,
+      [{ '*.fields.title': { like: '%a%' } }, { '*.meta.id': { in: ['100', '101'] } }],
+      'en_US',
+    );
     const candidates = matches!.candidates!();
     before.documents.filter((record) => candidates.has(record) && matches!(record, 'en_US'));
     before.localFiles();
-    raw.collections.find((c: { apiId: string }) => c.apiId === 'goodNews').filters = [{ 'news.fields.rating': { greaterThanEqual: 5 } }];
+    raw.collections.find((c: { apiId: string }) => c.apiId === 'goodNews').filters = [
+      { 'news.fields.rating': { greaterThanEqual: 5 } },
+    ];
     raw.documents[0].fields.title.de_DE = 'Zzz';
     const after = new PreparedRepository(parseSnapshot(raw, 'tiny.json'), 'http://localhost');
     warmFrom(after, before);
@@ -200,7 +241,12 @@ describe('replaceSnapshot swaps a repository in, as a reload would', () => {
       localFiles: indexes.localFiles !== undefined,
     });
     expect(keys(after.indexes)).toEqual(keys(before.indexes));
-    expect(keys(after.indexes)).toMatchObject({ collections: ['goodNews:en_US'], likeTexts: ['fields.title:en_US'], ids: true, localFiles: true });
+    expect(keys(after.indexes)).toMatchObject({
+      collections: ['goodNews:en_US'],
+      likeTexts: ['fields.title:en_US'],
+      ids: true,
+      localFiles: true,
+    });
     // Made from the new snapshot: its collection definition, its values.
     expect(after.indexes.collections.get('goodNews:en_US')!.members.map((r) => r.id)).toEqual(['100']);
     const title = after.indexes.sortRanks.get('fields.title:de_DE')!.value;
@@ -220,17 +266,31 @@ describe('replaceSnapshot swaps a repository in, as a reload would', () => {
     expect(first.length).toBeGreaterThan(3);
     expect(await data(`${listing}&includes=1`)).toEqual(first);
     expect(await data('fields=meta(revision),meta/id,meta/updatedAt&limit=1000')).toEqual(first);
-    const stamps = new Map<string, { updatedAt: string; revision: number }>(tiny().documents.map((d: any) => [d.meta.id, { updatedAt: d.meta.updatedAt, revision: d.meta.revision }]));
+    const stamps = new Map<string, { updatedAt: string; revision: number }>(
+      tiny().documents.map((d: any) => [d.meta.id, { updatedAt: d.meta.updatedAt, revision: d.meta.revision }]),
+    );
     for (const { meta } of first) expect(meta).toEqual({ id: meta.id, ...stamps.get(meta.id) });
 
     const raw = tiny();
     Object.assign(raw.documents[1].meta, { updatedAt: '2031-01-01T00:00:00.000Z', revision: 9 });
     await server.replaceSnapshot(raw);
-    expect((await data(listing)).find((d: any) => d.meta.id === raw.documents[1].meta.id).meta).toMatchObject({ updatedAt: '2031-01-01T00:00:00.000Z', revision: 9 });
-    for (const mask of ['meta(id)', 'meta(updatedAt)', 'meta(revision)', 'meta(id,revision)', 'meta(id,createdAt)', 'meta(tags)']) {
+    expect((await data(listing)).find((d: any) => d.meta.id === raw.documents[1].meta.id).meta).toMatchObject({
+      updatedAt: '2031-01-01T00:00:00.000Z',
+      revision: 9,
+    });
+    for (const mask of [
+      'meta(id)',
+      'meta(updatedAt)',
+      'meta(revision)',
+      'meta(id,revision)',
+      'meta(id,createdAt)',
+      'meta(tags)',
+    ]) {
       const keys = mask.slice('meta('.length, -1).split(',');
       const metaOf = (id: string) => raw.documents.find((d: any) => d.meta.id === id).meta;
-      expect(await data(`fields=${mask}&limit=1000`)).toEqual(first.map(({ meta }: any) => ({ meta: Object.fromEntries(keys.map((k) => [k, metaOf(meta.id)[k]])) })));
+      expect(await data(`fields=${mask}&limit=1000`)).toEqual(
+        first.map(({ meta }: any) => ({ meta: Object.fromEntries(keys.map((k) => [k, metaOf(meta.id)[k]])) })),
+      );
     }
   });
 
@@ -240,11 +300,15 @@ describe('replaceSnapshot swaps a repository in, as a reload would', () => {
     const other = tiny();
     other.documents[0].fields.title.en_US = 'Something else entirely';
     await server.replaceSnapshot(other);
-    const unchanged = await getJson(server, '/tiny/assets/300', { headers: { 'if-none-match': before.headers.get('etag')! } });
+    const unchanged = await getJson(server, '/tiny/assets/300', {
+      headers: { 'if-none-match': before.headers.get('etag')! },
+    });
     expect(unchanged.status).toBe(304);
     other.assets.find((a: any) => a.meta.id === '300').fields.title.en_US = 'Apples, renamed';
     await server.replaceSnapshot(other);
-    const changed = await getJson(server, '/tiny/assets/300', { headers: { 'if-none-match': before.headers.get('etag')! } });
+    const changed = await getJson(server, '/tiny/assets/300', {
+      headers: { 'if-none-match': before.headers.get('etag')! },
+    });
     expect(changed.status).toBe(200);
     expect(changed.body.fields.title).toBe('Apples, renamed');
   });
@@ -302,7 +366,9 @@ describe('the serve command', () => {
       const encoded = await started.nextLine();
       expect(encoded).toMatch(/^GET \/v1\/tiny\/documents\/100 200 \d+(\.\d+)?ms$/);
 
-      await (await fetch(`${url}/tiny/documents`, { method: 'POST', headers: { authorization: tinyKey }, body: '{}' })).arrayBuffer();
+      await (
+        await fetch(`${url}/tiny/documents`, { method: 'POST', headers: { authorization: tinyKey }, body: '{}' })
+      ).arrayBuffer();
       expect(await started.nextLine()).toMatch(/^POST \/v1\/tiny\/documents 200 \d+(\.\d+)?ms$/);
     } finally {
       started.child.kill('SIGTERM');
@@ -340,7 +406,11 @@ describe('the serve command', () => {
     ['an unknown flag', ['serve', tinyFile, '--bogus'], '--bogus'],
     ['a flag without its value', ['serve', tinyFile, '--port'], '--port'],
     ['an unknown command', ['start', tinyFile], 'start'],
-    ['a webhook without its secret', ['serve', tinyFile, '--port', '0', '--webhook', 'http://127.0.0.1:9/hook'], 'CMFT_WEBHOOK_SECRET'],
+    [
+      'a webhook without its secret',
+      ['serve', tinyFile, '--port', '0', '--webhook', 'http://127.0.0.1:9/hook'],
+      'CMFT_WEBHOOK_SECRET',
+    ],
   ];
   for (const [problem, args, mentions] of usageErrors) {
     it(`exits with code 2 and a message for ${problem}`, async () => {

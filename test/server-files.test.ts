@@ -3,7 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
-import { fixture, getJson, rawGet, snapshotFolder, startTiny, tinyKey, tinySnapshot as tiny } from './helpers/server.ts';
+import {
+  fixture,
+  getJson,
+  rawGet,
+  snapshotFolder,
+  startTiny,
+  tinyKey,
+  tinySnapshot as tiny,
+} from './helpers/server.ts';
 
 /**
  * Spec §10, asset files: `/files/<repo>/<path>` serves a file only when an asset of that
@@ -40,7 +48,9 @@ describe('§10 a relative asset URL is answered as an absolute URL under /files/
 
   it('in embedded assets, in includes and with locale=all', async () => {
     const url = `${server.origin}/files/tiny/images/apples.svg`;
-    expect((await getJson(server, '/tiny/documents/100?embedAssets=true')).body.fields.images[0].fields.file.url).toBe(url);
+    expect((await getJson(server, '/tiny/documents/100?embedAssets=true')).body.fields.images[0].fields.file.url).toBe(
+      url,
+    );
     expect((await getJson(server, '/tiny/documents/100?includes=1')).body.includes.images[0].fields.file.url).toBe(url);
     expect((await getJson(server, '/tiny/assets/300?locale=all')).body.fields.file.url).toBe(url);
   });
@@ -103,7 +113,8 @@ describe('§10 an image in richtext whose relative src an asset points to is ans
   it('in one locale and with locale=all; other images are left as they are', async () => {
     const snapshot = tiny();
     const news = snapshot.documents.find((d: any) => d.meta.id === '100');
-    news.fields.text.en_US.html = '<p><img src="images/apples.svg" alt="a"><img src="./images/apples.svg" alt="b"><img src="images/other.svg" alt="c"><img src="https://x.example/y.png" alt="d"></p>';
+    news.fields.text.en_US.html =
+      '<p><img src="images/apples.svg" alt="a"><img src="./images/apples.svg" alt="b"><img src="images/other.svg" alt="c"><img src="https://x.example/y.png" alt="d"></p>';
     const server = await startServer({ paths: [snapshotFolder(scratch, snapshot)], watch: false });
     try {
       const url = `${server.origin}/files/tiny/images/apples.svg`;
@@ -111,7 +122,9 @@ describe('§10 an image in richtext whose relative src an asset points to is ans
       expect((await getJson(server, '/tiny/documents/100?locale=en_US')).body.fields.text.html).toBe(expected);
       expect((await getJson(server, '/tiny/documents/100?locale=all')).body.fields.text.en_US.html).toBe(expected);
       // plain stays as it was
-      expect((await getJson(server, '/tiny/documents/100?locale=en_US')).body.fields.text.plain).toBe(news.fields.text.en_US.plain);
+      expect((await getJson(server, '/tiny/documents/100?locale=en_US')).body.fields.text.plain).toBe(
+        news.fields.text.en_US.plain,
+      );
     } finally {
       await server.close();
     }
@@ -198,11 +211,20 @@ describe('§10 an asset pointing at a snapshot, or through a symlink, does not s
   for (const form of ['a folder', 'two files'] as const) {
     it(`does not serve another repository's snapshot, nor its own, that an asset points to (served as ${form})`, async () => {
       const { dir, keys } = twoSnapshots(urls);
-      const server = await startServer({ paths: form === 'a folder' ? [dir] : [join(dir, 'a.json'), join(dir, 'b.json')], watch: false });
+      const server = await startServer({
+        paths: form === 'a folder' ? [dir] : [join(dir, 'a.json'), join(dir, 'b.json')],
+        watch: false,
+      });
       try {
         const served = (await getJson(server, '/a/assets/300', {}, keys[0])).body.fields.file.url;
         expect(served).toBe(`${server.origin}/files/a/b.json`);
-        for (const path of ['/files/a/b.json', '/files/a/a.json', '/files/a/./b.json', '/files/a/images/../b.json', '/files/a/images/%2e%2e/a.json']) {
+        for (const path of [
+          '/files/a/b.json',
+          '/files/a/a.json',
+          '/files/a/./b.json',
+          '/files/a/images/../b.json',
+          '/files/a/images/%2e%2e/a.json',
+        ]) {
           await refused(server, path, keys);
         }
       } finally {

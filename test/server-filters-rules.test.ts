@@ -54,7 +54,12 @@ describe('entries join with AND, an or entry starts a new branch, and AND binds 
 
   it('takes bracket entries in the order of their index, numerically', async () => {
     // In text order "10" would come first, and the OR branch would start before the condition on food.
-    expect(await raw('/tiny/documents', 'filters[10][or][*.fields.name][equal]=Bob&filters[2][*.fields.category][equal]=food')).toEqual(['100', '201']);
+    expect(
+      await raw(
+        '/tiny/documents',
+        'filters[10][or][*.fields.name][equal]=Bob&filters[2][*.fields.category][equal]=food',
+      ),
+    ).toEqual(['100', '201']);
   });
 
   // A filter on ids narrows a list to those documents before the rest is tested: only within its branch.
@@ -73,7 +78,10 @@ describe('entries join with AND, an or entry starts a new branch, and AND binds 
   });
 
   it('names the documents an id filter can match, when its branch is the only one', () => {
-    const tiny = new PreparedRepository(parseSnapshot(JSON.parse(readFileSync(fixture('tiny.json'), 'utf8')), 'tiny.json'), 'http://localhost');
+    const tiny = new PreparedRepository(
+      parseSnapshot(JSON.parse(readFileSync(fixture('tiny.json'), 'utf8')), 'tiny.json'),
+      'http://localhost',
+    );
     const candidates = (filters: object[]) => {
       const found = compileFilters(tiny, filters, 'en_US')?.candidates?.();
       return found && [...found].map((record) => record.id).sort(byId);
@@ -95,17 +103,31 @@ describe('entries join with AND, an or entry starts a new branch, and AND binds 
     expect(await ticks(where(updated('greaterThan', 10)))).toEqual(['11', '12']);
     expect(await ticks(where(updated('lessThanEqual', 2)))).toEqual(['1', '2']);
     expect(await ticks(where(updated('lessThan', 2)))).toEqual(['1']);
-    expect(await ticks(where(updated('greaterThanEqual', 6), { and: updated('lessThanEqual', 6) }))).toEqual(['6', '7']);
+    expect(await ticks(where(updated('greaterThanEqual', 6), { and: updated('lessThanEqual', 6) }))).toEqual([
+      '6',
+      '7',
+    ]);
     expect(await ticks(where(updated('greaterThan', 5), { and: updated('lessThan', 7) }))).toEqual(['6', '7']);
-    expect(await ticks(where(updated('greaterThanEqual', 11), { or: updated('lessThan', 2) }))).toEqual(['1', '11', '12']);
-    expect(await ticks(where(updated('greaterThanEqual', 11), { or: { '*.fields.n': { equal: 5 } } }))).toEqual(['5', '11', '12']);
+    expect(await ticks(where(updated('greaterThanEqual', 11), { or: updated('lessThan', 2) }))).toEqual([
+      '1',
+      '11',
+      '12',
+    ]);
+    expect(await ticks(where(updated('greaterThanEqual', 11), { or: { '*.fields.n': { equal: 5 } } }))).toEqual([
+      '5',
+      '11',
+      '12',
+    ]);
     expect(await ticks(where({ '*.meta.createdAt': { lessThanEqual: '2024-02-02' } }))).toEqual(['11', '12']);
     expect(await ticks(where(updated('greaterThan', 3)))).toHaveLength(9);
     expect(await ticks(where(updated('greaterThan', 12)))).toEqual([]);
   });
 
   it('ANDs several paths and operators in one condition', async () => {
-    const condition = { '*.fields.rating': { greaterThanEqual: 3, lessThan: 5 }, '*.fields.published': { equal: true } };
+    const condition = {
+      '*.fields.rating': { greaterThanEqual: 3, lessThan: 5 },
+      '*.fields.published': { equal: true },
+    };
     expect(await matching(where(condition))).toEqual(['102']);
     expect(await matching(where({ '*.fields.rating': { greaterThanEqual: 3, lessThan: 5 } }))).toEqual(['101', '102']);
   });
@@ -155,18 +177,26 @@ describe('a localized field is tested in the request locale after fallback, and 
   });
 
   it('tests the request locale', async () => {
-    expect(await matching({ locale: 'de_DE', ...where({ '*.fields.title': { equal: 'Apfelernte' } }) })).toEqual(['100']);
-    expect(await matching({ locale: 'de_CH', ...where({ '*.fields.title': { equal: 'Bananenschiffe' } }) })).toEqual(['101']);
+    expect(await matching({ locale: 'de_DE', ...where({ '*.fields.title': { equal: 'Apfelernte' } }) })).toEqual([
+      '100',
+    ]);
+    expect(await matching({ locale: 'de_CH', ...where({ '*.fields.title': { equal: 'Bananenschiffe' } }) })).toEqual([
+      '101',
+    ]);
     expect(await matching({ locale: 'de_CH', ...where({ '*.fields.title': { equal: 'Bananenboote' } }) })).toEqual([]);
   });
 
   it('follows the fallback chain', async () => {
-    expect(await matching({ locale: 'de_CH', ...where({ '*.fields.title': { equal: 'Apfelernte' } }) })).toEqual(['100']);
+    expect(await matching({ locale: 'de_CH', ...where({ '*.fields.title': { equal: 'Apfelernte' } }) })).toEqual([
+      '100',
+    ]);
     expect(await matching({ locale: 'de_DE', ...where({ '*.fields.title': { like: 'cherry%' } }) })).toEqual(['102']);
   });
 
   it('tests the default locale for locale=all', async () => {
-    expect(await matching({ locale: 'all', ...where({ '*.fields.title': { equal: 'Apple harvest' } }) })).toEqual(['100']);
+    expect(await matching({ locale: 'all', ...where({ '*.fields.title': { equal: 'Apple harvest' } }) })).toEqual([
+      '100',
+    ]);
     expect(await matching({ locale: 'all', ...where({ '*.fields.title': { equal: 'Apfelernte' } }) })).toEqual([]);
   });
 });
@@ -200,9 +230,12 @@ describe('a filter on a relation or asset field, an unknown operator or a malfor
     expect(await refused(where({ '*.fields.title': { contains: 'x' } }))).toMatch(/contains/);
   });
 
-  it.each(['title', 'fields.title', '*.title.x', '*.fields.', '*.fields.title.en_US', '..'])('refuses the path %j', async (path) => {
-    expect(await refused(where({ [path]: { equal: 'x' } }))).toMatch(/path/i);
-  });
+  it.each(['title', 'fields.title', '*.title.x', '*.fields.', '*.fields.title.en_US', '..'])(
+    'refuses the path %j',
+    async (path) => {
+      expect(await refused(where({ [path]: { equal: 'x' } }))).toMatch(/path/i);
+    },
+  );
 });
 
 describe('a field name that no content type has matches nothing', () => {

@@ -16,12 +16,17 @@ describe("a collection's own filters and tags are ANDed with the request's", () 
   // goodNews: news with rating ≥ 4, without the tag "exclude": 100 and 102.
   it('narrows the collection with the request filters', async () => {
     expect(await matching({}, '/tiny/collections/goodNews')).toEqual(['100', '102']);
-    expect(await matching(where({ '*.fields.category': { equal: 'food' } }), '/tiny/collections/goodNews')).toEqual(['100']);
+    expect(await matching(where({ '*.fields.category': { equal: 'food' } }), '/tiny/collections/goodNews')).toEqual([
+      '100',
+    ]);
     expect(await matching(where({ '*.fields.rating': { lessThan: 4 } }), '/tiny/collections/goodNews')).toEqual([]);
   });
 
   it('keeps the collection filters around a request OR', async () => {
-    const filters = where({ '*.fields.category': { equal: 'travel' } }, { or: { '*.fields.title': { like: 'cherry%' } } });
+    const filters = where(
+      { '*.fields.category': { equal: 'travel' } },
+      { or: { '*.fields.title': { like: 'cherry%' } } },
+    );
     expect(await matching(filters)).toEqual(['101', '102']);
     expect(await matching(filters, '/tiny/collections/goodNews')).toEqual(['102']);
   });
@@ -44,7 +49,12 @@ describe('includeTags and excludeTags take a comma-separated string, repeated na
 
   it('drops documents with any of the excluded tags', async () => {
     expect(await matching({ excludeTags: ['featured', 'exclude'] })).toEqual(['102', '103', '200', '201']);
-    expect(await raw('/tiny/documents', 'excludeTags[]=featured&excludeTags[]=exclude')).toEqual(['102', '103', '200', '201']);
+    expect(await raw('/tiny/documents', 'excludeTags[]=featured&excludeTags[]=exclude')).toEqual([
+      '102',
+      '103',
+      '200',
+      '201',
+    ]);
   });
 
   it('applies both together', async () => {

@@ -33,9 +33,12 @@ useFuzzServer();
 
 describe('__proto__, constructor and prototype are ordinary keys (§3: only known option names are read)', () => {
   const none = (body: any) => (body.meta.total === 0 ? undefined : `expected no documents, got ${body.meta.total}`);
-  const emptyDocuments = (body: any) => (body.data.every((d: any) => Object.keys(d).length === 0) ? undefined : 'masked documents should be empty');
-  const noIncludes = (body: any) => (JSON.stringify(body.includes) === '{}' ? undefined : `includes ${JSON.stringify(body.includes)}`);
-  const limit = (n: number) => (body: any) => (body.meta.limit === n ? undefined : `meta.limit ${body.meta.limit}, expected ${n}`);
+  const emptyDocuments = (body: any) =>
+    body.data.every((d: any) => Object.keys(d).length === 0) ? undefined : 'masked documents should be empty';
+  const noIncludes = (body: any) =>
+    JSON.stringify(body.includes) === '{}' ? undefined : `includes ${JSON.stringify(body.includes)}`;
+  const limit = (n: number) => (body: any) =>
+    body.meta.limit === n ? undefined : `meta.limit ${body.meta.limit}, expected ${n}`;
   const idsAscending = (body: any) => {
     const ids = body.data.map((d: any) => BigInt(d.meta.id));
     return ids.every((id: bigint, i: number) => i === 0 || ids[i - 1] < id) ? undefined : 'not ordered by id';
@@ -44,13 +47,32 @@ describe('__proto__, constructor and prototype are ordinary keys (§3: only know
   function casesFor(t: Target): Case[] {
     const list = `/v1/${t.repo}/documents`;
     const get = (query: string, expect: Case['expect'], check?: Case['check']): Case => ({
-      label: `GET ${list}?${query}`, path: `${list}?${query}`, headers: auth(t), expect, ...(expect === 'error' ? { status: 400 } : {}), ...(check ? { check } : {}),
+      label: `GET ${list}?${query}`,
+      path: `${list}?${query}`,
+      headers: auth(t),
+      expect,
+      ...(expect === 'error' ? { status: 400 } : {}),
+      ...(check ? { check } : {}),
     });
     const post = (body: string, expect: Case['expect'], check?: Case['check']): Case => ({
-      label: `POST ${list} ${body}`, method: 'POST', path: list, body, headers: auth(t), expect, ...(expect === 'error' ? { status: 400 } : {}), ...(check ? { check } : {}),
+      label: `POST ${list} ${body}`,
+      method: 'POST',
+      path: list,
+      body,
+      headers: auth(t),
+      expect,
+      ...(expect === 'error' ? { status: 400 } : {}),
+      ...(check ? { check } : {}),
     });
-    const viaQuery = (json: string, expect: Case['expect'], check?: Case['check']) => get(`query=${encodeURIComponent(json)}`, expect, check);
-    const path = (p: string, status: number, headers: Record<string, string> = auth(t)): Case => ({ label: `GET ${p}`, path: p, headers, expect: 'error', status });
+    const viaQuery = (json: string, expect: Case['expect'], check?: Case['check']) =>
+      get(`query=${encodeURIComponent(json)}`, expect, check);
+    const path = (p: string, status: number, headers: Record<string, string> = auth(t)): Case => ({
+      label: `GET ${p}`,
+      path: p,
+      headers,
+      expect: 'error',
+      status,
+    });
     const json: [string, Case['expect'], Case['check']?][] = [
       ['{"__proto__":{"limit":1}}', 'ok', limit(25)],
       ['{"__proto__":{"polluted":true},"limit":2}', 'ok', limit(2)],
@@ -135,7 +157,30 @@ describe('__proto__, constructor and prototype are ordinary keys (§3: only know
 });
 
 describe('routes, methods and keys: the order of checks (§2)', () => {
-  const segments = ['v1', 'tiny', 'fuzz', 'documents', 'collections', 'alias', 'assets', 'files', '', '..', '.', '%2e%2e', '%2F', 'x'.repeat(300), '__proto__', '100', 'news', 'home', '300', ';', '%00', '*'];
+  const segments = [
+    'v1',
+    'tiny',
+    'fuzz',
+    'documents',
+    'collections',
+    'alias',
+    'assets',
+    'files',
+    '',
+    '..',
+    '.',
+    '%2e%2e',
+    '%2F',
+    'x'.repeat(300),
+    '__proto__',
+    '100',
+    'news',
+    'home',
+    '300',
+    ';',
+    '%00',
+    '*',
+  ];
 
   function routeCases(random: Random): Case[] {
     const cases: Case[] = [];
@@ -150,22 +195,108 @@ describe('routes, methods and keys: the order of checks (§2)', () => {
       const single = `/v1/${t.repo}/documents/${t.document}`;
       for (const method of ['PUT', 'DELETE', 'PATCH', 'TRACE', 'PROPFIND']) {
         cases.push({ label: `${method} ${list}`, method, path: list, headers: auth(t), expect: 'error', status: 405 });
-        cases.push({ label: `${method} ${single}`, method, path: single, headers: auth(t), expect: 'error', status: 405 });
-        cases.push({ label: `${method} /v1/nowhere/documents`, method, path: '/nowhere/documents', headers: auth(t), expect: 'error', status: 404 });
+        cases.push({
+          label: `${method} ${single}`,
+          method,
+          path: single,
+          headers: auth(t),
+          expect: 'error',
+          status: 405,
+        });
+        cases.push({
+          label: `${method} /v1/nowhere/documents`,
+          method,
+          path: '/nowhere/documents',
+          headers: auth(t),
+          expect: 'error',
+          status: 404,
+        });
       }
-      cases.push({ label: `POST ${single}`, method: 'POST', path: single, body: '{}', headers: auth(t), expect: 'error', status: 405 });
-      cases.push({ label: `POST /v1/${t.repo}`, method: 'POST', path: `/v1/${t.repo}`, body: '{}', headers: auth(t), expect: 'error', status: 405 });
+      cases.push({
+        label: `POST ${single}`,
+        method: 'POST',
+        path: single,
+        body: '{}',
+        headers: auth(t),
+        expect: 'error',
+        status: 405,
+      });
+      cases.push({
+        label: `POST /v1/${t.repo}`,
+        method: 'POST',
+        path: `/v1/${t.repo}`,
+        body: '{}',
+        headers: auth(t),
+        expect: 'error',
+        status: 405,
+      });
       cases.push({ label: 'no key', path: list, expect: 'error', status: 401 });
-      cases.push({ label: 'a wrong key', path: list, headers: { authorization: 'wrong' }, expect: 'error', status: 401 });
-      cases.push({ label: "another repository's key", path: list, headers: { authorization: t === tiny ? generated.key : tiny.key }, expect: 'error', status: 401 });
-      cases.push({ label: 'Bearer alone', path: list, headers: { authorization: 'Bearer' }, expect: 'error', status: 401 });
+      cases.push({
+        label: 'a wrong key',
+        path: list,
+        headers: { authorization: 'wrong' },
+        expect: 'error',
+        status: 401,
+      });
+      cases.push({
+        label: "another repository's key",
+        path: list,
+        headers: { authorization: t === tiny ? generated.key : tiny.key },
+        expect: 'error',
+        status: 401,
+      });
+      cases.push({
+        label: 'Bearer alone',
+        path: list,
+        headers: { authorization: 'Bearer' },
+        expect: 'error',
+        status: 401,
+      });
       cases.push({ label: 'Bearer key', path: list, headers: { authorization: `Bearer ${t.key}` }, expect: 'ok' });
-      cases.push({ label: 'a 10,000-character key', path: list, headers: { authorization: 'k'.repeat(10_000) }, expect: 'error', status: 401 });
-      cases.push({ label: 'POST with the key in the URL', method: 'POST', path: `${list}?key=${t.key}`, body: '{}', expect: 'error', status: 401 });
-      cases.push({ label: 'a bad key before bad options: 401 first', path: `${list}?limit=-1`, headers: { authorization: 'wrong' }, expect: 'error', status: 401 });
-      cases.push({ label: 'bad options before a missing document: 400 first', path: `/v1/${t.repo}/documents/1?locale=xx`, headers: auth(t), expect: 'error', status: 400 });
-      cases.push({ label: 'If-None-Match: * answers 304', path: list, headers: { ...auth(t), 'if-none-match': '*' }, expect: 'either', status: 304 });
-      cases.push({ label: 'HEAD with bad options', method: 'HEAD', path: `${list}?limit=x`, headers: auth(t), expect: 'error', status: 400 });
+      cases.push({
+        label: 'a 10,000-character key',
+        path: list,
+        headers: { authorization: 'k'.repeat(10_000) },
+        expect: 'error',
+        status: 401,
+      });
+      cases.push({
+        label: 'POST with the key in the URL',
+        method: 'POST',
+        path: `${list}?key=${t.key}`,
+        body: '{}',
+        expect: 'error',
+        status: 401,
+      });
+      cases.push({
+        label: 'a bad key before bad options: 401 first',
+        path: `${list}?limit=-1`,
+        headers: { authorization: 'wrong' },
+        expect: 'error',
+        status: 401,
+      });
+      cases.push({
+        label: 'bad options before a missing document: 400 first',
+        path: `/v1/${t.repo}/documents/1?locale=xx`,
+        headers: auth(t),
+        expect: 'error',
+        status: 400,
+      });
+      cases.push({
+        label: 'If-None-Match: * answers 304',
+        path: list,
+        headers: { ...auth(t), 'if-none-match': '*' },
+        expect: 'either',
+        status: 304,
+      });
+      cases.push({
+        label: 'HEAD with bad options',
+        method: 'HEAD',
+        path: `${list}?limit=x`,
+        headers: auth(t),
+        expect: 'error',
+        status: 400,
+      });
     }
     return cases;
   }
@@ -214,52 +345,134 @@ describe('adversarial input is answered in time linear in its size, and holds up
   });
 
   const percents = (n: number) => '%'.repeat(n);
-  const many = <T,>(n: number, make: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => make(i));
+  const many = <T>(n: number, make: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => make(i));
 
   function casesFor(t: Target, richtext: string): Case[] {
     const list = `/v1/${t.repo}/documents`;
     const post = (label: string, options: object | string, expect: Case['expect'], status?: number): Case => ({
-      label: `POST ${list} ${label}`, method: 'POST', path: list, body: typeof options === 'string' ? options : JSON.stringify(options), headers: auth(t), expect,
+      label: `POST ${list} ${label}`,
+      method: 'POST',
+      path: list,
+      body: typeof options === 'string' ? options : JSON.stringify(options),
+      headers: auth(t),
+      expect,
       ...(status ? { status } : {}),
     });
-    const filter = (path: string, operator: string, value: unknown) => ({ filters: [{ [path]: { [operator]: value } }] });
+    const filter = (path: string, operator: string, value: unknown) => ({
+      filters: [{ [path]: { [operator]: value } }],
+    });
     const get = (label: string, query: string, expect: Case['expect'], status?: number): Case => ({
-      label: `GET ${list}?${label}`, path: `${list}?${query}`, headers: auth(t), expect, ...(status ? { status } : {}),
+      label: `GET ${list}?${label}`,
+      path: `${list}?${query}`,
+      headers: auth(t),
+      expect,
+      ...(status ? { status } : {}),
     });
     return [
       // like: a pattern of many % against text that almost matches
-      get(`filters[0][*.fields.${richtext}][like]=%×14 x`, `filters[0][*.fields.${richtext}][like]=${encodeURIComponent(`${percents(14)}x`)}`, 'ok'),
-      get(`filters[0][*.fields.${t.text}][notLike]=%×30 x`, `filters[0][*.fields.${t.text}][notLike]=${encodeURIComponent(`${percents(30)}x`)}`, 'ok'),
+      get(
+        `filters[0][*.fields.${richtext}][like]=%×14 x`,
+        `filters[0][*.fields.${richtext}][like]=${encodeURIComponent(`${percents(14)}x`)}`,
+        'ok',
+      ),
+      get(
+        `filters[0][*.fields.${t.text}][notLike]=%×30 x`,
+        `filters[0][*.fields.${t.text}][notLike]=${encodeURIComponent(`${percents(30)}x`)}`,
+        'ok',
+      ),
       post('like: 200,000 %', filter(`*.fields.${richtext}`, 'like', percents(200_000)), 'ok'),
       post('like: 200,000 % and x', filter(`*.fields.${t.text}`, 'like', `${percents(200_000)}x`), 'ok'),
       post('like: %a repeated 100,000 times', filter(`*.fields.${richtext}`, 'like', `${'%a'.repeat(100_000)}%`), 'ok'),
       post('like: 300,000 a', filter(`*.fields.${t.text}`, 'like', 'a'.repeat(300_000)), 'ok'),
       post('notLike on tags: %x% repeated', filter('*.meta.tags', 'notLike', '%x'.repeat(50_000)), 'ok'),
       // numbers, dates, ids and locations as long as a body allows
-      post('a number of 300,000 digits and x', filter(`*.fields.${t.number}`, 'equal', `${'1'.repeat(300_000)}x`), 'error', 400),
+      post(
+        'a number of 300,000 digits and x',
+        filter(`*.fields.${t.number}`, 'equal', `${'1'.repeat(300_000)}x`),
+        'error',
+        400,
+      ),
       post('a number of 300,000 digits', filter(`*.fields.${t.number}`, 'greaterThan', '1'.repeat(300_000)), 'either'),
-      post('a location of 300,000 digits', filter('*.fields.place', 'equal', `${'1'.repeat(300_000)}x,1`), 'error', 400),
-      post('a date of 300,000 characters', filter(`*.fields.${t.date}`, 'lessThan', `2024-01-01T${'1'.repeat(300_000)}`), 'error', 400),
+      post(
+        'a location of 300,000 digits',
+        filter('*.fields.place', 'equal', `${'1'.repeat(300_000)}x,1`),
+        'error',
+        400,
+      ),
+      post(
+        'a date of 300,000 characters',
+        filter(`*.fields.${t.date}`, 'lessThan', `2024-01-01T${'1'.repeat(300_000)}`),
+        'error',
+        400,
+      ),
       post('an id of 300,000 digits', filter('*.meta.id', 'equal', '9'.repeat(300_000)), 'error', 400),
       post('limit of 500,000 digits', { limit: '9'.repeat(500_000) }, 'either'),
       post('includes of 500,000 spaces', { includes: `${' '.repeat(500_000)}1x` }, 'error', 400),
       // long lists and many conditions
-      post('in: 10,000 texts', filter(`*.fields.${t.text}`, 'in', many(10_000, (i) => `title ${i}`)), 'ok'),
-      post('in: 100,000 texts', filter(`*.fields.${t.text}`, 'in', many(100_000, (i) => `t${i}`)), 'error', 400),
-      post('notIn: 10,000 numbers', filter(`*.fields.${t.number}`, 'notIn', many(10_000, (i) => i)), 'ok'),
+      post(
+        'in: 10,000 texts',
+        filter(
+          `*.fields.${t.text}`,
+          'in',
+          many(10_000, (i) => `title ${i}`),
+        ),
+        'ok',
+      ),
+      post(
+        'in: 100,000 texts',
+        filter(
+          `*.fields.${t.text}`,
+          'in',
+          many(100_000, (i) => `t${i}`),
+        ),
+        'error',
+        400,
+      ),
+      post(
+        'notIn: 10,000 numbers',
+        filter(
+          `*.fields.${t.number}`,
+          'notIn',
+          many(10_000, (i) => i),
+        ),
+        'ok',
+      ),
       post('includeTags: 1,000 tags', { includeTags: many(1_000, (i) => `tag ${i}`) }, 'ok'),
       post('includeTags: 100,000 tags', { includeTags: many(100_000, (i) => `t${i}`) }, 'error', 400),
       post('excludeTags: 100,000 tags', { excludeTags: many(100_000, (i) => `t${i}`).join(',') }, 'error', 400),
       post('search: 100,000 words', { search: many(100_000, (i) => `w${i}`).join(' ') }, 'error', 400),
       post('search: 100 words', { search: many(100, (i) => `w${i}`).join(' ') }, 'ok'),
       post('search: one word of 500,000 characters', { search: 'a'.repeat(500_000) }, 'ok'),
-      post('filters: 100 conditions', { filters: many(100, (i) => ({ [`*.fields.${t.text}`]: { like: `%${i}%` } })) }, 'ok'),
-      post('filters: 20,000 conditions', { filters: many(20_000, (i) => ({ or: { [`*.fields.${t.text}`]: { like: `%${i}%` } } })) }, 'error', 400),
-      post('sorting: 32 fields no type has', { sorting: Object.fromEntries(many(32, (i) => [`fields.f${i}`, 'asc'])) }, 'ok'),
-      post('sorting: 20,000 fields no type has', { sorting: Object.fromEntries(many(20_000, (i) => [`fields.f${i}`, 'asc'])) }, 'error', 400),
+      post(
+        'filters: 100 conditions',
+        { filters: many(100, (i) => ({ [`*.fields.${t.text}`]: { like: `%${i}%` } })) },
+        'ok',
+      ),
+      post(
+        'filters: 20,000 conditions',
+        { filters: many(20_000, (i) => ({ or: { [`*.fields.${t.text}`]: { like: `%${i}%` } } })) },
+        'error',
+        400,
+      ),
+      post(
+        'sorting: 32 fields no type has',
+        { sorting: Object.fromEntries(many(32, (i) => [`fields.f${i}`, 'asc'])) },
+        'ok',
+      ),
+      post(
+        'sorting: 20,000 fields no type has',
+        { sorting: Object.fromEntries(many(20_000, (i) => [`fields.f${i}`, 'asc'])) },
+        'error',
+        400,
+      ),
       post('fields: a mask of 500,000 characters', { fields: `fields(${'a,'.repeat(250_000)}b)` }, 'error', 400),
       post('includes: 1,000 fields', { includes: Object.fromEntries(many(1_000, (i) => [`*.fields.f${i}`, 1])) }, 'ok'),
-      post('includes: 20,000 fields', { includes: Object.fromEntries(many(20_000, (i) => [`*.fields.f${i}`, 1])) }, 'error', 400),
+      post(
+        'includes: 20,000 fields',
+        { includes: Object.fromEntries(many(20_000, (i) => [`*.fields.f${i}`, 1])) },
+        'error',
+        400,
+      ),
       // nesting as deep as a body allows
       post('filters nested 100,000 levels', `{"filters":${'['.repeat(100_000)}1${']'.repeat(100_000)}}`, 'error', 400),
     ];

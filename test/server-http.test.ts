@@ -37,7 +37,12 @@ function stall(port: number, bytes: string, limitMs: number): Promise<Exchange> 
       const text = Buffer.concat(chunks).toString('utf8');
       const end = text.indexOf('\r\n\r\n');
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]) || undefined;
-      resolve({ text, status, body: end === -1 ? undefined : JSON.parse(text.slice(end + 4) || 'null'), closedAfter: performance.now() - started });
+      resolve({
+        text,
+        status,
+        body: end === -1 ? undefined : JSON.parse(text.slice(end + 4) || 'null'),
+        closedAfter: performance.now() - started,
+      });
     });
     socket.write(bytes);
   });
@@ -85,7 +90,11 @@ describe('§9 a request body not received in time is answered 408 and the connec
   it('while a request whose body comes in time is answered as usual', async () => {
     const server = await startTiny({ timeouts: { bodyMs: 2_000 } });
     try {
-      const response = await fetch(`${server.url}/tiny/documents`, { method: 'POST', headers: { authorization: tinyKey }, body: '{"limit":1}' });
+      const response = await fetch(`${server.url}/tiny/documents`, {
+        method: 'POST',
+        headers: { authorization: tinyKey },
+        body: '{"limit":1}',
+      });
       expect(response.status).toBe(200);
       expect(((await response.json()) as any).meta.limit).toBe(1);
     } finally {
@@ -106,14 +115,22 @@ describe('§9 a body over 1 MiB gets a 413 that the client reads', () => {
   /** POSTs the body with node:http and resolves with the status, or the error code of a failed request. */
   const post = () =>
     new Promise<number | string>((resolve) => {
-      const request = httpRequest(`${server.url}/tiny/documents`, { method: 'POST', headers: { authorization: tinyKey, 'content-length': body.length } }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => {
-          const answer = JSON.parse(Buffer.concat(chunks).toString());
-          resolve(answer.error?.code === 'payload_too_large' ? response.statusCode! : `${response.statusCode} ${answer.error?.code}`);
-        });
-      });
+      const request = httpRequest(
+        `${server.url}/tiny/documents`,
+        { method: 'POST', headers: { authorization: tinyKey, 'content-length': body.length } },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () => {
+            const answer = JSON.parse(Buffer.concat(chunks).toString());
+            resolve(
+              answer.error?.code === 'payload_too_large'
+                ? response.statusCode!
+                : `${response.statusCode} ${answer.error?.code}`,
+            );
+          });
+        },
+      );
       request.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
       request.end(body);
     });
@@ -128,9 +145,15 @@ describe('§9 a body over 1 MiB gets a 413 that the client reads', () => {
     const results: (number | string)[] = [];
     for (let i = 0; i < 20; i++) {
       try {
-        const response = await fetch(`${server.url}/tiny/documents`, { method: 'POST', headers: { authorization: tinyKey }, body });
+        const response = await fetch(`${server.url}/tiny/documents`, {
+          method: 'POST',
+          headers: { authorization: tinyKey },
+          body,
+        });
         const answer = (await response.json()) as any;
-        results.push(answer.error?.code === 'payload_too_large' ? response.status : `${response.status} ${answer.error?.code}`);
+        results.push(
+          answer.error?.code === 'payload_too_large' ? response.status : `${response.status} ${answer.error?.code}`,
+        );
       } catch (error) {
         results.push(((error as Error).cause as NodeJS.ErrnoException | undefined)?.code ?? (error as Error).message);
       }

@@ -91,7 +91,12 @@ describe('§5 the order of a members collection', () => {
   });
 
   it("follows the request's sorting over the collection's own", async () => {
-    expect(ids(await listOf('/tiny/collections/ratedPicks?sorting[meta.id]=DESC'))).toEqual(['200', '103', '101', '100']);
+    expect(ids(await listOf('/tiny/collections/ratedPicks?sorting[meta.id]=DESC'))).toEqual([
+      '200',
+      '103',
+      '101',
+      '100',
+    ]);
   });
 
   it('sorts text in the request locale', async () => {
@@ -105,13 +110,21 @@ describe("§3 the request's options apply to a members collection", () => {
   it('filters and tags narrow it, keeping the listed order', async () => {
     expect(ids(await listOf('/tiny/collections/picks?excludeTags=exclude'))).toEqual(['200', '103', '100']);
     expect(ids(await listOf('/tiny/collections/picks?includeTags=featured'))).toEqual(['100']);
-    expect(ids(await listOf('/tiny/collections/picks?filters[0][*.meta.contentType][equal]=news'))).toEqual(['101', '103', '100']);
-    expect(ids(await listOf(`/tiny/collections/picks?${query({ filters: [{ 'news.fields.rating': { lessThan: 5 } }] })}`))).toEqual(['101']);
+    expect(ids(await listOf('/tiny/collections/picks?filters[0][*.meta.contentType][equal]=news'))).toEqual([
+      '101',
+      '103',
+      '100',
+    ]);
+    expect(
+      ids(await listOf(`/tiny/collections/picks?${query({ filters: [{ 'news.fields.rating': { lessThan: 5 } }] })}`)),
+    ).toEqual(['101']);
     expect(ids(await listOf('/tiny/collections/picks?search=apple'))).toEqual(['100']);
   });
 
   it("ANDs the request's filters with the collection's own", async () => {
-    expect(ids(await listOf('/tiny/collections/goodPicks?filters[0][news.fields.rating][lessThan]=5'))).toEqual(['102']);
+    expect(ids(await listOf('/tiny/collections/goodPicks?filters[0][news.fields.rating][lessThan]=5'))).toEqual([
+      '102',
+    ]);
   });
 
   it('filters and sorts at once', async () => {
@@ -135,9 +148,18 @@ describe("§3 the request's options apply to a members collection", () => {
   it('answers in the request locale, in the listed order', async () => {
     const answer = await listOf('/tiny/collections/picks?locale=de_CH');
     expect(ids(answer)).toEqual(picks);
-    expect(answer.body.data.map((d: any) => d.fields.title)).toEqual(['Bananenschiffe', 'Redakteurin', 'Éclairs and more', 'Apfelernte']);
+    expect(answer.body.data.map((d: any) => d.fields.title)).toEqual([
+      'Bananenschiffe',
+      'Redakteurin',
+      'Éclairs and more',
+      'Apfelernte',
+    ]);
     const all = await listOf('/tiny/collections/picks?locale=all');
-    expect(all.body.data[0].fields.title).toEqual({ en_US: 'Banana boats', de_DE: 'Bananenboote', de_CH: 'Bananenschiffe' });
+    expect(all.body.data[0].fields.title).toEqual({
+      en_US: 'Banana boats',
+      de_DE: 'Bananenboote',
+      de_CH: 'Bananenschiffe',
+    });
   });
 
   it('applies includes and the fields mask', async () => {
@@ -176,7 +198,9 @@ describe('§1 a members list that repeats an id is refused at start', () => {
     const error = await refusal(() => startServer({ snapshots: [snapshot], watch: false }));
     expect(error).toBeInstanceOf(SnapshotError);
     expect((error as SnapshotError).path).toBe(at);
-    expect((error as SnapshotError).message).toBe(`snapshot #0: ${at}: duplicate member 101 (also at $.collections[${snapshot.collections.length - 1}].members[0])`);
+    expect((error as SnapshotError).message).toBe(
+      `snapshot #0: ${at}: duplicate member 101 (also at $.collections[${snapshot.collections.length - 1}].members[0])`,
+    );
   });
 
   it('names the file and the JSON path, given as a file; a member that is no id is refused too', async () => {

@@ -23,8 +23,16 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 function withTwoMissing(extra: { id: string; url: string }[] = []): any {
   const snapshot = tiny();
   const [apples] = snapshot.assets;
-  const copy = (id: string, url: string) => ({ ...apples, fields: { ...apples.fields, file: { ...apples.fields.file, url } }, meta: { ...apples.meta, id } });
-  snapshot.assets.push(copy('302', 'images/pears.svg'), copy('303', './images/plums.svg'), ...extra.map(({ id, url }) => copy(id, url)));
+  const copy = (id: string, url: string) => ({
+    ...apples,
+    fields: { ...apples.fields, file: { ...apples.fields.file, url } },
+    meta: { ...apples.meta, id },
+  });
+  snapshot.assets.push(
+    copy('302', 'images/pears.svg'),
+    copy('303', './images/plums.svg'),
+    ...extra.map(({ id, url }) => copy(id, url)),
+  );
   return snapshot;
 }
 
@@ -87,7 +95,13 @@ describe('the server warns about asset files it would answer 404 for, when it lo
 
   it('names a file it refuses to serve: outside the folder, or a snapshot file', async () => {
     writeFileSync(join(scratch, 'outside.svg'), '<svg/>');
-    const file = snapshotFolder(scratch, withTwoMissing([{ id: '304', url: '../outside.svg' }, { id: '305', url: 'tiny.json' }]));
+    const file = snapshotFolder(
+      scratch,
+      withTwoMissing([
+        { id: '304', url: '../outside.svg' },
+        { id: '305', url: 'tiny.json' },
+      ]),
+    );
     const server = await startServer({ paths: [file], watch: false });
     try {
       const [event] = await once(server.events, 'missing-files');
@@ -113,7 +127,8 @@ describe('the server warns about asset files it would answer 404 for, when it lo
       await reloaded;
       expect(lines.filter((l) => l.startsWith('Warning: '))).toHaveLength(2);
 
-      for (const name of ['pears.svg', 'plums.svg']) writeFileSync(join(dirname(file), 'images', name), readFileSync(fixture('images/apples.svg')));
+      for (const name of ['pears.svg', 'plums.svg'])
+        writeFileSync(join(dirname(file), 'images', name), readFileSync(fixture('images/apples.svg')));
       edited.assets[2].fields.title.en_US = 'Pears, found';
       reloaded = once(server.events, 'reload');
       rewrite(file, JSON.stringify(edited));
@@ -127,7 +142,11 @@ describe('the server warns about asset files it would answer 404 for, when it lo
   });
 
   it('names the first three assets and counts the rest', () => {
-    const missing = ['a', 'b', 'c', 'd', 'e'].map((name, i) => ({ id: String(400 + i), path: `images/${name}.png`, problem: 'missing' as const }));
+    const missing = ['a', 'b', 'c', 'd', 'e'].map((name, i) => ({
+      id: String(400 + i),
+      path: `images/${name}.png`,
+      problem: 'missing' as const,
+    }));
     const warning = missingFilesWarning('demo', '/site/content/demo.json', missing);
     expect(warning).toBe(
       'Warning: 5 assets of repository demo name a file the server cannot find, so /files/demo/ answers 404 for them: ' +
@@ -154,7 +173,9 @@ describe('the serve command prints the warning', () => {
       try {
         expect(serve.firstLine).toContain('/v1');
         const warning = await firstError(serve);
-        expect(warning).toMatch(/^Warning: 2 assets of repository tiny .*302 images\/pears\.svg, 303 images\/plums\.svg\. Copy the images\/ folder beside /);
+        expect(warning).toMatch(
+          /^Warning: 2 assets of repository tiny .*302 images\/pears\.svg, 303 images\/plums\.svg\. Copy the images\/ folder beside /,
+        );
       } finally {
         await serve.stop();
       }

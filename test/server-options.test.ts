@@ -1,6 +1,15 @@
 import { request as httpRequest } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { type Answer, bookCount, callsTo, ids, query, shelfKey, startRoutesServer, tinyOrder } from './helpers/routes.ts';
+import {
+  type Answer,
+  bookCount,
+  callsTo,
+  ids,
+  query,
+  shelfKey,
+  startRoutesServer,
+  tinyOrder,
+} from './helpers/routes.ts';
 import { servedForFile, tinyKey } from './helpers/server.ts';
 
 /**
@@ -20,7 +29,9 @@ describe('§3 limit defaults to 25 and is clamped to 1000', () => {
   it('clamps a limit above 1000 to 1000, and meta.limit says so', async () => {
     const expected = { count: 1000, limit: 1000, offset: 0, total: bookCount };
     expect((await call('/shelf/documents?limit=5000', { authorization: shelfKey })).body.meta).toEqual(expected);
-    expect((await call(`/shelf/documents?${query({ limit: 1001 })}`, { authorization: shelfKey })).body.meta).toEqual(expected);
+    expect((await call(`/shelf/documents?${query({ limit: 1001 })}`, { authorization: shelfKey })).body.meta).toEqual(
+      expected,
+    );
     expect((await post('/shelf/documents', { limit: 99999 }, { authorization: shelfKey })).body.meta).toEqual(expected);
   });
 
@@ -123,7 +134,12 @@ describe('§3 a known option with a malformed value is a 400 that names the opti
     });
   }
 
-  for (const [body, option] of [[{ limit: 'ten' }, 'limit'], [{ offset: -1 }, 'offset'], [{ locale: 'fr' }, 'locale'], [{ excludeTags: 5 }, 'excludeTags']] as const) {
+  for (const [body, option] of [
+    [{ limit: 'ten' }, 'limit'],
+    [{ offset: -1 }, 'offset'],
+    [{ locale: 'fr' }, 'locale'],
+    [{ excludeTags: 5 }, 'excludeTags'],
+  ] as const) {
     it(`a POST body ${JSON.stringify(body)} names ${option}`, async () => {
       const answer = await post('/tiny/documents', body);
       expect(answer.status).toBe(400);
@@ -162,7 +178,8 @@ describe('§7 without locale, localized fields hold the default locale value', (
 });
 
 describe('§7 locale=<key> answers that locale, else along the fallback chain, else null', () => {
-  const title = async (id: string, locale: string) => (await call(`/tiny/documents/${id}?locale=${locale}`)).body.fields.title;
+  const title = async (id: string, locale: string) =>
+    (await call(`/tiny/documents/${id}?locale=${locale}`)).body.fields.title;
 
   it('answers the locale own value', async () => {
     expect(await title('100', 'de_DE')).toBe('Apfelernte');
@@ -176,7 +193,8 @@ describe('§7 locale=<key> answers that locale, else along the fallback chain, e
   });
 
   it('answers null when no locale of the chain has a value', async () => {
-    const motto = async (locale: string) => (await call(`/shelf/documents/1000?locale=${locale}`, { authorization: shelfKey })).body.fields.motto;
+    const motto = async (locale: string) =>
+      (await call(`/shelf/documents/1000?locale=${locale}`, { authorization: shelfKey })).body.fields.motto;
     expect(await motto('de_CH')).toBe('Grüezi');
     expect(await motto('de_DE')).toBeNull();
     expect(await motto('en_US')).toBeNull();
@@ -224,7 +242,9 @@ describe('§7 locale=all answers every locale own value, without fallback', () =
     const shelf = { authorization: shelfKey };
     const motto = (answer: Answer) => answer.body.data.find((d: any) => d.meta.id === '1000').fields.motto;
     expect(motto(await call('/shelf/documents?locale=all&offset=1000', shelf))).toEqual({ de_CH: 'Grüezi' });
-    expect(motto(await call(`/shelf/documents?${query({ locale: 'all', offset: 1000 })}`, shelf))).toEqual({ de_CH: 'Grüezi' });
+    expect(motto(await call(`/shelf/documents?${query({ locale: 'all', offset: 1000 })}`, shelf))).toEqual({
+      de_CH: 'Grüezi',
+    });
     expect(motto(await post('/shelf/documents', { locale: 'all', offset: 1000 }, shelf))).toEqual({ de_CH: 'Grüezi' });
   });
 });
@@ -274,11 +294,15 @@ describe('§9 a POST body over 1 MiB is a 413', () => {
 
   it('refuses a body sent without Content-Length once it grows past 1 MiB', async () => {
     const answer = await new Promise<{ status: number; body: any }>((resolve, reject) => {
-      const req = httpRequest(`${server().url}/tiny/documents`, { method: 'POST', headers: { authorization: tinyKey, 'content-type': 'application/json' } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString()) }));
-      });
+      const req = httpRequest(
+        `${server().url}/tiny/documents`,
+        { method: 'POST', headers: { authorization: tinyKey, 'content-type': 'application/json' } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString()) }));
+        },
+      );
       req.on('error', reject);
       req.write('{"search":"');
       for (let i = 0; i < 20; i++) req.write(' '.repeat(64 * 1024));
@@ -310,7 +334,11 @@ describe('§9 a malformed path or percent-encoding is a 400', () => {
 describe('§9 the two 401 messages', () => {
   it('a missing key: "No API key found in request"', async () => {
     const answer = await call('/tiny', { authorization: null });
-    expect(answer.body).toEqual({ status: 401, message: 'No API key found in request', error: { code: 'unauthorized', message: 'No API key found in request' } });
+    expect(answer.body).toEqual({
+      status: 401,
+      message: 'No API key found in request',
+      error: { code: 'unauthorized', message: 'No API key found in request' },
+    });
   });
 
   it('an empty key counts as missing', async () => {

@@ -12,20 +12,30 @@ const { call, post } = callsTo(server);
 
 describe('§2 every route answers, with or without a trailing slash', () => {
   const routes: [string, (body: any) => void][] = [
-    ['/tiny', (body) => expect(body).toEqual({
-      status: 200,
-      meta: {
-        id: '900000000000000000',
-        apiId: 'tiny',
-        name: 'Tiny',
-        defaultLocale: 'en_US',
-        locales: [{ key: 'en_US' }, { key: 'de_DE', fallback: 'en_US' }, { key: 'de_CH', fallback: 'de_DE' }],
-      },
-    })],
+    [
+      '/tiny',
+      (body) =>
+        expect(body).toEqual({
+          status: 200,
+          meta: {
+            id: '900000000000000000',
+            apiId: 'tiny',
+            name: 'Tiny',
+            defaultLocale: 'en_US',
+            locales: [{ key: 'en_US' }, { key: 'de_DE', fallback: 'en_US' }, { key: 'de_CH', fallback: 'de_DE' }],
+          },
+        }),
+    ],
     ['/tiny/documents', (body) => expect(body.data.map((d: any) => d.meta.id)).toEqual(tinyOrder)],
-    ['/tiny/documents/100', (body) => expect(body.meta).toMatchObject({ id: '100', contentType: 'news', repository: '900000000000000000' })],
+    [
+      '/tiny/documents/100',
+      (body) => expect(body.meta).toMatchObject({ id: '100', contentType: 'news', repository: '900000000000000000' }),
+    ],
     ['/tiny/alias/home', (body) => expect(body.meta.id).toBe('100')],
-    ['/tiny/collections/goodNews', (body) => expect(body.data.map((d: any) => d.meta.id).sort()).toEqual(['100', '102'])],
+    [
+      '/tiny/collections/goodNews',
+      (body) => expect(body.data.map((d: any) => d.meta.id).sort()).toEqual(['100', '102']),
+    ],
     ['/tiny/assets/300', (body) => expect(body.fields.file.fileName).toBe('apples.svg')],
   ];
   for (const [path, check] of routes) {
@@ -47,7 +57,13 @@ describe('§2 every route answers, with or without a trailing slash', () => {
   });
 
   it('answers 404 for a path that is no route', async () => {
-    for (const path of ['/tiny/documents/100/more', '/tiny/unknown/1', '/tiny/alias', '/tiny/collections/', '/tiny/assets']) {
+    for (const path of [
+      '/tiny/documents/100/more',
+      '/tiny/unknown/1',
+      '/tiny/alias',
+      '/tiny/collections/',
+      '/tiny/assets',
+    ]) {
       expect((await call(path)).status, path).toBe(404);
     }
     const outside = await fetch(`${server().origin}/v2/tiny`, { headers: { authorization: tinyKey } });
@@ -55,7 +71,13 @@ describe('§2 every route answers, with or without a trailing slash', () => {
   });
 
   it('answers 404 for an unknown repository, document, alias, collection or asset', async () => {
-    for (const path of ['/nowhere', '/tiny/documents/12345', '/tiny/alias/away', '/tiny/collections/none', '/tiny/assets/12345']) {
+    for (const path of [
+      '/nowhere',
+      '/tiny/documents/12345',
+      '/tiny/alias/away',
+      '/tiny/collections/none',
+      '/tiny/assets/12345',
+    ]) {
       const answer = await call(path);
       expect(answer.status, path).toBe(404);
       expect(answer.body.error.code).toBe('not_found');
@@ -95,7 +117,13 @@ describe('§2 a list answers in the envelope, a single document or asset answers
 });
 
 describe('§2 HEAD answers like GET without a body', () => {
-  for (const path of ['/tiny', '/tiny/documents', '/tiny/documents/100', '/tiny/nowhere/x/y', '/tiny/documents/12345']) {
+  for (const path of [
+    '/tiny',
+    '/tiny/documents',
+    '/tiny/documents/100',
+    '/tiny/nowhere/x/y',
+    '/tiny/documents/12345',
+  ]) {
     it(`HEAD /v1${path} has GET's status, length and ETag`, async () => {
       const get = await fetch(`${server().url}${path}`, { headers: { authorization: tinyKey } });
       const getBody = Buffer.from(await get.arrayBuffer());
@@ -113,7 +141,11 @@ describe('§2 OPTIONS answers CORS preflight', () => {
   it('allows any origin, the methods and the headers a browser client sends, without a key', async () => {
     const answer = await fetch(`${server().url}/tiny/documents`, {
       method: 'OPTIONS',
-      headers: { origin: 'https://site.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+      headers: {
+        origin: 'https://site.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type',
+      },
     });
     expect(answer.status).toBe(204);
     expect(answer.headers.get('access-control-allow-origin')).toBe('*');
@@ -138,7 +170,8 @@ describe('§2 every answer carries Access-Control-Allow-Origin: *', () => {
       await post('/tiny/documents', { search: 'x'.repeat(1024 * 1024 + 1) }),
     ];
     expect(answers.map((a) => a.status)).toEqual([200, 304, 400, 401, 404, 405, 413]);
-    for (const answer of answers) expect(answer.headers.get('access-control-allow-origin'), String(answer.status)).toBe('*');
+    for (const answer of answers)
+      expect(answer.headers.get('access-control-allow-origin'), String(answer.status)).toBe('*');
   });
 });
 
@@ -175,7 +208,9 @@ describe('§2 the key travels in Authorization, as Bearer, or as ?key= for GET a
 
   it('accepts ?key= on GET and HEAD', async () => {
     expect((await call(`/tiny/documents?key=${tinyKey}`, { authorization: null })).status).toBe(200);
-    expect((await call(`/tiny/documents/100?key=${tinyKey}`, { method: 'HEAD', authorization: null })).status).toBe(200);
+    expect((await call(`/tiny/documents/100?key=${tinyKey}`, { method: 'HEAD', authorization: null })).status).toBe(
+      200,
+    );
   });
 
   it('does not read ?key= on POST', async () => {
@@ -268,7 +303,9 @@ describe('§2 every 200 carries an ETag, and a matching If-None-Match gets 304',
     const first = await post('/tiny/documents', { limit: 1 });
     const etag = first.headers.get('etag')!;
     expect((await post('/tiny/documents', { limit: 1 }, { headers: { 'if-none-match': etag } })).status).toBe(304);
-    expect((await call('/tiny/documents?limit=1', { method: 'HEAD', headers: { 'if-none-match': etag } })).status).toBe(304);
+    expect((await call('/tiny/documents?limit=1', { method: 'HEAD', headers: { 'if-none-match': etag } })).status).toBe(
+      304,
+    );
   });
 
   it('answers 200 in full to a tag that does not match', async () => {

@@ -24,7 +24,11 @@ describe('includes=<n> includes what the answered documents reference, n levels 
   });
 
   it('includes the records referenced by relation and asset fields at level 1', async () => {
-    expect(groups(await ask('/tiny/documents/100', { includes: 1 }))).toEqual({ author: ['200'], relatedNews: ['101'], images: ['300'] });
+    expect(groups(await ask('/tiny/documents/100', { includes: 1 }))).toEqual({
+      author: ['200'],
+      relatedNews: ['101'],
+      images: ['300'],
+    });
   });
 
   it('reaches relations of relations at level 2', async () => {
@@ -38,7 +42,13 @@ describe('includes=<n> includes what the answered documents reference, n levels 
   });
 
   it('goes one level further each step, up to 5', async () => {
-    const three = { author: ['200', '201'], relatedNews: ['101', '102', '100'], images: ['300'], avatar: ['301'], favourite: ['100', '101'] };
+    const three = {
+      author: ['200', '201'],
+      relatedNews: ['101', '102', '100'],
+      images: ['300'],
+      avatar: ['301'],
+      favourite: ['100', '101'],
+    };
     expect(groups(await ask('/tiny/documents/100', { includes: 3 }))).toEqual(three);
     expect(groups(await ask('/tiny/documents/100', { includes: 5 }))).toEqual(three);
   });
@@ -51,28 +61,41 @@ describe('includes=<n> includes what the answered documents reference, n levels 
 
 describe('includes as a field map includes only what the named fields reference', () => {
   it('includes one field', async () => {
-    expect(groups(await ask('/tiny/documents/100', { includes: { '*.fields.relatedNews': 1 } }))).toEqual({ relatedNews: ['101'] });
+    expect(groups(await ask('/tiny/documents/100', { includes: { '*.fields.relatedNews': 1 } }))).toEqual({
+      relatedNews: ['101'],
+    });
   });
 
   it('goes deeper through nested fields', async () => {
     const body = await ask('/tiny/documents/100', { includes: { '*.fields.relatedNews': { '*.fields.author': 1 } } });
     // The author of 100 itself (200) is not asked for.
     expect(groups(body)).toEqual({ relatedNews: ['101'], author: ['201'] });
-    expect(groups(await raw('/tiny/documents/100', 'includes[*.fields.relatedNews][*.fields.author]=1'))).toEqual(groups(body));
+    expect(groups(await raw('/tiny/documents/100', 'includes[*.fields.relatedNews][*.fields.author]=1'))).toEqual(
+      groups(body),
+    );
   });
 
   it('works on list answers', async () => {
-    const page = await ask('/tiny/collections/news', { sorting: { 'meta.id': 'ASC' }, includes: { '*.fields.relatedNews': { '*.fields.author': 1 } } });
+    const page = await ask('/tiny/collections/news', {
+      sorting: { 'meta.id': 'ASC' },
+      includes: { '*.fields.relatedNews': { '*.fields.author': 1 } },
+    });
     expect(groups(page)).toEqual({ relatedNews: ['101', '102', '100'], author: ['201', '200'] });
   });
 
   it('applies a content-type prefix only to records of that type', async () => {
     expect(groups(await ask('/tiny/documents/100', { includes: { 'author.fields.favourite': 1 } }))).toEqual({});
-    expect(groups(await ask('/tiny/documents/100', { includes: { 'news.fields.author': { 'author.fields.favourite': 1 } } }))).toEqual({
+    expect(
+      groups(
+        await ask('/tiny/documents/100', { includes: { 'news.fields.author': { 'author.fields.favourite': 1 } } }),
+      ),
+    ).toEqual({
       author: ['200'],
       favourite: ['100'],
     });
-    expect(groups(await ask('/tiny/documents/100', { includes: { 'news.fields.author': { 'news.fields.favourite': 1 } } }))).toEqual({
+    expect(
+      groups(await ask('/tiny/documents/100', { includes: { 'news.fields.author': { 'news.fields.favourite': 1 } } })),
+    ).toEqual({
       author: ['200'],
     });
   });
@@ -80,7 +103,9 @@ describe('includes as a field map includes only what the named fields reference'
   const chain = (depth: number): object => ({ '*.fields.relatedNews': depth === 1 ? 1 : chain(depth - 1) });
 
   it('accepts nesting 5 deep and refuses nesting deeper', async () => {
-    expect(groups(await ask('/tiny/documents/100', { includes: chain(5) }))).toEqual({ relatedNews: ['101', '102', '100'] });
+    expect(groups(await ask('/tiny/documents/100', { includes: chain(5) }))).toEqual({
+      relatedNews: ['101', '102', '100'],
+    });
     expect(await refused('/tiny/documents/100', { includes: chain(6) })).toMatch(/includes/);
     expect(await refused('/tiny/documents', { includes: chain(6) })).toMatch(/includes/);
   });
@@ -107,7 +132,9 @@ describe('includes are grouped by the name of the referencing field', () => {
   it('skips dangling references', async () => {
     const body = await ask('/tiny/documents', { includes: 5 });
     expect(Object.values(groups(body)).flat()).not.toContain('999');
-    expect(body.data.find((d: any) => d.meta.id === '100').fields.relatedNews).toContainEqual({ meta: { id: '999', contentType: 'news' } });
+    expect(body.data.find((d: any) => d.meta.id === '100').fields.relatedNews).toContainEqual({
+      meta: { id: '999', contentType: 'news' },
+    });
   });
 
   it('includes on an alias answer as on the document', async () => {
@@ -128,7 +155,11 @@ describe('included records are rendered like the answered ones', () => {
 
   it('shows every locale for locale=all', async () => {
     const body = await ask('/tiny/documents/100', { locale: 'all', includes: 1 });
-    expect(body.includes.relatedNews[0].fields.title).toEqual({ en_US: 'Banana boats', de_DE: 'Bananenboote', de_CH: 'Bananenschiffe' });
+    expect(body.includes.relatedNews[0].fields.title).toEqual({
+      en_US: 'Banana boats',
+      de_DE: 'Bananenboote',
+      de_CH: 'Bananenschiffe',
+    });
   });
 
   it('keeps a relation a reference in data and in included records', async () => {
@@ -139,11 +170,18 @@ describe('included records are rendered like the answered ones', () => {
   });
 
   it("applies the mask's includes scope to them", async () => {
-    const body = await ask('/tiny/documents/100', { includes: 1, fields: 'fields(title),includes(author(fields(name)))' });
+    const body = await ask('/tiny/documents/100', {
+      includes: 1,
+      fields: 'fields(title),includes(author(fields(name)))',
+    });
     expect(body).toEqual({ fields: { title: 'Apple harvest' }, includes: { author: [{ fields: { name: 'Ada' } }] } });
     const page = await ask('/tiny/collections/news', { limit: 1, includes: 1, fields: 'meta/id,includes/*/meta/id' });
     expect(page.data).toEqual([{ meta: { id: '100' } }]);
-    expect(page.includes).toEqual({ author: [{ meta: { id: '200' } }], relatedNews: [{ meta: { id: '101' } }], images: [{ meta: { id: '300' } }] });
+    expect(page.includes).toEqual({
+      author: [{ meta: { id: '200' } }],
+      relatedNews: [{ meta: { id: '101' } }],
+      images: [{ meta: { id: '300' } }],
+    });
   });
 });
 
@@ -163,15 +201,19 @@ describe('with embedAssets, asset references are replaced in place by the asset 
     expect(apple.fields.images).toHaveLength(1);
     expect(apple.fields.images[0].meta).toMatchObject({ id: '300', contentType: '_asset' });
     expect(apple.fields.images[0].fields.title).toBe('Apples');
-    expect(apple.fields.images[0].fields.file.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/files\/tiny\/images\/apples\.svg$/);
+    expect(apple.fields.images[0].fields.file.url).toMatch(
+      /^http:\/\/127\.0\.0\.1:\d+\/files\/tiny\/images\/apples\.svg$/,
+    );
     expect(banana.fields.images).toEqual([]);
     // Relations stay references.
     expect(apple.fields.author).toEqual({ meta: { id: '200', contentType: 'author' } });
   });
 
   it('accepts true, false, 1 and 0', async () => {
-    for (const value of [true, 1, 'true', '1']) expect((await ask('/tiny/documents/100', { embedAssets: value })).fields.images[0].fields).toBeDefined();
-    for (const value of [false, 0, 'false', '0']) expect((await ask('/tiny/documents/100', { embedAssets: value })).fields.images[0].fields).toBeUndefined();
+    for (const value of [true, 1, 'true', '1'])
+      expect((await ask('/tiny/documents/100', { embedAssets: value })).fields.images[0].fields).toBeDefined();
+    for (const value of [false, 0, 'false', '0'])
+      expect((await ask('/tiny/documents/100', { embedAssets: value })).fields.images[0].fields).toBeUndefined();
     expect(await refused('/tiny/documents/100', { embedAssets: 'yes' })).toMatch(/embedAssets/);
   });
 
@@ -179,11 +221,17 @@ describe('with embedAssets, asset references are replaced in place by the asset 
     const body = await ask('/tiny/documents/100', { embedAssets: true, includes: 2 });
     expect(Object.keys(body.includes).sort()).toEqual(['author', 'favourite', 'relatedNews']);
     expect(body.includes.author[0].fields.avatar[0].fields.title).toBe('Ada');
-    expect(groups(await ask('/tiny/documents/100', { embedAssets: true, includes: { '*.fields.images': 1 } }))).toEqual({});
+    expect(groups(await ask('/tiny/documents/100', { embedAssets: true, includes: { '*.fields.images': 1 } }))).toEqual(
+      {},
+    );
   });
 
   it('renders embedded assets in the request locale, under the mask', async () => {
-    const body = await ask('/tiny/documents/100', { embedAssets: true, locale: 'de_DE', fields: 'fields(images(fields(title)))' });
+    const body = await ask('/tiny/documents/100', {
+      embedAssets: true,
+      locale: 'de_DE',
+      fields: 'fields(images(fields(title)))',
+    });
     expect(body).toEqual({ fields: { images: [{ fields: { title: 'Äpfel' } }] } });
   });
 });
@@ -196,7 +244,9 @@ describe('the fields mask keeps only what it names', () => {
 
   it('follows a path with a/b', async () => {
     expect(await ask('/tiny/documents/100', { fields: 'meta/id' })).toEqual({ meta: { id: '100' } });
-    expect(await ask('/tiny/documents/100', { fields: 'fields/place/lat' })).toEqual({ fields: { place: { lat: 47.37 } } });
+    expect(await ask('/tiny/documents/100', { fields: 'fields/place/lat' })).toEqual({
+      fields: { place: { lat: 47.37 } },
+    });
   });
 
   it('keeps sub-keys with a(b,c)', async () => {
@@ -207,12 +257,18 @@ describe('the fields mask keeps only what it names', () => {
   });
 
   it('matches any key with *', async () => {
-    expect(await ask('/tiny/documents/100', { fields: '*', includes: 1 })).toEqual(await ask('/tiny/documents/100', { includes: 1 }));
-    expect(await ask('/tiny/documents/100', { fields: 'fields/place/*' })).toEqual({ fields: { place: { lat: 47.37, lng: 8.54 } } });
+    expect(await ask('/tiny/documents/100', { fields: '*', includes: 1 })).toEqual(
+      await ask('/tiny/documents/100', { includes: 1 }),
+    );
+    expect(await ask('/tiny/documents/100', { fields: 'fields/place/*' })).toEqual({
+      fields: { place: { lat: 47.37, lng: 8.54 } },
+    });
   });
 
   it('leaves out a scope it does not name', async () => {
-    expect(await ask('/tiny/documents/100', { fields: 'fields(title)', includes: 1 })).toEqual({ fields: { title: 'Apple harvest' } });
+    expect(await ask('/tiny/documents/100', { fields: 'fields(title)', includes: 1 })).toEqual({
+      fields: { title: 'Apple harvest' },
+    });
     const page = await ask('/tiny/collections/news', { fields: 'fields(title)', includes: 1 });
     expect(page.includes).toBeUndefined();
     expect(page.data).toEqual([
@@ -236,8 +292,11 @@ describe('the fields mask keeps only what it names', () => {
     expect(page.data).toEqual([{}, {}]);
   });
 
-  it.each(['fields(title', 'fields()', 'fields,,meta', ')', 'fields)title', 'fields/'])('refuses the malformed mask %j', async (mask) => {
-    expect(await refused('/tiny/documents', { fields: mask })).toMatch(/fields/);
-    expect(await refused('/tiny/documents/100', { fields: mask })).toMatch(/fields/);
-  });
+  it.each(['fields(title', 'fields()', 'fields,,meta', ')', 'fields)title', 'fields/'])(
+    'refuses the malformed mask %j',
+    async (mask) => {
+      expect(await refused('/tiny/documents', { fields: mask })).toMatch(/fields/);
+      expect(await refused('/tiny/documents/100', { fields: mask })).toMatch(/fields/);
+    },
+  );
 });

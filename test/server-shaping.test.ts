@@ -15,17 +15,37 @@ const server = servedForFile(startShapingServer);
 const { ask, refused, raw } = shapingAsks(server);
 
 const order = async (path: string, options: Options) => idsOf((await ask(path, options)).data);
-const sorted = (sorting: Record<string, unknown>, path = '/store/documents', extra: Options = {}) => order(path, { sorting, ...extra });
+const sorted = (sorting: Record<string, unknown>, path = '/store/documents', extra: Options = {}) =>
+  order(path, { sorting, ...extra });
 
 describe('sorting takes fields.<name> or meta.<name> keys in bracket and JSON form', () => {
   it('sorts by one key', async () => {
     expect(await sorted({ 'fields.price': 'ASC' })).toEqual(['10', '11', '9', '12']);
-    expect((await raw('/store/documents', 'sorting[fields.price]=ASC')).data.map((d: any) => d.meta.id)).toEqual(['10', '11', '9', '12']);
+    expect((await raw('/store/documents', 'sorting[fields.price]=ASC')).data.map((d: any) => d.meta.id)).toEqual([
+      '10',
+      '11',
+      '9',
+      '12',
+    ]);
   });
 
   it('sorts by the first key, then the next', async () => {
-    expect(await sorted({ 'fields.published': 'DESC', 'fields.rating': 'ASC' }, '/tiny/documents')).toEqual(['102', '100', '101', '103', '200', '201']);
-    expect(await sorted({ 'fields.rating': 'ASC', 'fields.published': 'DESC' }, '/tiny/documents')).toEqual(['101', '102', '100', '103', '200', '201']);
+    expect(await sorted({ 'fields.published': 'DESC', 'fields.rating': 'ASC' }, '/tiny/documents')).toEqual([
+      '102',
+      '100',
+      '101',
+      '103',
+      '200',
+      '201',
+    ]);
+    expect(await sorted({ 'fields.rating': 'ASC', 'fields.published': 'DESC' }, '/tiny/documents')).toEqual([
+      '101',
+      '102',
+      '100',
+      '103',
+      '200',
+      '201',
+    ]);
   });
 
   it('refuses a key that is not fields.<name> or meta.<name>', async () => {
@@ -64,7 +84,14 @@ describe('every sortable type sorts by its own order', () => {
 
   it('sorts text by collation, not by code point', async () => {
     // By code point: Apple, Banana, Editor, cherry, Éclairs.
-    expect(await sorted({ 'fields.title': 'asc' }, '/tiny/documents')).toEqual(['100', '101', '102', '103', '200', '201']);
+    expect(await sorted({ 'fields.title': 'asc' }, '/tiny/documents')).toEqual([
+      '100',
+      '101',
+      '102',
+      '103',
+      '200',
+      '201',
+    ]);
   });
 
   it.each([
@@ -77,7 +104,14 @@ describe('every sortable type sorts by its own order', () => {
   });
 
   it('sorts meta.contentType', async () => {
-    expect(await sorted({ 'meta.contentType': 'ASC' }, '/tiny/documents')).toEqual(['200', '201', '100', '101', '102', '103']);
+    expect(await sorted({ 'meta.contentType': 'ASC' }, '/tiny/documents')).toEqual([
+      '200',
+      '201',
+      '100',
+      '101',
+      '102',
+      '103',
+    ]);
   });
 });
 
@@ -100,15 +134,43 @@ describe('text compares with Intl.Collator of the request locale', () => {
 
   it('sorts a localized field by its value in the request locale', async () => {
     // de_DE: Apfelernte, Bananenboote, cherry season (fallback), Éclairs…, Redakteurin; 201 has none.
-    expect(await sorted({ 'fields.title': 'ASC' }, '/tiny/documents', { locale: 'de_DE' })).toEqual(['100', '101', '102', '103', '200', '201']);
-    expect(await sorted({ 'fields.title': 'DESC' }, '/tiny/documents', { locale: 'de_DE' })).toEqual(['200', '103', '102', '101', '100', '201']);
+    expect(await sorted({ 'fields.title': 'ASC' }, '/tiny/documents', { locale: 'de_DE' })).toEqual([
+      '100',
+      '101',
+      '102',
+      '103',
+      '200',
+      '201',
+    ]);
+    expect(await sorted({ 'fields.title': 'DESC' }, '/tiny/documents', { locale: 'de_DE' })).toEqual([
+      '200',
+      '103',
+      '102',
+      '101',
+      '100',
+      '201',
+    ]);
   });
 });
 
 describe('documents without a value come last, whatever the direction', () => {
   it('puts them last ascending and descending', async () => {
-    expect(await sorted({ 'fields.rating': 'ASC' }, '/tiny/documents')).toEqual(['101', '102', '100', '103', '200', '201']);
-    expect(await sorted({ 'fields.rating': 'DESC' }, '/tiny/documents')).toEqual(['100', '102', '101', '103', '200', '201']);
+    expect(await sorted({ 'fields.rating': 'ASC' }, '/tiny/documents')).toEqual([
+      '101',
+      '102',
+      '100',
+      '103',
+      '200',
+      '201',
+    ]);
+    expect(await sorted({ 'fields.rating': 'DESC' }, '/tiny/documents')).toEqual([
+      '100',
+      '102',
+      '101',
+      '103',
+      '200',
+      '201',
+    ]);
     expect(await sorted({ 'fields.day': 'DESC' })).toEqual(['10', '9', '11', '12']);
   });
 });
@@ -116,7 +178,14 @@ describe('documents without a value come last, whatever the direction', () => {
 describe('ties, and the end of every order, break on meta.id ascending', () => {
   it('orders equal values by id, as numbers', async () => {
     expect(await sorted({ 'fields.done': 'DESC' })).toEqual(['9', '11', '10', '12']);
-    expect(await sorted({ 'fields.published': 'ASC' }, '/tiny/documents')).toEqual(['101', '100', '102', '103', '200', '201']);
+    expect(await sorted({ 'fields.published': 'ASC' }, '/tiny/documents')).toEqual([
+      '101',
+      '100',
+      '102',
+      '103',
+      '200',
+      '201',
+    ]);
   });
 
   it('orders by id the documents without a value', async () => {

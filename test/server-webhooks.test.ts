@@ -63,7 +63,6 @@ function snapshotFile(): string {
   return join(dir, 'tiny.json');
 }
 
-
 describe('§10 after a reload the server POSTs a signed webhook', () => {
   it('sends { repository, changed, removed }, with an id, a timestamp and a signature over both and the body', async () => {
     deliveries = [];
@@ -143,7 +142,11 @@ describe('§10 after a reload the server POSTs a signed webhook', () => {
     deliveries = [];
     const file = snapshotFile();
     const envSecret = 'secret-from-the-environment-0123';
-    const server = await serveProcess({ paths: [file], flags: ['--quiet', '--webhook', receiverUrl], env: { CMFT_WEBHOOK_SECRET: envSecret } });
+    const server = await serveProcess({
+      paths: [file],
+      flags: ['--quiet', '--webhook', receiverUrl],
+      env: { CMFT_WEBHOOK_SECRET: envSecret },
+    });
     try {
       expect(readFileSync(`/proc/${server.run.child.pid}/cmdline`, 'utf8')).not.toContain(envSecret);
       const next = tiny();
@@ -175,8 +178,16 @@ describe('§10 a receiver refuses what is not a genuine, fresh and new delivery'
   it.each([
     ['another secret', () => signWebhook('another secret', body, now), body],
     ['a tampered body', () => signWebhook(secret, body, now), Buffer.from(body.toString().replace('102', '100'))],
-    ['another id under the signature', () => ({ ...signWebhook(secret, body, now), 'x-webhook-id': 'forged-id' }), body],
-    ['another time under the signature', () => ({ ...signWebhook(secret, body, now), 'x-webhook-timestamp': String(now / 1000 + 1) }), body],
+    [
+      'another id under the signature',
+      () => ({ ...signWebhook(secret, body, now), 'x-webhook-id': 'forged-id' }),
+      body,
+    ],
+    [
+      'another time under the signature',
+      () => ({ ...signWebhook(secret, body, now), 'x-webhook-timestamp': String(now / 1000 + 1) }),
+      body,
+    ],
     ['no signature', () => ({ ...signWebhook(secret, body, now), 'x-webhook-signature': undefined }), body],
     ['no id', () => ({ ...signWebhook(secret, body, now), 'x-webhook-id': undefined }), body],
     ['no timestamp', () => ({ ...signWebhook(secret, body, now), 'x-webhook-timestamp': undefined }), body],

@@ -48,10 +48,19 @@ function configOf(baseUrl: string, cacheDir: string, mode: 'incremental' | 'fres
     aliases: { home: { includes: 2 }, about: {} },
     queries: {
       categories: { contentType: 'category', includes: { '*.fields.parent': 1 } },
-      wellRated: { contentType: 'article', filters: [{ '*.fields.rating': { greaterThanEqual: 4 } }], includes: 1, embedAssets: false },
+      wellRated: {
+        contentType: 'article',
+        filters: [{ '*.fields.rating': { greaterThanEqual: 4 } }],
+        includes: 1,
+        embedAssets: false,
+      },
       slim: { contentType: 'article', fields: 'fields(title,rating,author)', includes: 1 },
       // A mask through a section: the section's other fields are kept from a whole version.
-      slimCategories: { contentType: 'category', fields: 'fields(title,tree(parent))', includes: { '*.fields.parent': 1 } },
+      slimCategories: {
+        contentType: 'category',
+        fields: 'fields(title,tree(parent))',
+        includes: { '*.fields.parent': 1 },
+      },
     },
   };
 }
@@ -161,7 +170,11 @@ class Editor {
         if (what === 'featured') f.featured = !f.featured;
         if (what === 'section') f.section = this.pick(sections);
         if (what === 'author') f.author = ref(this.pick(this.#of('author')).meta.id, 'author');
-        if (what === 'related') holderOf(doc, 'related').related = [ref(this.pick(this.#of('article')).meta.id, 'article'), ref(this.pick(this.#of('article')).meta.id, 'article')].filter((r, i, all) => all.findIndex((o) => o.meta.id === r.meta.id) === i);
+        if (what === 'related')
+          holderOf(doc, 'related').related = [
+            ref(this.pick(this.#of('article')).meta.id, 'article'),
+            ref(this.pick(this.#of('article')).meta.id, 'article'),
+          ].filter((r, i, all) => all.findIndex((o) => o.meta.id === r.meta.id) === i);
         if (what === 'slug') f.slug = `slug-${this.int(1, 9999)}`;
       } else if (doc.meta.contentType === 'author') {
         what = this.pick(['name', 'featuredArticle']);
@@ -176,7 +189,12 @@ class Editor {
     },
     'delete a document': () => {
       const targets = new Set(this.snapshot.aliases.map((a) => a.document));
-      const candidates = this.snapshot.documents.filter((d) => !targets.has(d.meta.id) && (d.meta.contentType !== 'author' || this.#of('author').length > 1) && (d.meta.contentType !== 'category' || this.#of('category').length > 1));
+      const candidates = this.snapshot.documents.filter(
+        (d) =>
+          !targets.has(d.meta.id) &&
+          (d.meta.contentType !== 'author' || this.#of('author').length > 1) &&
+          (d.meta.contentType !== 'category' || this.#of('category').length > 1),
+      );
       const doc = this.pick(candidates);
       this.snapshot.documents = this.snapshot.documents.filter((d) => d !== doc);
       return `deleted ${doc.meta.contentType} ${doc.meta.id}`;
@@ -191,7 +209,12 @@ class Editor {
       const collection = this.pick(collections.filter((c) => c.apiId === 'featured' || c.apiId === 'technology'));
       if (collection.apiId === 'featured') {
         const floor = this.int(0, 5);
-        collection.filters = this.int(0, 1) ? [{ 'article.fields.rating': { greaterThanEqual: floor } }] : [{ 'article.fields.featured': { equal: true } }, { or: { 'article.fields.rating': { greaterThanEqual: floor } } }];
+        collection.filters = this.int(0, 1)
+          ? [{ 'article.fields.rating': { greaterThanEqual: floor } }]
+          : [
+              { 'article.fields.featured': { equal: true } },
+              { or: { 'article.fields.rating': { greaterThanEqual: floor } } },
+            ];
       } else {
         collection.filters = [{ '*.fields.section': { in: [this.pick(sections), this.pick(sections)] } }];
       }
@@ -199,10 +222,12 @@ class Editor {
     },
     'change one translation': () => {
       const candidates = this.snapshot.documents.flatMap((doc) =>
-        ['title', 'summary', 'body', 'bio', 'description'].filter((name) => {
-          const value = holderOf(doc, name)[name];
-          return value && typeof value === 'object';
-        }).map((name) => ({ doc, name })),
+        ['title', 'summary', 'body', 'bio', 'description']
+          .filter((name) => {
+            const value = holderOf(doc, name)[name];
+            return value && typeof value === 'object';
+          })
+          .map((name) => ({ doc, name })),
       );
       const { doc, name } = this.pick(candidates);
       const values = holderOf(doc, name)[name] as Record<string, unknown>;
@@ -223,7 +248,11 @@ class Editor {
       const doc = this.pick(this.#of('article'));
       const missing = `9900000000000000${String(this.#next++).padStart(2, '0')}`;
       if (this.int(0, 1)) doc.fields.author = ref(missing, 'author');
-      else holderOf(doc, 'related').related = [...((holderOf(doc, 'related').related as unknown[] | undefined) ?? []), ref(missing, 'article')];
+      else
+        holderOf(doc, 'related').related = [
+          ...((holderOf(doc, 'related').related as unknown[] | undefined) ?? []),
+          ref(missing, 'article'),
+        ];
       this.#touch(doc);
       return `broke a reference of article ${doc.meta.id} (to ${missing})`;
     },
@@ -258,7 +287,8 @@ function viewOf(result: SyncResult): View {
   const keys = cache.sources().map((source) => source.key);
   const members = Object.fromEntries(keys.map((k) => [k, cache.members(k)]));
   const records = Object.fromEntries(recordsOf(result));
-  const refs = (list: { from: string; field: string; id: string }[]) => list.map((d) => `${d.from}.${d.field}→${d.id}`).sort();
+  const refs = (list: { from: string; field: string; id: string }[]) =>
+    list.map((d) => `${d.from}.${d.field}→${d.id}`).sort();
   return {
     ids: Object.keys(records).sort(),
     records,
@@ -290,7 +320,12 @@ function expectedChanges(before: View, after: View) {
       updated: common.filter((id) => JSON.stringify(before.records[id]) !== JSON.stringify(after.records[id])).sort(),
       removed: minus(before.ids, after.ids),
     },
-    membership: Object.fromEntries(Object.keys(after.members).map((k) => [k, { added: minus(after.members[k]!, before.members[k]!), removed: minus(before.members[k]!, after.members[k]!) }])),
+    membership: Object.fromEntries(
+      Object.keys(after.members).map((k) => [
+        k,
+        { added: minus(after.members[k]!, before.members[k]!), removed: minus(before.members[k]!, after.members[k]!) },
+      ]),
+    ),
   };
 }
 
@@ -334,9 +369,19 @@ describe('an incremental sync ends with the same cache as a full sync into an em
 
           const expected = expectedChanges(before, a);
           const { records, sources } = incremental.changeset;
-          expect({ added: [...records.added].sort(), updated: [...records.updated].sort(), removed: [...records.removed].sort() }, `changeset records, ${where}`).toEqual(expected.records);
+          expect(
+            {
+              added: [...records.added].sort(),
+              updated: [...records.updated].sort(),
+              removed: [...records.removed].sort(),
+            },
+            `changeset records, ${where}`,
+          ).toEqual(expected.records);
           for (const [source, changes] of Object.entries(expected.membership)) {
-            expect({ added: [...sources[source]!.added].sort(), removed: [...sources[source]!.removed].sort() }, `changeset of ${source}, ${where}`).toEqual(changes);
+            expect(
+              { added: [...sources[source]!.added].sort(), removed: [...sources[source]!.removed].sort() },
+              `changeset of ${source}, ${where}`,
+            ).toEqual(changes);
           }
         }
       } finally {

@@ -33,7 +33,8 @@ describe('a sync told which documents changed (a refresh webhook)', () => {
   it('fetches them again even when their updatedAt and revision did not move', async () => {
     const { config, edit } = await syncedTiny();
     const event = await edit((snapshot) => {
-      snapshot.documents.find((d: { meta: { id: string } }) => d.meta.id === '102').fields.title.en_US = 'Cherry season, edited by hand';
+      snapshot.documents.find((d: { meta: { id: string } }) => d.meta.id === '102').fields.title.en_US =
+        'Cherry season, edited by hand';
     });
     expect(event.changed).toEqual(['102']);
 
@@ -48,7 +49,8 @@ describe('a sync told which documents changed (a refresh webhook)', () => {
   it('fetches an asset it names again, and the documents embedding it come out updated', async () => {
     const { dir, config, edit } = await syncedTiny();
     const event = await edit((snapshot) => {
-      snapshot.assets.find((a: { meta: { id: string } }) => a.meta.id === '300').fields.title.en_US = 'Apples, retitled by hand';
+      snapshot.assets.find((a: { meta: { id: string } }) => a.meta.id === '300').fields.title.en_US =
+        'Apples, retitled by hand';
     });
     expect(event.changed).toEqual(['300']);
 
@@ -69,7 +71,7 @@ describe('a sync told which documents changed (a refresh webhook)', () => {
     expect(hintedDigests).toEqual(fresh.cache.members('collection:news').map((m) => m.dependencyDigest));
   });
 
-  it('reads changed ids only from a payload of the local server\'s shape', () => {
+  it("reads changed ids only from a payload of the local server's shape", () => {
     expect(changedIds({ repository: 'tiny', changed: ['1', 2, '3'], removed: [] })).toEqual(['1', '3']);
     expect(changedIds({ event: 'publish' })).toEqual([]);
     expect(changedIds(null)).toEqual([]);

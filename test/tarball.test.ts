@@ -31,7 +31,9 @@ describe('the packed package in a fresh Astro site', () => {
     dir = await mkdtemp(join(tmpdir(), 'tarball-site-'));
     const content = join(dir, 'content'); // beside src/, so Astro never reads it
     [server, packed] = await Promise.all([
-      demoWithoutDangling(content).then((snapshot) => startServer({ paths: [snapshot], port: 0, watch: false, log: () => {} })),
+      demoWithoutDangling(content).then((snapshot) =>
+        startServer({ paths: [snapshot], port: 0, watch: false, log: () => {} }),
+      ),
       packTarball(),
     ]);
     await installSite(dir, packed.tarball, astroVersion);
@@ -43,21 +45,34 @@ describe('the packed package in a fresh Astro site', () => {
   });
 
   it('holds what the package.json "files" name, and source maps that carry their sources', async () => {
-    expect(packed.files.filter((file) => !/^(dist\/|types\/|docs\/|package\.json$|README\.md$|CHANGELOG\.md$|LICENSE$)/.test(file))).toEqual([]);
+    expect(
+      packed.files.filter(
+        (file) => !/^(dist\/|types\/|docs\/|package\.json$|README\.md$|CHANGELOG\.md$|LICENSE$)/.test(file),
+      ),
+    ).toEqual([]);
     expect(packed.files).toContain('dist/astro/index.js');
     expect(packed.files).toContain('LICENSE'); // the MIT text package.json names
     expect(packed.files).toContain('docs/astro.md');
     const maps = packed.files.filter((file) => file.endsWith('.map'));
     for (const map of maps) {
-      const { sources, sourcesContent } = JSON.parse(await readFile(join(dir, 'node_modules/comfortable-loader', map), 'utf8')) as { sources: string[]; sourcesContent?: (string | null)[] };
+      const { sources, sourcesContent } = JSON.parse(
+        await readFile(join(dir, 'node_modules/comfortable-loader', map), 'utf8'),
+      ) as { sources: string[]; sourcesContent?: (string | null)[] };
       expect(sourcesContent?.length, map).toBe(sources.length);
-      expect(sourcesContent!.every((content) => typeof content === 'string'), map).toBe(true);
+      expect(
+        sourcesContent!.every((content) => typeof content === 'string'),
+        map,
+      ).toBe(true);
     }
   });
 
   it('runs no script when installed: npm asks no one to allow one', async () => {
-    const manifest = JSON.parse(await readFile(join(dir, 'node_modules/comfortable-loader/package.json'), 'utf8')) as { scripts?: Record<string, string> };
-    const run = ['preinstall', 'install', 'postinstall', 'prepare'].filter((name) => manifest.scripts?.[name] !== undefined);
+    const manifest = JSON.parse(await readFile(join(dir, 'node_modules/comfortable-loader/package.json'), 'utf8')) as {
+      scripts?: Record<string, string>;
+    };
+    const run = ['preinstall', 'install', 'postinstall', 'prepare'].filter(
+      (name) => manifest.scripts?.[name] !== undefined,
+    );
     expect(run).toEqual([]);
   });
 
@@ -72,13 +87,21 @@ describe('the packed package in a fresh Astro site', () => {
       }
       for (const [, target, anchor] of text.matchAll(/\]\(([^)#\s]*)#([^)\s]+)\)/g)) {
         const linked = target ? posix.normalize(posix.join(posix.dirname(file), target)) : file;
-        const slugs = [...readFileSync(join(root, linked), 'utf8').matchAll(/^#+ (.+)$/gm)].map((m) => m[1]!.toLowerCase().replace(/[^\w\s-]/g, '').trim().replace(/\s+/g, '-'));
+        const slugs = [...readFileSync(join(root, linked), 'utf8').matchAll(/^#+ (.+)$/gm)].map((m) =>
+          m[1]!
+            .toLowerCase()
+            .replace(/[^\w\s-]/g, '')
+            .trim()
+            .replace(/\s+/g, '-'),
+        );
         expect(slugs, `${file} links to ${target}#${anchor}`).toContain(anchor);
       }
     }
   });
 
-  it("serves docs/live.md's post page from astro dev: a post found by its slug, its author, its body through render()", { timeout: 120_000 }, async () => {
+  it("serves docs/live.md's post page from astro dev: a post found by its slug, its author, its body through render()", {
+    timeout: 120_000,
+  }, async () => {
     const live = join(dir, 'live-site');
     await installSite(live, packed.tarball, astroVersion);
     for (const { path, text } of liveDocFiles()) {

@@ -19,7 +19,11 @@ let server: ReadApiServer;
 let project: string;
 const requests: string[] = [];
 
-function run(command: string, args: string[], cwd = project): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  command: string,
+  args: string[],
+  cwd = project,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const { CI: _ci, ...env } = process.env;
     const child = spawn(process.execPath, [command, ...args], { cwd, env });
@@ -36,11 +40,23 @@ const schemas = (name = 'src/content/schemas') => join(project, name);
 beforeAll(async () => {
   server = await startTiny({ log: (line) => (/^[A-Z]+ \//.test(line) ? requests.push(line) : undefined) });
   project = await mkdtemp(join(tmpdir(), 'comfortable-types-'));
-  const config = { baseUrl: server.url, repository: 'tiny', apiKey: tinyKey, collections: { news: {} }, queries: { authors: { contentType: 'author' } }, cacheDir: 'cache' };
+  const config = {
+    baseUrl: server.url,
+    repository: 'tiny',
+    apiKey: tinyKey,
+    collections: { news: {} },
+    queries: { authors: { contentType: 'author' } },
+    cacheDir: 'cache',
+  };
   await writeFile(join(project, 'comfortable.config.json'), JSON.stringify(config));
   // The generated files import zod (astro/zod by default), which a project has installed.
   await mkdir(join(project, 'node_modules'));
-  for (const name of ['zod', 'astro']) await symlink(fileURLToPath(new URL(`../node_modules/${name}`, import.meta.url)), join(project, 'node_modules', name), 'dir');
+  for (const name of ['zod', 'astro'])
+    await symlink(
+      fileURLToPath(new URL(`../node_modules/${name}`, import.meta.url)),
+      join(project, 'node_modules', name),
+      'dir',
+    );
 });
 
 afterAll(async () => {
@@ -51,7 +67,9 @@ afterAll(async () => {
 describe('the types command', () => {
   it('syncs when there is no cache, and writes one schema file per content type', async () => {
     const { code, stdout, stderr } = await run(cli, ['types']);
-    expect(stderr).toBe('warning: Dangling reference: document 100, field relatedNews points to 999, which the server does not have\n');
+    expect(stderr).toBe(
+      'warning: Dangling reference: document 100, field relatedNews points to 999, which the server does not have\n',
+    );
     expect(code).toBe(0);
     expect(stdout).toContain(`No cache of tiny in ${join(project, 'cache')}: syncing first`);
     expect(stdout).toContain('Wrote 2 schema files: src/content/schemas/author.ts, src/content/schemas/news.ts');
@@ -67,10 +85,16 @@ describe('the types command', () => {
     expect(news).toContain('  author: relation.nullable().optional(),\n');
     expect(news).toContain('  relatedNews: z.array(relation).nullable().optional(),\n');
     expect(news).toContain('  images: z.array(asset).nullable().optional(),\n');
-    expect(news).toContain("const asset = z.discriminatedUnion('kind', [\n  z.object({ kind: z.literal('image'), id: z.string(), src: z.string(), width: z.number(), height: z.number(),");
-    expect(news).toContain('const unresolved = z.object({\n  collection: z.null(),\n  id: z.string(),\n  contentType: z.string(),\n});');
+    expect(news).toContain(
+      "const asset = z.discriminatedUnion('kind', [\n  z.object({ kind: z.literal('image'), id: z.string(), src: z.string(), width: z.number(), height: z.number(),",
+    );
+    expect(news).toContain(
+      'const unresolved = z.object({\n  collection: z.null(),\n  id: z.string(),\n  contentType: z.string(),\n});',
+    );
     expect(news).toContain('export type NewsFields = z.infer<typeof newsFields>;');
-    expect(await readFile(join(schemas(), 'author.ts'), 'utf8')).toContain('export const authorFields = z.object({\n  name: z.string().nullable().optional(),');
+    expect(await readFile(join(schemas(), 'author.ts'), 'utf8')).toContain(
+      'export const authorFields = z.object({\n  name: z.string().nullable().optional(),',
+    );
   });
 
   it('reads the cache a sync left, without asking the API', async () => {
@@ -100,7 +124,18 @@ export const wrong: NewsFields = { title: 5 };
 export const parsed = [newsFields.parse({}), authorFields.parse(ada)];
 `,
     );
-    const tsconfig = { compilerOptions: { target: 'es2023', module: 'esnext', moduleResolution: 'bundler', strict: true, noEmit: true, skipLibCheck: true, types: [] }, include: ['src', 'check.ts'] };
+    const tsconfig = {
+      compilerOptions: {
+        target: 'es2023',
+        module: 'esnext',
+        moduleResolution: 'bundler',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+        types: [],
+      },
+      include: ['src', 'check.ts'],
+    };
     await writeFile(join(project, 'tsconfig.json'), JSON.stringify(tsconfig));
     const { code, stdout, stderr } = await run(tsc, ['-p', join(project, 'tsconfig.json')]);
     expect(stdout + stderr).toBe('');
@@ -109,7 +144,12 @@ export const parsed = [newsFields.parse({}), authorFields.parse(ada)];
     const { newsFields } = await import(pathToFileURL(join(schemas(), 'news.ts')).href);
     expect(newsFields.parse({})).toEqual({});
     expect(newsFields.parse({ title: null, rating: null })).toEqual({ title: null, rating: null });
-    const apples = { title: 'Apple harvest', author: { collection: 'authors', id: 'en_US/200' }, relatedNews: [{ collection: null, id: '999', contentType: 'news' }], place: { lat: 47.37, lng: 8.54 } };
+    const apples = {
+      title: 'Apple harvest',
+      author: { collection: 'authors', id: 'en_US/200' },
+      relatedNews: [{ collection: null, id: '999', contentType: 'news' }],
+      place: { lat: 47.37, lng: 8.54 },
+    };
     expect(newsFields.parse(apples)).toEqual(apples);
     expect(() => newsFields.parse({ rating: 'five' })).toThrow();
   }, 60_000);
@@ -123,7 +163,9 @@ export const parsed = [newsFields.parse({}), authorFields.parse(ada)];
     const again = await run(cli, ['types']);
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('Wrote 1 schema files: src/content/schemas/author.ts');
-    expect(again.stdout).toContain('Kept 1 existing files (pass --force to overwrite them): src/content/schemas/news.ts');
+    expect(again.stdout).toContain(
+      'Kept 1 existing files (pass --force to overwrite them): src/content/schemas/news.ts',
+    );
     expect(await readFile(file, 'utf8')).toBe(edited);
 
     const forced = await run(cli, ['types', '--force']);
@@ -150,7 +192,15 @@ describe('the types command on content types with sections', () => {
   beforeAll(async () => {
     lessons = await startServer({ paths: [fixture('sections.json')], watch: false });
     folder = await mkdtemp(join(tmpdir(), 'comfortable-types-sections-'));
-    const config = { baseUrl: lessons.url, repository: 'lessons', apiKey: tinyKey, collections: { lessons: {} }, queries: { teachers: { contentType: 'teacher' } }, cacheDir: 'cache', contentTypes: { lesson: 'lessons', teacher: 'teachers' } };
+    const config = {
+      baseUrl: lessons.url,
+      repository: 'lessons',
+      apiKey: tinyKey,
+      collections: { lessons: {} },
+      queries: { teachers: { contentType: 'teacher' } },
+      cacheDir: 'cache',
+      contentTypes: { lesson: 'lessons', teacher: 'teachers' },
+    };
     await writeFile(join(folder, 'comfortable.config.json'), JSON.stringify(config));
   });
 
@@ -186,6 +236,8 @@ describe('the types command on content types with sections', () => {
         '});',
       ].join('\n'),
     );
-    expect(await readFile(join(folder, 'src/content/schemas/teacher.ts'), 'utf8')).toContain("    mentor: z.union([reference('teachers'), unresolved]).nullable().optional(),\n");
+    expect(await readFile(join(folder, 'src/content/schemas/teacher.ts'), 'utf8')).toContain(
+      "    mentor: z.union([reference('teachers'), unresolved]).nullable().optional(),\n",
+    );
   });
 });

@@ -47,16 +47,26 @@ describe('the page-per-entry example of docs/vite.md', () => {
   });
 
   it('builds one page per post in every locale, next to the list page', { timeout: 120_000 }, async () => {
-    const { code, output } = await viteCli(site.dir, ['build'], { CMFT_BASE_URL: server.url, CMFT_REPOSITORY: 'demo', CMFT_API_KEY: demoKey });
+    const { code, output } = await viteCli(site.dir, ['build'], {
+      CMFT_BASE_URL: server.url,
+      CMFT_REPOSITORY: 'demo',
+      CMFT_API_KEY: demoKey,
+    });
     expect(code, output).toBe(0);
     expect(output).not.toContain(demoKey);
 
     const dist = join(site.dir, 'dist');
-    const pages = (await filesUnder(dist)).map((file) => relative(dist, file)).filter((path) => /^[^/]+\/posts\//.test(path));
+    const pages = (await filesUnder(dist))
+      .map((file) => relative(dist, file))
+      .filter((path) => /^[^/]+\/posts\//.test(path));
     const posts = demo.documents.filter((document) => document.meta.contentType === 'post');
-    const expected = demo.repository.locales.flatMap(({ key }) => posts.map((post) => `${key}/posts/${post.meta.id}/index.html`));
+    const expected = demo.repository.locales.flatMap(({ key }) =>
+      posts.map((post) => `${key}/posts/${post.meta.id}/index.html`),
+    );
     expect(pages.sort()).toEqual(expected.sort());
-    expect(await readFile(join(dist, 'index.html'), 'utf8')).toMatch(/<script type="module" crossorigin src="\/assets\/index-[^"]+\.js"><\/script>/);
+    expect(await readFile(join(dist, 'index.html'), 'utf8')).toMatch(
+      /<script type="module" crossorigin src="\/assets\/index-[^"]+\.js"><\/script>/,
+    );
 
     const first = posts[0]!;
     const english = await readFile(join(dist, `en_US/posts/${first.meta.id}/index.html`), 'utf8');
@@ -69,10 +79,29 @@ describe('the page-per-entry example of docs/vite.md', () => {
 });
 
 describe('the site of docs/vite.md', () => {
-  it('compiles with the declaration file the build wrote, which types post.fields.title', { timeout: 120_000 }, async () => {
-    await site.write('tsconfig.json', JSON.stringify({ compilerOptions: { target: 'es2023', lib: ['es2023', 'dom'], module: 'esnext', moduleResolution: 'bundler', strict: true, noEmit: true, skipLibCheck: true, types: [] }, include: ['src', 'comfortable.d.ts'] }));
+  it('compiles with the declaration file the build wrote, which types post.fields.title', {
+    timeout: 120_000,
+  }, async () => {
+    await site.write(
+      'tsconfig.json',
+      JSON.stringify({
+        compilerOptions: {
+          target: 'es2023',
+          lib: ['es2023', 'dom'],
+          module: 'esnext',
+          moduleResolution: 'bundler',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: [],
+        },
+        include: ['src', 'comfortable.d.ts'],
+      }),
+    );
     const tsc = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
-    const { stdout } = await promisify(execFile)(process.execPath, [tsc, '-p', site.dir]).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
+    const { stdout } = await promisify(execFile)(process.execPath, [tsc, '-p', site.dir]).catch(
+      (error: { stdout: string }) => ({ stdout: error.stdout }),
+    );
     expect(stdout).toBe('');
   });
 });

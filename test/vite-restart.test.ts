@@ -43,8 +43,10 @@ beforeAll(async () => {
   delete process.env.CMFT_REFRESH_SECRET;
   site = await viteSite({
     'vite.config.ts': config('newz'),
-    'index.html': '<!doctype html>\n<title>News</title>\n<main id="app"></main>\n<script type="module" src="/src/main.ts"></script>\n',
-    'src/main.ts': "import news from 'virtual:comfortable/collections/news';\n\ndocument.querySelector('#app')!.textContent = news.map((entry) => entry.fields.title).join(', ');\n",
+    'index.html':
+      '<!doctype html>\n<title>News</title>\n<main id="app"></main>\n<script type="module" src="/src/main.ts"></script>\n',
+    'src/main.ts':
+      "import news from 'virtual:comfortable/collections/news';\n\ndocument.querySelector('#app')!.textContent = news.map((entry) => entry.fields.title).join(', ');\n",
   });
 });
 
@@ -66,14 +68,23 @@ async function pageContent(url: string): Promise<{ status: number; text: string 
 }
 
 describe('vite dev after a wrong collection id', () => {
-  it('recovers within the one restart that fixing vite.config.ts causes, and asks no more for the wrong id', { timeout: 60_000 }, async () => {
-    dev = await createServer({ root: site.dir, configFile: join(site.dir, 'vite.config.ts'), customLogger: quietLogger(), server: { port: 0, host: '127.0.0.1' } });
+  it('recovers within the one restart that fixing vite.config.ts causes, and asks no more for the wrong id', {
+    timeout: 60_000,
+  }, async () => {
+    dev = await createServer({
+      root: site.dir,
+      configFile: join(site.dir, 'vite.config.ts'),
+      customLogger: quietLogger(),
+      server: { port: 0, host: '127.0.0.1' },
+    });
     await dev.listen();
     const url = dev.resolvedUrls!.local[0]!.replace(/\/$/, '');
 
     const broken = await pageContent(url);
     expect(broken.status).toBe(500);
-    expect(broken.text).toContain('The repository \\"tiny\\" has no collection \\"newz\\". Check the collection API id in the collections option of comfortable() in vite.config.');
+    expect(broken.text).toContain(
+      'The repository \\"tiny\\" has no collection \\"newz\\". Check the collection API id in the collections option of comfortable() in vite.config.',
+    );
     expect(requests.some((line) => line.includes('/collections/newz'))).toBe(true);
 
     const fixedAt = requests.length;
@@ -102,7 +113,12 @@ describe('a restarted dev server in middleware mode', () => {
 
   it('keeps no listener of the server it replaced: a refresh reloads the page once', { timeout: 60_000 }, async () => {
     await site.write('vite.config.ts', config('news'));
-    middleware = await createServer({ root: site.dir, configFile: join(site.dir, 'vite.config.ts'), customLogger: quietLogger(), server: { middlewareMode: true, ws: false, watch: null } });
+    middleware = await createServer({
+      root: site.dir,
+      configFile: join(site.dir, 'vite.config.ts'),
+      customLogger: quietLogger(),
+      server: { middlewareMode: true, ws: false, watch: null },
+    });
     // In middleware mode there is no HTTP server whose closing would end the old server's listener.
     await middleware.restart();
     await middleware.restart();
@@ -119,7 +135,11 @@ describe('a restarted dev server in middleware mode', () => {
     await new Promise<void>((resolve) => http!.listen(0, '127.0.0.1', resolve));
     const { port } = http.address() as { port: number };
     const body = JSON.stringify({ repository: 'tiny', changed: ['102'], removed: [] });
-    const response = await fetch(`http://127.0.0.1:${port}/_comfortable/refresh`, { method: 'POST', headers: signWebhook(secret, body), body });
+    const response = await fetch(`http://127.0.0.1:${port}/_comfortable/refresh`, {
+      method: 'POST',
+      headers: signWebhook(secret, body),
+      body,
+    });
     expect(response.status).toBe(200);
     expect(reloads).toHaveLength(1);
   });

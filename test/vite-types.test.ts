@@ -27,7 +27,16 @@ export default defineConfig({
 `,
   'tsconfig.json': JSON.stringify(
     {
-      compilerOptions: { target: 'es2023', lib: ['es2023', 'dom'], module: 'esnext', moduleResolution: 'bundler', strict: true, noEmit: true, skipLibCheck: false, types: ['vite/client'] },
+      compilerOptions: {
+        target: 'es2023',
+        lib: ['es2023', 'dom'],
+        module: 'esnext',
+        moduleResolution: 'bundler',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        types: ['vite/client'],
+      },
       include: ['src', 'vite.config.ts', 'comfortable.d.ts'],
     },
     null,
@@ -75,7 +84,10 @@ async function write(path: string, text: string): Promise<void> {
 /** `tsc -p .` in the site, with its TypeScript; resolves with the exit code and what it printed. */
 function tsc(): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(site, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: site, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(site, 'node_modules/typescript/bin/tsc'), '-p', '.'], {
+      cwd: site,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -98,8 +110,13 @@ describe('a Vite project without astro, checked with skipLibCheck false', () => 
     expect(code).toBe(0);
   });
 
-  it('fails tsc on a misspelt field; and has no astro, which the package root would need', { timeout: 120_000 }, async () => {
-    await write('src/typo.ts', "import { entries } from 'virtual:comfortable/collections/news';\n\nexport const title = entries[0].fields.titel;\n");
+  it('fails tsc on a misspelt field; and has no astro, which the package root would need', {
+    timeout: 120_000,
+  }, async () => {
+    await write(
+      'src/typo.ts',
+      "import { entries } from 'virtual:comfortable/collections/news';\n\nexport const title = entries[0].fields.titel;\n",
+    );
     // The root re-exports the Astro integration, whose declarations import astro: proof that astro cannot be resolved here.
     await write('src/root.ts', "import type { Entry } from 'comfortable-loader';\n\nexport type RootEntry = Entry;\n");
     try {

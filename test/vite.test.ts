@@ -1,5 +1,18 @@
 import { spawn } from 'node:child_process';
-import { access, appendFile, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import {
+  access,
+  appendFile,
+  cp,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  symlink,
+  utimes,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -68,7 +81,16 @@ describe('vite build', () => {
     expect(summary.applesInGerman).toBe('Apfelernte');
     expect(summary.missing).toBeNull();
     expect(summary.appleImages).toEqual([
-      { kind: 'image', id: '300', src: `${server.origin}/files/tiny/images/apples.svg`, width: 100, height: 80, alt: 'A basket', mimeType: 'image/svg+xml', fileName: 'apples.svg' },
+      {
+        kind: 'image',
+        id: '300',
+        src: `${server.origin}/files/tiny/images/apples.svg`,
+        width: 100,
+        height: 80,
+        alt: 'A basket',
+        mimeType: 'image/svg+xml',
+        fileName: 'apples.svg',
+      },
     ]);
   });
 
@@ -96,7 +118,9 @@ describe('vite build', () => {
     const text = await readFile(join(work, 'types/comfortable.d.ts'), 'utf8');
     expect(text).toContain('/// <reference types="comfortable-loader/virtual" />');
     expect(text).toContain("declare module 'virtual:comfortable/collections/news' {");
-    expect(text).toContain("declare module 'virtual:comfortable/collections/news/*' {\n  export * from 'virtual:comfortable/collections/news';");
+    expect(text).toContain(
+      "declare module 'virtual:comfortable/collections/news/*' {\n  export * from 'virtual:comfortable/collections/news';",
+    );
     expect(text).toContain("declare module 'virtual:comfortable/aliases/home' {");
     expect(text).toContain('"title"?: string | null;');
     expect(text).toContain('"contentType": "news";');
@@ -129,7 +153,11 @@ describe('the declarations in types/virtual.d.ts', () => {
     await cp(join(app, 'src'), join(project, 'src'), { recursive: true });
     await cp(join(app, 'tsconfig.json'), join(project, 'tsconfig.json'));
     await mkdir(join(project, 'node_modules'));
-    await symlink(fileURLToPath(new URL('..', import.meta.url)), join(project, 'node_modules/comfortable-loader'), 'dir');
+    await symlink(
+      fileURLToPath(new URL('..', import.meta.url)),
+      join(project, 'node_modules/comfortable-loader'),
+      'dir',
+    );
     const tsc = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
     const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve) => {
       const child = spawn(process.execPath, [tsc, '-p', join(project, 'tsconfig.json')]);
@@ -148,7 +176,11 @@ describe('vite dev', () => {
   let url: string;
 
   beforeAll(async () => {
-    dev = await createServer({ root: app, configFile: join(app, 'vite.config.ts'), server: { port: 0, host: '127.0.0.1' } });
+    dev = await createServer({
+      root: app,
+      configFile: join(app, 'vite.config.ts'),
+      server: { port: 0, host: '127.0.0.1' },
+    });
     await dev.listen();
     url = dev.resolvedUrls!.local[0]!.replace(/\/$/, '');
   }, 60_000);
@@ -157,7 +189,8 @@ describe('vite dev', () => {
     await dev?.close();
   });
 
-  const refresh = (body: string, headers: Record<string, string> = {}) => fetch(`${url}/_comfortable/refresh`, { method: 'POST', headers, body });
+  const refresh = (body: string, headers: Record<string, string> = {}) =>
+    fetch(`${url}/_comfortable/refresh`, { method: 'POST', headers, body });
   const sign = (body: string, key = secret) => signWebhook(key, body);
   /** The title of document 102 as the virtual module has it, and as a module importing it has it. */
   const cherry = async () => {
@@ -209,7 +242,17 @@ describe('a copy (a snapshot file)', () => {
     const envDir = await mkdtemp(join(tmpdir(), 'comfortable-vite-env-'));
     try {
       await writeFile(join(envDir, '.env'), 'CMFT_SNAPSHOT=content/tiny.json\n');
-      await resolveConfig({ root: app, configFile: false, envDir, customLogger: logger, cacheDir: join(work, 'vite-cache-env'), plugins: [comfortableVite({ repository: 'tiny', collections: { news: {} } })] }, 'build');
+      await resolveConfig(
+        {
+          root: app,
+          configFile: false,
+          envDir,
+          customLogger: logger,
+          cacheDir: join(work, 'vite-cache-env'),
+          plugins: [comfortableVite({ repository: 'tiny', collections: { news: {} } })],
+        },
+        'build',
+      );
     } finally {
       await rm(envDir, { recursive: true, force: true });
     }

@@ -25,7 +25,9 @@ import { Transport, type TransportOptions } from './transport.ts';
  * without the copy. Same type, same JSON paths in errors.
  */
 const isObject = (value: unknown): boolean => typeof value === 'object' && value !== null && !Array.isArray(value);
-const listRecordSchema = recordSchema.extend({ fields: z.custom<ApiRecord['fields']>(isObject, 'expected an object of fields') });
+const listRecordSchema = recordSchema.extend({
+  fields: z.custom<ApiRecord['fields']>(isObject, 'expected an object of fields'),
+});
 export const fastListAnswerSchema: z.ZodType<ListAnswer> = listAnswerSchema.extend({
   data: z.array(listRecordSchema),
   includes: z.record(z.string(), z.array(listRecordSchema)).optional(),
@@ -36,7 +38,14 @@ export const fastListAnswerSchema: z.ZodType<ListAnswer> = listAnswerSchema.exte
  * records are checked by hand for what `maskedRecordSchema` checks (and kept as they are);
  * a page with a record that fails is checked again by zod, to name the place.
  */
-const metaTypes: Record<string, string> = { id: 'string', contentType: 'string', repository: 'string', revision: 'number', createdAt: 'string', updatedAt: 'string' };
+const metaTypes: Record<string, string> = {
+  id: 'string',
+  contentType: 'string',
+  repository: 'string',
+  revision: 'number',
+  createdAt: 'string',
+  updatedAt: 'string',
+};
 function isMaskedRecord(value: unknown): boolean {
   if (!isObject(value)) return false;
   const { fields, meta } = value as { fields?: unknown; meta?: Record<string, unknown> };
@@ -46,7 +55,12 @@ function isMaskedRecord(value: unknown): boolean {
   for (const key in meta) {
     const type = metaTypes[key];
     if (type !== undefined && meta[key] !== undefined && typeof meta[key] !== type) return false;
-    if (key === 'tags' && meta.tags !== undefined && !(Array.isArray(meta.tags) && meta.tags.every((tag) => typeof tag === 'string'))) return false;
+    if (
+      key === 'tags' &&
+      meta.tags !== undefined &&
+      !(Array.isArray(meta.tags) && meta.tags.every((tag) => typeof tag === 'string'))
+    )
+      return false;
   }
   return true;
 }
@@ -105,7 +119,8 @@ export class ReadApiClient {
   readonly #maxUrlLength: number;
 
   constructor(options: ClientOptions) {
-    if (!options.repository) throw new TypeError('repository is required: the API id of the repository, as in /v1/<repository>/documents');
+    if (!options.repository)
+      throw new TypeError('repository is required: the API id of the repository, as in /v1/<repository>/documents');
     this.repositoryId = options.repository;
     this.transport = new Transport({ ...options, baseUrl: options.baseUrl ?? defaultBaseUrl });
     this.#notation = options.notation ?? 'brackets';
@@ -134,31 +149,53 @@ export class ReadApiClient {
 
   /** `GET /v1/<repo>/documents`: one page of every document. */
   documents<O extends ListOptions>(options?: O): Promise<Masked<O, ListAnswer, MaskedListAnswer>> {
-    return this.#list(this.#path('documents'), options ?? {}, options?.fields ? fastMaskedListAnswerSchema : fastListAnswerSchema) as never;
+    return this.#list(
+      this.#path('documents'),
+      options ?? {},
+      options?.fields ? fastMaskedListAnswerSchema : fastListAnswerSchema,
+    ) as never;
   }
 
   /** `GET /v1/<repo>/collections/<apiId>`: one page of a collection. */
   collection<O extends ListOptions>(apiId: string, options?: O): Promise<Masked<O, ListAnswer, MaskedListAnswer>> {
-    return this.#list(this.#path('collections', apiId), options ?? {}, options?.fields ? fastMaskedListAnswerSchema : fastListAnswerSchema) as never;
+    return this.#list(
+      this.#path('collections', apiId),
+      options ?? {},
+      options?.fields ? fastMaskedListAnswerSchema : fastListAnswerSchema,
+    ) as never;
   }
 
   /** `GET /v1/<repo>/documents/<id>`. */
   document<O extends RecordOptions>(id: string, options?: O): Promise<Masked<O, DocumentAnswer, MaskedDocumentAnswer>> {
-    return this.#get(this.#path('documents', id), options ?? {}, options?.fields ? maskedDocumentAnswerSchema : documentAnswerSchema) as never;
+    return this.#get(
+      this.#path('documents', id),
+      options ?? {},
+      options?.fields ? maskedDocumentAnswerSchema : documentAnswerSchema,
+    ) as never;
   }
 
   /** `GET /v1/<repo>/alias/<apiId>`: the document the alias points to now. */
   alias<O extends RecordOptions>(apiId: string, options?: O): Promise<Masked<O, DocumentAnswer, MaskedDocumentAnswer>> {
-    return this.#get(this.#path('alias', apiId), options ?? {}, options?.fields ? maskedDocumentAnswerSchema : documentAnswerSchema) as never;
+    return this.#get(
+      this.#path('alias', apiId),
+      options ?? {},
+      options?.fields ? maskedDocumentAnswerSchema : documentAnswerSchema,
+    ) as never;
   }
 
   /** `GET /v1/<repo>/assets/<id>`. */
   asset<O extends RecordOptions>(id: string, options?: O): Promise<Masked<O, AssetAnswer, MaskedDocumentAnswer>> {
-    return this.#get<unknown>(this.#path('assets', id), options ?? {}, options?.fields ? maskedDocumentAnswerSchema : assetAnswerSchema) as never;
+    return this.#get<unknown>(
+      this.#path('assets', id),
+      options ?? {},
+      options?.fields ? maskedDocumentAnswerSchema : assetAnswerSchema,
+    ) as never;
   }
 
   #page(source: ListSource, options: ListOptions): Promise<ListAnswer> {
-    return (source === 'documents' ? this.documents(options) : this.collection(source.collection, options)) as Promise<ListAnswer>;
+    return (
+      source === 'documents' ? this.documents(options) : this.collection(source.collection, options)
+    ) as Promise<ListAnswer>;
   }
 
   /**
@@ -168,7 +205,8 @@ export class ReadApiClient {
    */
   async *pages(source: ListSource, options: PageOptions = {}): AsyncGenerator<ListAnswer> {
     const { pageSize = maxPageSize, lookahead = 8, ...rest } = options;
-    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > maxPageSize) throw new RangeError(`pageSize must be a whole number from 1 to ${maxPageSize}, got ${pageSize}`);
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > maxPageSize)
+      throw new RangeError(`pageSize must be a whole number from 1 to ${maxPageSize}, got ${pageSize}`);
     const start = rest.offset ?? 0;
     const first = await this.#page(source, { ...rest, limit: pageSize, offset: start });
     yield first;

@@ -102,20 +102,25 @@ export class UnexpectedAnswerError extends ReadApiError {
 
 /** Removes a `key=` query parameter from a URL. */
 export function redactUrl(url: string): string {
-  return url.replace(/([?&])key=[^&#]*(&?)/g, (_m, lead: string, tail: string) => (tail ? lead : '')).replace(/[?&]$/, '');
+  return url
+    .replace(/([?&])key=[^&#]*(&?)/g, (_m, lead: string, tail: string) => (tail ? lead : ''))
+    .replace(/[?&]$/, '');
 }
 
 /** What a request's URL names, when it asks for a collection or an alias: for the hint of a 404. */
 export function notFoundTarget(url: string): { kind: 'collection' | 'alias'; apiId: string } | undefined {
   const named = /\/(collections|alias)\/([^/]+)$/.exec(new URL(url, 'http://localhost').pathname);
-  return named ? { kind: named[1] === 'collections' ? 'collection' : 'alias', apiId: decodeURIComponent(named[2]!) } : undefined;
+  return named
+    ? { kind: named[1] === 'collections' ? 'collection' : 'alias', apiId: decodeURIComponent(named[2]!) }
+    : undefined;
 }
 
 /** Replaces every occurrence of a secret in a text, as written and as URL-encoded (a server may echo the URL). */
 export function scrub(text: string, secret: string | undefined): string {
   if (!secret) return text;
   const encoded = encodeURIComponent(secret);
-  for (const spelling of new Set([secret, encoded, encoded.replaceAll('%20', '+')])) text = text.split(spelling).join('***');
+  for (const spelling of new Set([secret, encoded, encoded.replaceAll('%20', '+')]))
+    text = text.split(spelling).join('***');
   return text;
 }
 

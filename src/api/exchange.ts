@@ -27,7 +27,11 @@ export interface Answer {
 }
 
 /** Sends the request and resolves to the whole answer; rejects with undici's timeout errors when a phase's timer runs out. */
-export function exchange(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, limits: ExchangeLimits): Promise<Answer> {
+export function exchange(
+  dispatcher: Dispatcher,
+  options: Dispatcher.DispatchOptions,
+  limits: ExchangeLimits,
+): Promise<Answer> {
   return new Promise<Answer>((resolve, reject) => {
     let controller: Dispatcher.DispatchController | undefined;
     let done = false;
@@ -49,7 +53,10 @@ export function exchange(dispatcher: Dispatcher, options: Dispatcher.DispatchOpt
       controller?.abort(error); // a request not yet on a connection is aborted when it gets one
       settle(error);
     };
-    let phase = setTimeout(() => timeout(new errors.ConnectTimeoutError(`Connect timeout: no connection within ${limits.connectMs} ms`)), limits.connectMs);
+    let phase = setTimeout(
+      () => timeout(new errors.ConnectTimeoutError(`Connect timeout: no connection within ${limits.connectMs} ms`)),
+      limits.connectMs,
+    );
     const total = setTimeout(() => timeout(new DOMException(limits.totalMessage, 'TimeoutError')), limits.totalMs);
 
     const handler: Dispatcher.DispatchHandler = {
@@ -57,13 +64,19 @@ export function exchange(dispatcher: Dispatcher, options: Dispatcher.DispatchOpt
         controller = started;
         if (timedOut) return started.abort(timedOut);
         clearTimeout(phase);
-        phase = setTimeout(() => timeout(new errors.HeadersTimeoutError(`Headers timeout: no answer within ${limits.headersMs} ms`)), limits.headersMs);
+        phase = setTimeout(
+          () => timeout(new errors.HeadersTimeoutError(`Headers timeout: no answer within ${limits.headersMs} ms`)),
+          limits.headersMs,
+        );
       },
       onResponseStart(_controller, statusCode, answerHeaders) {
         status = statusCode;
         headers = answerHeaders;
         clearTimeout(phase);
-        phase = setTimeout(() => timeout(new errors.BodyTimeoutError(`Body timeout: the answer stalled for ${limits.bodyMs} ms`)), limits.bodyMs);
+        phase = setTimeout(
+          () => timeout(new errors.BodyTimeoutError(`Body timeout: the answer stalled for ${limits.bodyMs} ms`)),
+          limits.bodyMs,
+        );
       },
       onResponseData(_controller, chunk) {
         chunks.push(chunk);

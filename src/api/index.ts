@@ -1,7 +1,25 @@
 export { createClient, ReadApiClient, defaultBaseUrl, maxPageSize } from './client.ts';
 export type { ClientOptions, ListSource, PageOptions } from './client.ts';
-export { Filter, Sorting, Includes, filterOperators, serializeQuery, toBracketQuery, toJsonQuery, optionsToJson } from './query.ts';
-export type { FilterEntry, FilterOperator, FilterValue, IncludeMap, ListOptions, RecordOptions, SortingMap, SortDirection } from './query.ts';
+export {
+  Filter,
+  Sorting,
+  Includes,
+  filterOperators,
+  serializeQuery,
+  toBracketQuery,
+  toJsonQuery,
+  optionsToJson,
+} from './query.ts';
+export type {
+  FilterEntry,
+  FilterOperator,
+  FilterValue,
+  IncludeMap,
+  ListOptions,
+  RecordOptions,
+  SortingMap,
+  SortDirection,
+} from './query.ts';
 export {
   ReadApiError,
   AuthenticationError,

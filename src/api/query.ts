@@ -4,8 +4,18 @@
  */
 
 export const filterOperators = [
-  'equal', 'notEqual', 'greaterThan', 'greaterThanEqual', 'lessThan', 'lessThanEqual',
-  'like', 'notLike', 'empty', 'notEmpty', 'in', 'notIn',
+  'equal',
+  'notEqual',
+  'greaterThan',
+  'greaterThanEqual',
+  'lessThan',
+  'lessThanEqual',
+  'like',
+  'notLike',
+  'empty',
+  'notEmpty',
+  'in',
+  'notIn',
 ] as const;
 export type FilterOperator = (typeof filterOperators)[number];
 export type FilterValue = string | number | boolean | null | readonly (string | number | boolean)[];
@@ -69,23 +79,38 @@ export function filterPath(path: string): string {
 export class Filter {
   readonly #entries: FilterEntry[] = [];
 
-  #add(join: 'and' | 'or' | undefined, path: string, operator: FilterOperator | Partial<Record<FilterOperator, FilterValue>>, value?: FilterValue): this {
+  #add(
+    join: 'and' | 'or' | undefined,
+    path: string,
+    operator: FilterOperator | Partial<Record<FilterOperator, FilterValue>>,
+    value?: FilterValue,
+  ): this {
     const tests = typeof operator === 'string' ? { [operator]: value ?? null } : operator;
     const condition: FilterCondition = { [filterPath(path)]: tests };
-    this.#entries.push(join === 'or' ? { or: condition } : join === 'and' && this.#entries.length > 0 ? { and: condition } : condition);
+    this.#entries.push(
+      join === 'or' ? { or: condition } : join === 'and' && this.#entries.length > 0 ? { and: condition } : condition,
+    );
     return this;
   }
 
   /** Starts (or continues, with AND) the current branch. */
   where(path: string, operator: FilterOperator, value?: FilterValue): this;
   where(path: string, tests: Partial<Record<FilterOperator, FilterValue>>): this;
-  where(path: string, operator: FilterOperator | Partial<Record<FilterOperator, FilterValue>>, value?: FilterValue): this {
+  where(
+    path: string,
+    operator: FilterOperator | Partial<Record<FilterOperator, FilterValue>>,
+    value?: FilterValue,
+  ): this {
     return this.#add('and', path, operator, value);
   }
 
   and(path: string, operator: FilterOperator, value?: FilterValue): this;
   and(path: string, tests: Partial<Record<FilterOperator, FilterValue>>): this;
-  and(path: string, operator: FilterOperator | Partial<Record<FilterOperator, FilterValue>>, value?: FilterValue): this {
+  and(
+    path: string,
+    operator: FilterOperator | Partial<Record<FilterOperator, FilterValue>>,
+    value?: FilterValue,
+  ): this {
     return this.#add('and', path, operator, value);
   }
 
@@ -144,12 +169,23 @@ export class Includes {
 export function optionsToJson(options: ListOptions): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const order: (keyof ListOptions)[] = [
-    'locale', 'includes', 'embedAssets', 'fields', 'filters', 'includeTags', 'excludeTags', 'sorting', 'search', 'limit', 'offset',
+    'locale',
+    'includes',
+    'embedAssets',
+    'fields',
+    'filters',
+    'includeTags',
+    'excludeTags',
+    'sorting',
+    'search',
+    'limit',
+    'offset',
   ];
   for (const key of order) {
     const value = options[key];
     if (value === undefined) continue;
-    out[key] = value instanceof Filter || value instanceof Sorting || value instanceof Includes ? value.toJSON() : value;
+    out[key] =
+      value instanceof Filter || value instanceof Sorting || value instanceof Includes ? value.toJSON() : value;
   }
   return out;
 }

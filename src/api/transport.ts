@@ -14,7 +14,15 @@ import {
   UnexpectedAnswerError,
 } from './errors.ts';
 import { type Answer, exchange } from './exchange.ts';
-import { backoffDelay, defaultRetryPolicy, isRetryableError, isTimeoutError, parseRetryAfter, retryableStatuses, type RetryPolicy } from './retry.ts';
+import {
+  backoffDelay,
+  defaultRetryPolicy,
+  isRetryableError,
+  isTimeoutError,
+  parseRetryAfter,
+  retryableStatuses,
+  type RetryPolicy,
+} from './retry.ts';
 
 /**
  * HTTP for the Read API on undici: one keep-alive pool and one concurrency limit per server
@@ -117,7 +125,11 @@ function sharedFor(origin: string, concurrency: number, connectMs: number): { li
   let shared = sharedByOrigin.get(origin);
   if (!shared) sharedByOrigin.set(origin, (shared = { limit: pLimit(concurrency), pools: new Map() }));
   let pool = shared.pools.get(connectMs);
-  if (!pool) shared.pools.set(connectMs, (pool = new Pool(origin, { connect: { timeout: connectMs }, keepAliveTimeout: 30_000 })));
+  if (!pool)
+    shared.pools.set(
+      connectMs,
+      (pool = new Pool(origin, { connect: { timeout: connectMs }, keepAliveTimeout: 30_000 })),
+    );
   return { limit: shared.limit, pool };
 }
 
@@ -148,7 +160,8 @@ export class Transport {
 
   constructor(options: TransportOptions) {
     const base = new URL(options.baseUrl.replace(/\/+$/, ''));
-    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(redactUrl(options.baseUrl))}`);
+    if (base.protocol !== 'http:' && base.protocol !== 'https:')
+      throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(redactUrl(options.baseUrl))}`);
     if (!options.apiKey) throw new TypeError('apiKey is required: pass the Read API key of the repository');
     // Without a trailing slash (a bare origin's path is "/"), so that paths join with one.
     this.baseUrl = redactUrl(base.href).replace(/\/+$/, '');
@@ -165,7 +178,9 @@ export class Transport {
   /** Sends a request with retries; resolves to the validated answer. */
   async request<T>(request: HttpRequest<T>): Promise<T> {
     const useKeyInUrl = this.#keyInUrl && request.method === 'GET';
-    const query = [request.query, useKeyInUrl ? `key=${encodeURIComponent(this.#apiKey)}` : ''].filter(Boolean).join('&');
+    const query = [request.query, useKeyInUrl ? `key=${encodeURIComponent(this.#apiKey)}` : '']
+      .filter(Boolean)
+      .join('&');
     const target = `${this.#basePath}${request.path}${query ? `?${query}` : ''}`;
     const shown = redactUrl(`${this.baseUrl}${request.path}${request.query ? `?${request.query}` : ''}`);
     const cacheKey = `${request.method} ${shown}${request.body ? ` ${request.body}` : ''}`;
@@ -181,23 +196,35 @@ export class Transport {
 
     for (let attempt = 1; ; attempt++) {
       const remaining = this.#retry.budgetMs - (Date.now() - started);
-      if (remaining <= 0) throw new TimeoutError(`${request.method} ${shown} ran out of its time budget of ${this.#retry.budgetMs} ms after ${attempt - 1} attempts`, details(attempt - 1));
+      if (remaining <= 0)
+        throw new TimeoutError(
+          `${request.method} ${shown} ran out of its time budget of ${this.#retry.budgetMs} ms after ${attempt - 1} attempts`,
+          details(attempt - 1),
+        );
       const cached = request.method === 'GET' ? this.#etags?.get(cacheKey) : undefined;
       const attemptStarted = performance.now();
       let outcome: Answer;
       try {
-        outcome = await this.#shared.limit(() => this.#send(request, target, cached?.etag, started + this.#retry.budgetMs));
+        outcome = await this.#shared.limit(() =>
+          this.#send(request, target, cached?.etag, started + this.#retry.budgetMs),
+        );
       } catch (error) {
         const timedOut = isTimeoutError(error) || (error as Error).name === 'TimeoutError';
         this.#report(request.method, shown, undefined, 0, attemptStarted, attempt, false, (error as Error).message);
         const wait = backoffDelay(attempt, this.#retry);
-        if ((isRetryableError(error) || timedOut) && attempt < this.#retry.attempts && wait < this.#retry.budgetMs - (Date.now() - started)) {
+        if (
+          (isRetryableError(error) || timedOut) &&
+          attempt < this.#retry.attempts &&
+          wait < this.#retry.budgetMs - (Date.now() - started)
+        ) {
           await sleep(wait);
           continue;
         }
         const what = timedOut ? 'timed out' : 'failed';
         const message = `${request.method} ${shown} ${what} after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${scrub((error as Error).message, this.#apiKey)}`;
-        throw timedOut ? new TimeoutError(message, details(attempt, { cause: error })) : new NetworkError(message, details(attempt, { cause: error }));
+        throw timedOut
+          ? new TimeoutError(message, details(attempt, { cause: error }))
+          : new NetworkError(message, details(attempt, { cause: error }));
       }
 
       const { status, headers, text } = outcome;
@@ -231,7 +258,14 @@ export class Transport {
           throw error;
         }
       }
-      throw this.#statusError(request.method, shown, status, serverMessage, details(attempt, { status, serverMessage }), headers);
+      throw this.#statusError(
+        request.method,
+        shown,
+        status,
+        serverMessage,
+        details(attempt, { status, serverMessage }),
+        headers,
+      );
     }
   }
 
@@ -244,7 +278,11 @@ export class Transport {
     return exchange(
       this.#shared.pool,
       { path: target, method: request.method, headers, body: request.body },
-      { ...this.#timeouts, totalMs: Math.max(0, deadline - Date.now()), totalMessage: `the time budget of ${this.#retry.budgetMs} ms ran out` },
+      {
+        ...this.#timeouts,
+        totalMs: Math.max(0, deadline - Date.now()),
+        totalMessage: `the time budget of ${this.#retry.budgetMs} ms ran out`,
+      },
     );
   }
 
@@ -255,17 +293,26 @@ export class Transport {
     } catch {
       // Scrub before cutting: a key cut in half by the preview would not be recognised.
       const preview = scrub(text, this.#apiKey).slice(0, 60).replace(/\s+/g, ' ');
-      throw new UnexpectedAnswerError(`${request.method} ${shown} answered something that is not JSON: ${JSON.stringify(preview)}`, { method: request.method, url: shown, attempts });
+      throw new UnexpectedAnswerError(
+        `${request.method} ${shown} answered something that is not JSON: ${JSON.stringify(preview)}`,
+        { method: request.method, url: shown, attempts },
+      );
     }
     const result = request.schema.safeParse(json);
     if (result.success) return result.data;
     const issue = result.error.issues[0]!;
-    const path = issue.path.reduce<string>((out, key) => (typeof key === 'number' ? `${out}[${key}]` : `${out}.${String(key)}`), '$');
-    throw new UnexpectedAnswerError(`${request.method} ${shown} answered an unexpected shape at ${path}: ${issue.message}`, {
-      method: request.method,
-      url: shown,
-      attempts,
-    });
+    const path = issue.path.reduce<string>(
+      (out, key) => (typeof key === 'number' ? `${out}[${key}]` : `${out}.${String(key)}`),
+      '$',
+    );
+    throw new UnexpectedAnswerError(
+      `${request.method} ${shown} answered an unexpected shape at ${path}: ${issue.message}`,
+      {
+        method: request.method,
+        url: shown,
+        attempts,
+      },
+    );
   }
 
   #serverMessage(text: string): string | undefined {
@@ -282,7 +329,14 @@ export class Transport {
     return undefined;
   }
 
-  #statusError(method: string, shown: string, status: number, serverMessage: string | undefined, details: ReadApiErrorDetails, headers: Record<string, string | string[] | undefined>): ReadApiError {
+  #statusError(
+    method: string,
+    shown: string,
+    status: number,
+    serverMessage: string | undefined,
+    details: ReadApiErrorDetails,
+    headers: Record<string, string | string[] | undefined>,
+  ): ReadApiError {
     const said = serverMessage ? `: ${serverMessage}` : '';
     const hint =
       status === 401 || status === 403
@@ -292,17 +346,43 @@ export class Transport {
           : status >= 500
             ? ` The server kept failing after ${details.attempts} attempt${details.attempts === 1 ? '' : 's'}.`
             : '';
-    const error = errorForStatus(status, `${method} ${shown} answered ${status}${said}${/[.!?]$/.test(said) ? '' : '.'}${hint}`, details);
+    const error = errorForStatus(
+      status,
+      `${method} ${shown} answered ${status}${said}${/[.!?]$/.test(said) ? '' : '.'}${hint}`,
+      details,
+    );
     if (error instanceof RateLimitedError) error.retryAfterMs = parseRetryAfter(headers['retry-after']);
     return error;
   }
 
   #describeCause(error: unknown): { name: string; code?: string; message: string } {
     const e = error as { name?: string; code?: string; message?: string };
-    return { name: e.name ?? 'Error', ...(e.code ? { code: e.code } : {}), message: scrub(String(e.message ?? error), this.#apiKey) };
+    return {
+      name: e.name ?? 'Error',
+      ...(e.code ? { code: e.code } : {}),
+      message: scrub(String(e.message ?? error), this.#apiKey),
+    };
   }
 
-  #report(method: string, url: string, status: number | undefined, bytes: number, started: number, attempt: number, notModified: boolean, error?: string) {
-    this.#onResponse?.({ method, url, status, bytes, ms: performance.now() - started, attempt, notModified, ...(error ? { error: scrub(error, this.#apiKey) } : {}) });
+  #report(
+    method: string,
+    url: string,
+    status: number | undefined,
+    bytes: number,
+    started: number,
+    attempt: number,
+    notModified: boolean,
+    error?: string,
+  ) {
+    this.#onResponse?.({
+      method,
+      url,
+      status,
+      bytes,
+      ms: performance.now() - started,
+      attempt,
+      notModified,
+      ...(error ? { error: scrub(error, this.#apiKey) } : {}),
+    });
   }
 }

@@ -16,9 +16,19 @@ import { fileURLToPath } from 'node:url';
  * Astro resolves them); packages are not followed. What cannot be read is left out.
  */
 
-const configNames = ['content.config.mjs', 'content.config.js', 'content.config.mts', 'content.config.ts', 'content/config.ts', 'content/config.js', 'content/config.mjs', 'content/config.mts'];
+const configNames = [
+  'content.config.mjs',
+  'content.config.js',
+  'content.config.mts',
+  'content.config.ts',
+  'content/config.ts',
+  'content/config.js',
+  'content/config.mjs',
+  'content/config.mts',
+];
 const extensions = ['', '.ts', '.mts', '.tsx', '.js', '.mjs', '.jsx', '.json', '/index.ts', '/index.js', '/index.mjs'];
-const specifiers = /(?:^|[^\w$.])(?:import|export)\s*(?:[\w$*{}\s,]*?\s*from\s*)?['"]([^'"]+)['"]|\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g;
+const specifiers =
+  /(?:^|[^\w$.])(?:import|export)\s*(?:[\w$*{}\s,]*?\s*from\s*)?['"]([^'"]+)['"]|\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 /** The digest of the content config's module graph in the project, or '' when there is no content config. */
 export function contentConfigDigest(root: URL, srcDir: URL): string {
@@ -45,7 +55,9 @@ export function contentConfigDigest(root: URL, srcDir: URL): string {
   }
   // Paths relative to the project: a cache restored into another checkout (CI) keeps its digest.
   const project = fileURLToPath(root);
-  const parts = [...seen].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([file, text]) => `${relative(project, file)}\u0000${text}`);
+  const parts = [...seen]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([file, text]) => `${relative(project, file)}\u0000${text}`);
   return hash('sha1', parts.join('\u0000'), 'base64url').slice(0, 20);
 }
 
@@ -70,7 +82,10 @@ function tsconfigPaths(root: string): Aliases | undefined {
       });
       return { baseDir: resolve(dirname(file), options.baseUrl ?? '.'), paths };
     }
-    const base = [options.extends ?? []].flat().reverse().find((path) => path.startsWith('.'));
+    const base = [options.extends ?? []]
+      .flat()
+      .reverse()
+      .find((path) => path.startsWith('.'));
     if (!base) return undefined;
     file = resolve(dirname(file), base.endsWith('.json') ? base : `${base}.json`);
   }
@@ -78,11 +93,17 @@ function tsconfigPaths(root: string): Aliases | undefined {
 }
 
 /** A tsconfig file's compiler options and what it extends; undefined when it cannot be read. */
-function compilerOptionsOf(file: string): { baseUrl?: string; paths?: Record<string, string[]>; extends?: string | string[] } | undefined {
+function compilerOptionsOf(
+  file: string,
+): { baseUrl?: string; paths?: Record<string, string[]>; extends?: string | string[] } | undefined {
   try {
     const text = readFileSync(file, 'utf8');
     // JSON with comments and trailing commas, as tsconfig.json may be written.
-    const json = JSON.parse(text.replace(/("(?:\\.|[^"\\])*")|\/\/[^\n]*|\/\*[\s\S]*?\*\//g, (_, string: string | undefined) => string ?? '').replace(/,(\s*[}\]])/g, '$1'));
+    const json = JSON.parse(
+      text
+        .replace(/("(?:\\.|[^"\\])*")|\/\/[^\n]*|\/\*[\s\S]*?\*\//g, (_, string: string | undefined) => string ?? '')
+        .replace(/,(\s*[}\]])/g, '$1'),
+    );
     return { ...(json?.compilerOptions ?? {}), extends: json?.extends };
   } catch {
     return undefined;
@@ -95,7 +116,8 @@ function resolveModule(specifier: string, from: string, aliases: Aliases | undef
   if (specifier.startsWith('./') || specifier.startsWith('../')) candidates = [resolve(from, specifier)];
   else if (aliases) {
     for (const [prefix, suffix, targets] of aliases.paths) {
-      if (suffix === undefined ? specifier !== prefix : !(specifier.startsWith(prefix) && specifier.endsWith(suffix))) continue;
+      if (suffix === undefined ? specifier !== prefix : !(specifier.startsWith(prefix) && specifier.endsWith(suffix)))
+        continue;
       const matched = suffix === undefined ? '' : specifier.slice(prefix.length, specifier.length - suffix.length);
       candidates = targets.map((target) => resolve(aliases.baseDir, target.replace('*', matched)));
       break;

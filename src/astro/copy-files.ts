@@ -83,7 +83,9 @@ export class CopyFiles implements FileLinks {
     if (Array.isArray(value)) {
       const items = value.map((item) => {
         const asset = item as { kind?: unknown; src?: unknown } | null;
-        return asset?.kind === 'file' && typeof asset.src === 'string' && asset.src.startsWith(this.served) ? { ...asset, src: this.html(asset.src) } : item;
+        return asset?.kind === 'file' && typeof asset.src === 'string' && asset.src.startsWith(this.served)
+          ? { ...asset, src: this.html(asset.src) }
+          : item;
       });
       return items.some((item, i) => item !== value[i]) ? items : value;
     }
@@ -109,7 +111,8 @@ export class CopyFiles implements FileLinks {
    */
   #linked(cache: CacheReader): string[] {
     const urls = new Set(cache.urlsInDocuments(this.served));
-    for (const [url, { width, height }] of cache.assetFiles()) if (url.startsWith(this.served) && !((width ?? 0) > 0 && (height ?? 0) > 0)) urls.add(url);
+    for (const [url, { width, height }] of cache.assetFiles())
+      if (url.startsWith(this.served) && !((width ?? 0) > 0 && (height ?? 0) > 0)) urls.add(url);
     const paths = [...urls].map((url) => {
       try {
         return url.slice(this.served.length).split('/').map(decodeURIComponent).join('/');
@@ -137,7 +140,8 @@ export class CopyFiles implements FileLinks {
         limit(async () => {
           const located = await locateFile(relative, bounds);
           const to = resolve(target, relative);
-          if ('problem' in located || !to.startsWith(target + sep)) return void failed.set(relative, 'problem' in located ? located.problem : 'outside the folder');
+          if ('problem' in located || !to.startsWith(target + sep))
+            return void failed.set(relative, 'problem' in located ? located.problem : 'outside the folder');
           await mkdir(dirname(to), { recursive: true });
           // A clone where the file system can (no bytes copied), a copy elsewhere.
           await copyFile(located.real, to, constants.COPYFILE_FICLONE).then(
@@ -157,11 +161,17 @@ export class CopyFiles implements FileLinks {
       const path = (request.url ?? '').split('?')[0]!;
       const under = [this.site, this.#unbased].find((prefix) => path.startsWith(prefix));
       if (under === undefined || (request.method !== 'GET' && request.method !== 'HEAD')) return next();
-      const headers = Object.fromEntries(['if-none-match', 'range'].flatMap((name) => (request.headers[name] ? [[name, request.headers[name]]] : [])));
-      const upstream = httpRequest(`${this.served}${path.slice(under.length)}`, { method: request.method, headers }, (answer) => {
-        response.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(response);
-      });
+      const headers = Object.fromEntries(
+        ['if-none-match', 'range'].flatMap((name) => (request.headers[name] ? [[name, request.headers[name]]] : [])),
+      );
+      const upstream = httpRequest(
+        `${this.served}${path.slice(under.length)}`,
+        { method: request.method, headers },
+        (answer) => {
+          response.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(response);
+        },
+      );
       upstream.on('error', () => {
         if (!response.headersSent) response.writeHead(502);
         response.end();
@@ -175,14 +185,24 @@ export class CopyFiles implements FileLinks {
  * After a build from a copy: copies the files its links point at into the output folder, and
  * says how many, and which could not be (their links lead nowhere).
  */
-export async function copyIntoBuild(files: CopyFiles, outDir: string, cacheDir: string, logger: { info(message: string): void; warn(message: string): void }): Promise<void> {
+export async function copyIntoBuild(
+  files: CopyFiles,
+  outDir: string,
+  cacheDir: string,
+  logger: { info(message: string): void; warn(message: string): void },
+): Promise<void> {
   const cache = openCache(cacheDir);
   if (!cache) return; // nothing synced: nothing links to a file
   const { copied, failed } = await files.copyInto(outDir, cache);
-  if (copied.length > 0) logger.info(`Copied ${copied.length} ${copied.length === 1 ? 'file' : 'files'} of the snapshot to ${files.site} (their links point there)`);
+  if (copied.length > 0)
+    logger.info(
+      `Copied ${copied.length} ${copied.length === 1 ? 'file' : 'files'} of the snapshot to ${files.site} (their links point there)`,
+    );
   if (failed.size > 0) {
     const listed = [...failed].map(([path, why]) => `${path} (${why})`).join(', ');
-    logger.warn(`${failed.size} files the site links to could not be copied from the snapshot's folder, so their links lead nowhere: ${listed}. Pull the copy again with --assets.`);
+    logger.warn(
+      `${failed.size} files the site links to could not be copied from the snapshot's folder, so their links lead nowhere: ${listed}. Pull the copy again with --assets.`,
+    );
   }
 }
 

@@ -73,7 +73,9 @@ export class ImageHosts {
     const image = this.#image;
     const allowed = this.#isRemoteAllowed;
     if (!image || !allowed) return [];
-    return origins.filter((origin) => !allowed(`${origin}/`, { domains: image.domains, remotePatterns: image.remotePatterns }));
+    return origins.filter(
+      (origin) => !allowed(`${origin}/`, { domains: image.domains, remotePatterns: image.remotePatterns }),
+    );
   }
 
   /** A build, after the content sync: allows the hosts of the synced assets before the pages are built. */

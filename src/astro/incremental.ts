@@ -30,7 +30,12 @@ export class IncrementalBuild {
    * At config setup: what to add to the config (Astro told to leave `dist/` alone) and the
    * script to inject into every page (`page-ssr`), or nothing when the build is not incremental.
    */
-  setup(config: AstroConfig, command: string, enabled: boolean, logger: AstroIntegrationLogger): { config?: { vite: { build: { emptyOutDir: false } } }; script: string } | undefined {
+  setup(
+    config: AstroConfig,
+    command: string,
+    enabled: boolean,
+    logger: AstroIntegrationLogger,
+  ): { config?: { vite: { build: { emptyOutDir: false } } }; script: string } | undefined {
     if (command !== 'build' || !config.experimental?.incrementalBuild) return undefined;
     this.#config = config;
     this.#logger = logger;
@@ -56,7 +61,10 @@ export class IncrementalBuild {
   async start(): Promise<void> {
     if (!this.#scan) return;
     this.#prepared = await prepare(await this.#scan);
-    if (this.#prepared.fallback) this.#logger?.warn(`${this.#prepared.fallback}: dist/ was emptied as Astro empties it, and every page Astro reuses is copied back by Astro`);
+    if (this.#prepared.fallback)
+      this.#logger?.warn(
+        `${this.#prepared.fallback}: dist/ was emptied as Astro empties it, and every page Astro reuses is copied back by Astro`,
+      );
   }
 
   /** At build done: pages no longer built removed, and one line of what was kept, restored and removed. */
@@ -64,7 +72,9 @@ export class IncrementalBuild {
     const prepared = this.#prepared;
     const config = this.#config;
     if (!prepared || !config) return;
-    const produced = [...assets.values()].flat().map((url) => relative(prepared.outDir, fileURLToPath(url)).split(sep).join('/'));
+    const produced = [...assets.values()]
+      .flat()
+      .map((url) => relative(prepared.outDir, fileURLToPath(url)).split(sep).join('/'));
     const gone = await finish(prepared, folder(config.cacheDir), produced);
     const count = (n: number) => n.toLocaleString('en-US');
     this.#logger?.info(
@@ -80,13 +90,16 @@ const folder = (url: URL) => fileURLToPath(url).replace(/[\\/]$/, '');
 /** Why `dist/` is left to Astro, or undefined when it can be kept between builds. */
 function leftToAstro(config: AstroConfig): string | undefined {
   if (config.output !== 'static') return `output is "${config.output}" (only static builds keep dist/)`;
-  if (config.vite?.build?.emptyOutDir !== undefined) return `vite.build.emptyOutDir is set (${config.vite.build.emptyOutDir})`;
+  if (config.vite?.build?.emptyOutDir !== undefined)
+    return `vite.build.emptyOutDir is set (${config.vite.build.emptyOutDir})`;
   const root = fileURLToPath(config.root);
   const outDir = fileURLToPath(config.outDir);
   const inside = relative(root, outDir);
-  if (inside === '' || inside.startsWith('..') || resolve(root, inside) !== resolve(outDir)) return `outDir ${outDir} is not a folder inside the project`;
+  if (inside === '' || inside.startsWith('..') || resolve(root, inside) !== resolve(outDir))
+    return `outDir ${outDir} is not a folder inside the project`;
   for (const folder of [config.srcDir, config.publicDir]) {
-    if (!relative(outDir, fileURLToPath(folder)).startsWith('..')) return `outDir ${outDir} holds the project's ${fileURLToPath(folder)}`;
+    if (!relative(outDir, fileURLToPath(folder)).startsWith('..'))
+      return `outDir ${outDir} holds the project's ${fileURLToPath(folder)}`;
   }
   return undefined;
 }
@@ -96,4 +109,5 @@ function leftToAstro(config: AstroConfig): string | undefined {
  * pages' modules load for `getStaticPaths`: a build that renders no page still has it when it
  * optimises the images of the pages it reuses.
  */
-export const imageServiceScript = "import { getConfiguredImageService } from 'astro:assets';\nawait getConfiguredImageService();";
+export const imageServiceScript =
+  "import { getConfiguredImageService } from 'astro:assets';\nawait getConfiguredImageService();";

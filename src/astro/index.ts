@@ -15,4 +15,9 @@ export { cacheTag } from './live-entries.ts';
 export type { ComfortableLiveEntryData, ComfortableLiveRecord } from './live-entries.ts';
 export { isComfortableLiveError } from './live-errors.ts';
 export type { ComfortableLiveError, LiveErrorCode } from './live-errors.ts';
-export type { ComfortableLiveLoaderOptions, FieldsSchema, LiveCollectionFilter, LiveEntryFilter } from './live-options.ts';
+export type {
+  ComfortableLiveLoaderOptions,
+  FieldsSchema,
+  LiveCollectionFilter,
+  LiveEntryFilter,
+} from './live-options.ts';

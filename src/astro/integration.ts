@@ -44,7 +44,10 @@ const integrationSchema = syncConfigSchema
   .extend({
     contentTypes: contentTypesSchema.optional(),
     refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
-    refreshPath: z.string().regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh').optional(),
+    refreshPath: z
+      .string()
+      .regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh')
+      .optional(),
     incrementalOutput: z.boolean().optional(),
     snapshot: z.string().min(1, 'expected the path of a snapshot file, such as content/acme.json').optional(),
   })
@@ -106,27 +109,56 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         if (filled.snapshot) {
           await served?.server.close(); // a restarted dev server sets up again
           // Each request it answers, with astro --verbose.
-          served = await serveSnapshot(resolve(root, filled.snapshot), { repository: filled.repository, fromEnv: !options.snapshot, watch: command === 'dev', warn: (line) => logger.warn(line), log: (line) => logger.debug(line) });
+          served = await serveSnapshot(resolve(root, filled.snapshot), {
+            repository: filled.repository,
+            fromEnv: !options.snapshot,
+            watch: command === 'dev',
+            warn: (line) => logger.warn(line),
+            log: (line) => logger.debug(line),
+          });
           logger.info(`Serving the snapshot ${filled.snapshot} in-process at ${served.baseUrl}: the CMS is not asked`);
           if (served.portNote) logger.warn(served.portNote);
         }
         const connection = served && { baseUrl: served.baseUrl, repository: served.repository, apiKey: served.apiKey };
-        const { contentTypes = {}, refreshSecret, refreshPath = defaultRefreshPath, incrementalOutput = true, snapshot: _, ...config } = parseIntegrationOptions({ ...filled, ...connection });
+        const {
+          contentTypes = {},
+          refreshSecret,
+          refreshPath = defaultRefreshPath,
+          incrementalOutput = true,
+          snapshot: _,
+          ...config
+        } = parseIntegrationOptions({ ...filled, ...connection });
         refresh = { secret: refreshSecret, path: refreshPath };
         const syncLogger: SyncLogger = { info: (m) => logger.info(m), warn: (m) => logger.warn(m) };
         // One cache per origin, so a switch between the copy and the CMS keeps each one's content.
-        const origin: ContentOrigin = served ? { snapshot: relative(root, resolve(root, filled.snapshot!)) } : { baseUrl: config.baseUrl ?? defaultBaseUrl, repository: config.repository };
-        cacheDir = originCacheDir(config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir)), origin);
+        const origin: ContentOrigin = served
+          ? { snapshot: relative(root, resolve(root, filled.snapshot!)) }
+          : { baseUrl: config.baseUrl ?? defaultBaseUrl, repository: config.repository };
+        cacheDir = originCacheDir(
+          config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir)),
+          origin,
+        );
         shared.configure({ ...config, cacheDir }, syncLogger, served && filled.snapshot);
         loaderRegistry().setContentTypes(contentTypes);
         hosts = new ImageHosts(cacheDir, logger);
         const incrementalSetup = incremental.setup(astroConfig, command, incrementalOutput, logger);
         if (incrementalSetup) injectScript('page-ssr', incrementalSetup.script);
-        updateConfig({ image: { remotePatterns: hosts.atSetup(config.baseUrl ?? defaultBaseUrl, command) }, vite: { plugins: [virtualModulesPlugin()], ...incrementalSetup?.config?.vite } });
+        updateConfig({
+          image: { remotePatterns: hosts.atSetup(config.baseUrl ?? defaultBaseUrl, command) },
+          vite: { plugins: [virtualModulesPlugin()], ...incrementalSetup?.config?.vite },
+        });
       },
       'astro:config:done': async ({ config: astroConfig, injectTypes }) => {
         incremental.resolved(astroConfig);
-        copyFiles = served && new CopyFiles({ origin: served.server.origin, repository: served.repository, base: astroConfig.base, file: served.file, files: served.files });
+        copyFiles =
+          served &&
+          new CopyFiles({
+            origin: served.server.origin,
+            repository: served.repository,
+            base: astroConfig.base,
+            file: served.file,
+            files: served.files,
+          });
         useCopyFiles(copyFiles);
         await hosts?.resolved(astroConfig.image);
         injectTypes({ filename: 'comfortable.d.ts', content: await virtualModuleTypes(shared) });
@@ -151,7 +183,8 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           const result = await shared.refresh(changedIds(payload));
           const sources = changedSources(result.changeset);
           const loaders = loaderRegistry().loadersFor(sources);
-          if (loaders.length > 0 && refreshContent) await refreshContent({ loaders, context: { comfortable: { sources, payload } } });
+          if (loaders.length > 0 && refreshContent)
+            await refreshContent({ loaders, context: { comfortable: { sources, payload } } });
           logger.info(`Refreshed ${sources.length} changed sources (${loaders.join(', ') || 'no loaders'})`);
           return { sources, loaders, records: result.changeset.records };
         };
@@ -159,7 +192,10 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         if (served) {
           // The snapshot file changed (a new pull, an edit): what changed is refreshed, as a webhook would have it.
           const { server: api } = served;
-          const onReload = (event: ReloadEvent) => void run(event).catch((error: Error) => logger.error(`Refresh after the snapshot changed failed: ${error.message}`));
+          const onReload = (event: ReloadEvent) =>
+            void run(event).catch((error: Error) =>
+              logger.error(`Refresh after the snapshot changed failed: ${error.message}`),
+            );
           api.events.on('reload', onReload);
           server.httpServer?.once('close', () => {
             api.events.off('reload', onReload);
@@ -167,13 +203,13 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           });
         }
         if (!refresh?.secret) {
-          logger.info('Dev refresh is off: set CMFT_REFRESH_SECRET (or the refreshSecret option) to enable the signed endpoint');
+          logger.info(
+            'Dev refresh is off: set CMFT_REFRESH_SECRET (or the refreshSecret option) to enable the signed endpoint',
+          );
           return;
         }
         const { secret, path } = refresh;
-        server.middlewares.use(
-          refreshMiddleware({ secret, path, run }),
-        );
+        server.middlewares.use(refreshMiddleware({ secret, path, run }));
         logger.info(`Dev refresh endpoint: POST ${path} (signed with the refresh secret)`);
       },
     },

@@ -30,7 +30,8 @@ export interface ComfortableLiveRecord<Fields extends Record<string, unknown> = 
 }
 
 /** The `data` of a live entry; `Fields` is the output of the loader's `fields` schema, when it has one. */
-export interface ComfortableLiveEntryData<Fields extends Record<string, unknown> = Record<string, unknown>> extends ComfortableLiveRecord<Fields> {
+export interface ComfortableLiveEntryData<Fields extends Record<string, unknown> = Record<string, unknown>>
+  extends ComfortableLiveRecord<Fields> {
   /**
    * The documents the request's `includes` reached from this one (relations of relations too),
    * in the same locale, by the `id` their references carry in `fields`:
@@ -75,7 +76,11 @@ export class LiveShaper {
   }
 
   /** Entries of the answer's documents, in their order, each in every locale of `entryLocales`. */
-  shape(answer: LiveAnswer, locales: Locales, entryLocales: readonly string[]): LiveDataEntry<ComfortableLiveEntryData>[] {
+  shape(
+    answer: LiveAnswer,
+    locales: Locales,
+    entryLocales: readonly string[],
+  ): LiveDataEntry<ComfortableLiveEntryData>[] {
     const records = this.#normalize(answer, new Set(locales.locales.map((locale) => locale.key)));
     const shaped = new Map<string, ComfortableLiveRecord>();
     const recordIn = (id: string, locale: string): ComfortableLiveRecord => {
@@ -90,7 +95,10 @@ export class LiveShaper {
       if (seen.has(document.meta.id)) continue;
       seen.add(document.meta.id);
       const reached = this.#reached(document.meta.id, records);
-      const tags = [cacheTag(this.#options.repository), ...[document.meta.id, ...reached].map((id) => cacheTag(this.#options.repository, id))];
+      const tags = [
+        cacheTag(this.#options.repository),
+        ...[document.meta.id, ...reached].map((id) => cacheTag(this.#options.repository, id)),
+      ];
       const lastModified = newest([document.meta.id, ...reached].map((id) => records.get(id)!.updatedAt));
       for (const locale of entryLocales) {
         const own = recordIn(document.meta.id, locale);
@@ -117,7 +125,10 @@ export class LiveShaper {
     const add = (record: ApiRecord): void => {
       if (records.has(record.meta.id)) return;
       const embedded: ApiRecord[] = [];
-      records.set(record.meta.id, normalizeRecord(record, localeKeys, this.#model, (child) => embedded.push(child)));
+      records.set(
+        record.meta.id,
+        normalizeRecord(record, localeKeys, this.#model, (child) => embedded.push(child)),
+      );
       embedded.forEach(add);
     };
     answer.documents.forEach(add);
@@ -141,14 +152,26 @@ export class LiveShaper {
   }
 
   /** A record in one locale, its relations as references. */
-  #record(record: StoredRecord, locale: string, locales: Locales, records: Map<string, StoredRecord>): ComfortableLiveRecord {
+  #record(
+    record: StoredRecord,
+    locale: string,
+    locales: Locales,
+    records: Map<string, StoredRecord>,
+  ): ComfortableLiveRecord {
     const asset = (id: string) => {
       const found = records.get(id);
       return found?.contentType === '_asset' ? found : undefined;
     };
     const entry = entryOf(record, locale, locales, asset, this.#model);
     const fields = mapRelations(entry.fields, this.#model[entry.contentType], (ref) => this.#reference(ref, locale));
-    return { id: entry.id, locale, contentType: entry.contentType, fields, fallbacks: entry.fallbacks, meta: entry.meta };
+    return {
+      id: entry.id,
+      locale,
+      contentType: entry.contentType,
+      fields,
+      fallbacks: entry.fallbacks,
+      meta: entry.meta,
+    };
   }
 
   #reference(ref: { id: string; contentType: string }, locale: string): unknown {

@@ -37,7 +37,10 @@ export interface ErrorContext {
 }
 
 /** The code, status and message of a failure (nothing of Astro in it). */
-function describeFailure(error: unknown, context: ErrorContext): { code: LiveErrorCode; status: number | undefined; message: string } {
+function describeFailure(
+  error: unknown,
+  context: ErrorContext,
+): { code: LiveErrorCode; status: number | undefined; message: string } {
   const where = `Live collection "${context.collection}"`;
   const options = 'comfortableLiveLoader() in src/live.config.ts';
   let code: LiveErrorCode = 'unknown';
@@ -52,7 +55,10 @@ function describeFailure(error: unknown, context: ErrorContext): { code: LiveErr
   } else if (error instanceof ReadApiError) {
     code = error.code;
     status = error.status;
-    const what = status === undefined ? error.message.replace(/\.$/, '') : `${error.method} ${error.url} answered ${status}${error.serverMessage ? `: ${error.serverMessage}` : ''}`;
+    const what =
+      status === undefined
+        ? error.message.replace(/\.$/, '')
+        : `${error.method} ${error.url} answered ${status}${error.serverMessage ? `: ${error.serverMessage}` : ''}`;
     message = `${where}: ${what}. ${hintFor(error, context, options)}`;
   } else {
     message = `${where}: ${error instanceof Error ? error.message : String(error)}`;
@@ -69,7 +75,8 @@ function hintFor(error: ReadApiError, { baseUrl, repository, source }: ErrorCont
       return `Check the baseUrl option of ${options} (${baseUrl}) and that the server is up and reachable from this server; the timeouts option sets how long a request may take.${copyNote()}`;
     case 'not_found': {
       const named = notFoundTarget(error.url);
-      if (named) return `The repository "${repository}" has no ${named.kind} "${named.apiId}": check the ${named.kind === 'collection' ? 'collection' : 'aliases'} option of ${options}.`;
+      if (named)
+        return `The repository "${repository}" has no ${named.kind} "${named.apiId}": check the ${named.kind === 'collection' ? 'collection' : 'aliases'} option of ${options}.`;
       return `Check the repository option of ${options} ("${repository}"): it must be the API id of a repository at ${baseUrl}. Check the baseUrl option too.`;
     }
     case 'bad_request':

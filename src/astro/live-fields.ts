@@ -16,7 +16,9 @@ export class FieldsMismatch extends Error {
   /** The entry's id (`<locale>/<document id>`). */
   readonly entryId: string;
   constructor(entryId: string, error: z.ZodError) {
-    const issues = error.issues.slice(0, shownIssues).map((issue) => `${['fields', ...issue.path.map(String)].join('.')}: ${issue.message}`);
+    const issues = error.issues
+      .slice(0, shownIssues)
+      .map((issue) => `${['fields', ...issue.path.map(String)].join('.')}: ${issue.message}`);
     const more = error.issues.length > shownIssues ? ` (and ${error.issues.length - shownIssues} more)` : '';
     super(
       `entry ${entryId} does not match the fields option of comfortableLiveLoader() in src/live.config.ts: ${issues.join('; ')}${more}. ` +

@@ -33,8 +33,16 @@ export class RepositoryLocales {
     try {
       const { meta } = await this.#client().repository();
       let locales = repositoryLocales(meta);
-      if (!locales && this.#configured) locales = { defaultLocale: meta.defaultLocale ?? this.#configured[0]!, locales: this.#configured.map((key) => ({ key })), source: 'config' };
-      if (!locales) throw new Error(`The repository "${meta.apiId}" lists no locales: set the locales option of comfortableLiveLoader() to its locale keys, the default first`);
+      if (!locales && this.#configured)
+        locales = {
+          defaultLocale: meta.defaultLocale ?? this.#configured[0]!,
+          locales: this.#configured.map((key) => ({ key })),
+          source: 'config',
+        };
+      if (!locales)
+        throw new Error(
+          `The repository "${meta.apiId}" lists no locales: set the locales option of comfortableLiveLoader() to its locale keys, the default first`,
+        );
       this.#current = { locales, at: Date.now() };
       return locales;
     } catch (error) {

@@ -64,7 +64,8 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
    * fields typed `Record<string, unknown>`. A loader option rather than a `schema` in
    * `defineLiveCollection()`: that one must describe the whole entry (`included`, `meta`, …), and
    * Astro's `render()` stops accepting the entries of the collections without one.
-   * @example fields: z.object({ title: z.string(), slug: z.string(), author: z.object({ collection: z.literal('authors'), id: z.string() }).nullish() })
+   * @example fields: z.object({ title: z.string(), slug: z.string(), author: z.object({ collection:
+   * z.literal('authors'), id: z.string() }).nullish() })
    */
   fields?: FieldsSchema<Fields>;
   /** The richtext field rendered for `render(entry)` (inside a section by its path, `'content.body'`). Default: the content type's first; `false` renders none. */
@@ -110,7 +111,9 @@ export type LiveEntryFilter =
 
 /** Builders (`Filter`, `Sorting`, `Includes`) as their JSON; anything else as it is. */
 const json = (value: unknown): unknown =>
-  value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function' ? (value as { toJSON(): unknown }).toJSON() : value;
+  value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function'
+    ? (value as { toJSON(): unknown }).toJSON()
+    : value;
 
 const requestShape = sourceOptionsSchema.omit({ fields: true }).shape;
 const requestOptions = {
@@ -134,9 +137,25 @@ const optionsSchema = z.strictObject({
   locales: z.array(z.string().min(1)).min(1, 'expected at least one locale key').optional(),
   contentTypes: z.record(z.string().min(1), z.string().min(1)).optional(),
   render: z.union([z.string().min(1), z.literal(false)]).optional(),
-  fields: z.custom<z.ZodType>(isZodSchema, 'expected a zod schema of the fields, such as z.object({ title: z.string() }) with z from astro/zod').optional(),
-  timeouts: z.strictObject({ connectMs: z.number().positive(), headersMs: z.number().positive(), bodyMs: z.number().positive() }).partial().optional(),
-  retry: z.strictObject({ attempts: z.number().int().min(1), baseDelayMs: z.number().min(0), maxDelayMs: z.number().min(0), budgetMs: z.number().positive() }).partial().optional(),
+  fields: z
+    .custom<z.ZodType>(
+      isZodSchema,
+      'expected a zod schema of the fields, such as z.object({ title: z.string() }) with z from astro/zod',
+    )
+    .optional(),
+  timeouts: z
+    .strictObject({ connectMs: z.number().positive(), headersMs: z.number().positive(), bodyMs: z.number().positive() })
+    .partial()
+    .optional(),
+  retry: z
+    .strictObject({
+      attempts: z.number().int().min(1),
+      baseDelayMs: z.number().min(0),
+      maxDelayMs: z.number().min(0),
+      budgetMs: z.number().positive(),
+    })
+    .partial()
+    .optional(),
   concurrency: z.number().int().min(1).max(64).optional(),
 });
 
@@ -150,7 +169,10 @@ export interface RequestOptions {
   search?: string | undefined;
 }
 
-export type Source = { kind: 'collection'; apiId: string } | { kind: 'contentType'; contentType: string } | { kind: 'aliases'; aliases: string[] };
+export type Source =
+  | { kind: 'collection'; apiId: string }
+  | { kind: 'contentType'; contentType: string }
+  | { kind: 'aliases'; aliases: string[] };
 
 export interface LiveOptions extends RequestOptions {
   baseUrl: string | undefined;
@@ -178,7 +200,9 @@ function isZodSchema(value: unknown): boolean {
 }
 
 /** Checks the options; throws a ConfigError whose message names the option. */
-export function parseLiveOptions<Fields extends Record<string, unknown>>(input: ComfortableLiveLoaderOptions<Fields>): LiveOptions {
+export function parseLiveOptions<Fields extends Record<string, unknown>>(
+  input: ComfortableLiveLoaderOptions<Fields>,
+): LiveOptions {
   const result = optionsSchema.safeParse(input ?? {}, { reportInput: true });
   if (!result.success) {
     const problem = configProblem(result.error, { schema: optionsSchema });
@@ -187,7 +211,10 @@ export function parseLiveOptions<Fields extends Record<string, unknown>>(input: 
   const options = result.data;
   const given = [options.collection, options.contentType, options.aliases].filter((value) => value !== undefined);
   if (given.length !== 1) {
-    throw new ConfigError('collection', 'comfortableLiveLoader() needs exactly one of collection, contentType or aliases, for example comfortableLiveLoader({ repository, apiKey, collection: "posts" })');
+    throw new ConfigError(
+      'collection',
+      'comfortableLiveLoader() needs exactly one of collection, contentType or aliases, for example comfortableLiveLoader({ repository, apiKey, collection: "posts" })',
+    );
   }
   const source: Source = options.collection
     ? { kind: 'collection', apiId: options.collection }
@@ -237,19 +264,31 @@ export function parseCollectionFilter(input: unknown): CollectionRequest {
   if (!result.success) throw filterProblem(result.error, 'getLiveCollection()');
   const { page, ...filter } = result.data;
   if (page !== undefined) {
-    if (filter.limit === undefined) throw new ConfigError('page', 'Invalid filter of getLiveCollection(): page needs a limit (the number of documents per page)');
-    if (filter.offset !== undefined) throw new ConfigError('page', 'Invalid filter of getLiveCollection(): give page or offset, not both');
+    if (filter.limit === undefined)
+      throw new ConfigError(
+        'page',
+        'Invalid filter of getLiveCollection(): page needs a limit (the number of documents per page)',
+      );
+    if (filter.offset !== undefined)
+      throw new ConfigError('page', 'Invalid filter of getLiveCollection(): give page or offset, not both');
     filter.offset = (page - 1) * filter.limit;
   }
   return filter as CollectionRequest;
 }
 
 /** An entry lookup: by document id, by a field's value, or by alias; `locale` undefined when the filter names none. */
-export type EntryRequest = { by: 'id'; id: string; locale?: string | undefined } | { by: 'field'; field: string; value: string | number | boolean; locale?: string | undefined } | { by: 'alias'; alias: string; locale?: string | undefined };
+export type EntryRequest =
+  | { by: 'id'; id: string; locale?: string | undefined }
+  | { by: 'field'; field: string; value: string | number | boolean; locale?: string | undefined }
+  | { by: 'alias'; alias: string; locale?: string | undefined };
 
 const entryFilterSchema = z.union([
   z.strictObject({ id: z.string().min(1), locale: z.string().min(1).optional() }),
-  z.strictObject({ field: z.string().regex(/^(fields\.)?[^.]+$/, 'expected a field name such as "slug"'), value: z.union([z.string(), z.number(), z.boolean()]), locale: z.string().min(1).optional() }),
+  z.strictObject({
+    field: z.string().regex(/^(fields\.)?[^.]+$/, 'expected a field name such as "slug"'),
+    value: z.union([z.string(), z.number(), z.boolean()]),
+    locale: z.string().min(1).optional(),
+  }),
   z.strictObject({ alias: z.string().min(1), locale: z.string().min(1).optional() }),
 ]);
 
@@ -257,16 +296,23 @@ const entryFilterSchema = z.union([
 export function parseEntryFilter(input: unknown): EntryRequest {
   const result = entryFilterSchema.safeParse(input, { reportInput: true });
   if (!result.success) {
-    throw new ConfigError('filter', `Invalid filter of getLiveEntry(): expected an entry id such as "en_US/123", { id, locale }, { field: 'slug', value, locale } or { alias, locale } (got ${JSON.stringify(input)?.slice(0, 80)})`);
+    throw new ConfigError(
+      'filter',
+      `Invalid filter of getLiveEntry(): expected an entry id such as "en_US/123", { id, locale }, { field: 'slug', value, locale } or { alias, locale } (got ${JSON.stringify(input)?.slice(0, 80)})`,
+    );
   }
   const filter = result.data;
   if ('alias' in filter) return { by: 'alias', alias: filter.alias, locale: filter.locale };
-  if ('field' in filter) return { by: 'field', field: filter.field.replace(/^fields\./, ''), value: filter.value, locale: filter.locale };
+  if ('field' in filter)
+    return { by: 'field', field: filter.field.replace(/^fields\./, ''), value: filter.value, locale: filter.locale };
   const slash = filter.id.indexOf('/');
   if (slash < 0) return { by: 'id', id: filter.id, locale: filter.locale };
   const [locale, id] = [filter.id.slice(0, slash), filter.id.slice(slash + 1)];
   if (filter.locale !== undefined && filter.locale !== locale) {
-    throw new ConfigError('locale', `Invalid filter of getLiveEntry(): the id "${filter.id}" is in ${locale}, the locale option says ${filter.locale}; give one of them`);
+    throw new ConfigError(
+      'locale',
+      `Invalid filter of getLiveEntry(): the id "${filter.id}" is in ${locale}, the locale option says ${filter.locale}; give one of them`,
+    );
   }
   return { by: 'id', id, locale };
 }

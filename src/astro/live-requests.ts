@@ -44,7 +44,8 @@ function branches(entries: FilterEntry[]): FilterCondition[][] {
  * `a AND b` for two lists of filters, each with its own OR branches: every branch of one joined
  * with every branch of the other, `(a1 OR a2) AND b` being `(a1 AND b) OR (a2 AND b)`.
  *
- * @example andFilters([{ '*.fields.a': { equal: 1 } }, { or: { '*.fields.a': { equal: 2 } } }], [{ '*.meta.id': { equal: '7' } }])
+ * @example andFilters([{ '*.fields.a': { equal: 1 } }, { or: { '*.fields.a': { equal: 2 } } }], [{ '*.meta.id': {
+ * equal: '7' } }])
  */
 export function andFilters(...lists: (FilterEntry[] | undefined)[]): FilterEntry[] {
   let result: FilterCondition[][] = [];
@@ -53,7 +54,9 @@ export function andFilters(...lists: (FilterEntry[] | undefined)[]): FilterEntry
     const next = branches(list);
     result = result.length === 0 ? next : result.flatMap((left) => next.map((right) => [...left, ...right]));
   }
-  return result.flatMap((branch, b) => branch.map((condition, c): FilterEntry => (c > 0 ? { and: condition } : b > 0 ? { or: condition } : condition)));
+  return result.flatMap((branch, b) =>
+    branch.map((condition, c): FilterEntry => (c > 0 ? { and: condition } : b > 0 ? { or: condition } : condition)),
+  );
 }
 
 const byId = (id: string): FilterEntry => ({ '*.meta.id': { equal: id } });
@@ -90,13 +93,19 @@ export class LiveRequests {
   /** Whether a document fetched alone must be checked against the source with a list request. */
   get #needsMembership(): boolean {
     const { source, filters, includeTags, excludeTags, search } = this.#options;
-    return source.kind === 'collection' || Boolean(filters?.length || includeTags?.length || excludeTags?.length || search);
+    return (
+      source.kind === 'collection' || Boolean(filters?.length || includeTags?.length || excludeTags?.length || search)
+    );
   }
 
-  #page(options: ListOptions): Promise<{ data: ApiRecord[]; includes?: Record<string, ApiRecord[]> | undefined; meta: { total: number } }> {
+  #page(
+    options: ListOptions,
+  ): Promise<{ data: ApiRecord[]; includes?: Record<string, ApiRecord[]> | undefined; meta: { total: number } }> {
     const { source } = this.#options;
     const client = this.#client();
-    return (source.kind === 'collection' ? client.collection(source.apiId, options) : client.documents(options)) as never;
+    return (
+      source.kind === 'collection' ? client.collection(source.apiId, options) : client.documents(options)
+    ) as never;
   }
 
   /** Every page of a list (or `limit` documents), in order. */
@@ -129,7 +138,15 @@ export class LiveRequests {
     const chunks: string[][] = [];
     // As many ids in one `in` filter as a page holds.
     for (let start = 0; start < ids.length; start += maxPageSize) chunks.push(ids.slice(start, start + maxPageSize));
-    const pages = await Promise.all(chunks.map((chunk) => this.#client().documents({ ...this.#full(includes), filters: [{ '*.meta.id': { in: chunk } }], limit: chunk.length })));
+    const pages = await Promise.all(
+      chunks.map((chunk) =>
+        this.#client().documents({
+          ...this.#full(includes),
+          filters: [{ '*.meta.id': { in: chunk } }],
+          limit: chunk.length,
+        }),
+      ),
+    );
     const found = new Map<string, ApiRecord>();
     for (const page of pages) {
       for (const document of page.data) found.set(document.meta.id, document);
@@ -142,7 +159,10 @@ export class LiveRequests {
   /** The documents of every alias of an aliases source, in the order of the option. */
   async #aliases(names: string[], includes?: RequestOptions['includes']): Promise<LiveAnswer> {
     const answers = await Promise.all(names.map((name) => this.#client().alias(name, this.#full(includes))));
-    return { documents: answers.map(({ includes: _, ...document }) => document), included: answers.flatMap((answer) => Object.values(answer.includes ?? {}).flat()) };
+    return {
+      documents: answers.map(({ includes: _, ...document }) => document),
+      included: answers.flatMap((answer) => Object.values(answer.includes ?? {}).flat()),
+    };
   }
 
   /** A list of the source, as `getLiveCollection()` asks for it. */
@@ -165,16 +185,22 @@ export class LiveRequests {
       offset: request.offset,
     };
     // A collection's own definition may filter or sort on localized values too.
-    const localeSensitive = source.kind === 'collection' || options.filters !== undefined || options.sorting !== undefined || options.search !== undefined;
-    if (request.locale !== undefined && localeSensitive) return this.#byIds(await this.#ids({ ...options, locale: request.locale }), request.includes);
+    const localeSensitive =
+      source.kind === 'collection' ||
+      options.filters !== undefined ||
+      options.sorting !== undefined ||
+      options.search !== undefined;
+    if (request.locale !== undefined && localeSensitive)
+      return this.#byIds(await this.#ids({ ...options, locale: request.locale }), request.includes);
     return this.#pages({ ...options, ...this.#full(request.includes) });
   }
 
   /** The document with this id, if the source holds it. */
   async byId(id: string): Promise<LiveAnswer | undefined> {
     const { source } = this.#options;
-    if (source.kind === 'aliases') return this.#only((await this.#aliases(source.aliases)), id);
-    if (this.#needsMembership) return this.#first(await this.#pages({ ...this.#full(), ...this.#constraints([byId(id)]), limit: 1 }));
+    if (source.kind === 'aliases') return this.#only(await this.#aliases(source.aliases), id);
+    if (this.#needsMembership)
+      return this.#first(await this.#pages({ ...this.#full(), ...this.#constraints([byId(id)]), limit: 1 }));
     const answer = await this.#single(() => this.#client().document(id, this.#full()));
     return answer && this.#ofSource(answer) ? answer : undefined;
   }
@@ -183,7 +209,11 @@ export class LiveRequests {
   async byField(field: string, value: string | number | boolean, locale: string): Promise<LiveAnswer | undefined> {
     const { source } = this.#options;
     if (source.kind === 'aliases') throw new Error('byField is answered from the aliases by the loader');
-    const ids = await this.#ids({ ...this.#constraints([{ [`*.fields.${field}`]: { equal: value } }]), locale, limit: 1 });
+    const ids = await this.#ids({
+      ...this.#constraints([{ [`*.fields.${field}`]: { equal: value } }]),
+      locale,
+      limit: 1,
+    });
     if (ids.length === 0) return undefined;
     return this.#single(() => this.#client().document(ids[0]!, this.#full()));
   }
@@ -201,7 +231,9 @@ export class LiveRequests {
   }
 
   /** A single-record request; a 404 is no document. */
-  async #single(send: () => Promise<ApiRecord & { includes?: Record<string, ApiRecord[]> | undefined }>): Promise<LiveAnswer | undefined> {
+  async #single(
+    send: () => Promise<ApiRecord & { includes?: Record<string, ApiRecord[]> | undefined }>,
+  ): Promise<LiveAnswer | undefined> {
     try {
       const { includes, ...document } = await send();
       return { documents: [document as ApiRecord], included: Object.values(includes ?? {}).flat() };
@@ -217,7 +249,9 @@ export class LiveRequests {
   }
 
   #first(answer: LiveAnswer): LiveAnswer | undefined {
-    return answer.documents.length > 0 ? { documents: answer.documents.slice(0, 1), included: answer.included } : undefined;
+    return answer.documents.length > 0
+      ? { documents: answer.documents.slice(0, 1), included: answer.included }
+      : undefined;
   }
 
   #only(answer: LiveAnswer, id: string): LiveAnswer | undefined {

@@ -50,7 +50,9 @@ export type ComfortableLiveLoader<Fields extends Record<string, unknown> = Recor
  *   }),
  * };
  */
-export function comfortableLiveLoader<Fields extends Record<string, unknown> = Record<string, unknown>>(input: ComfortableLiveLoaderOptions<Fields>): ComfortableLiveLoader<Fields> {
+export function comfortableLiveLoader<Fields extends Record<string, unknown> = Record<string, unknown>>(
+  input: ComfortableLiveLoaderOptions<Fields>,
+): ComfortableLiveLoader<Fields> {
   const options: LiveOptions = parseLiveOptions(input);
   const { repository, source } = options;
   const baseUrl = options.baseUrl ?? defaultBaseUrl;
@@ -58,40 +60,81 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
   // Made on the first request: the key may be set only where the site runs, not where it is built.
   const clientOf = (): ReadApiClient => {
     if (!options.apiKey) {
-      throw new ConfigError('apiKey', `the apiKey option of comfortableLiveLoader() is not set. Give it a Read API key of the repository "${repository}", read from the environment when the server runs (apiKey: process.env.CMFT_API_KEY).`);
+      throw new ConfigError(
+        'apiKey',
+        `the apiKey option of comfortableLiveLoader() is not set. Give it a Read API key of the repository "${repository}", read from the environment when the server runs (apiKey: process.env.CMFT_API_KEY).`,
+      );
     }
-    return (client ??= createClient({ baseUrl, repository, apiKey: options.apiKey, timeouts: options.timeouts, retry: options.retry, ...(options.concurrency ? { concurrency: options.concurrency } : {}) }));
+    return (client ??= createClient({
+      baseUrl,
+      repository,
+      apiKey: options.apiKey,
+      timeouts: options.timeouts,
+      retry: options.retry,
+      ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+    }));
   };
   const repositoryLocales = new RepositoryLocales(clientOf, options.locales);
   const requests = new LiveRequests(clientOf, options);
   const shaper = new LiveShaper({ repository, contentTypes: options.contentTypes, render: options.render });
-  const context = (collection: string): ErrorContext => ({ collection, baseUrl, repository, source, apiKey: options.apiKey });
+  const context = (collection: string): ErrorContext => ({
+    collection,
+    baseUrl,
+    repository,
+    source,
+    apiKey: options.apiKey,
+  });
   // The schema the input typed as FieldsSchema<Fields>; parsing the options only checked it is one.
   const fields = options.fields as FieldsSchema<Fields> | undefined;
 
   return {
     name: 'comfortable-live-loader',
 
-    async loadCollection({ filter, collection }): Promise<LiveDataCollection<ComfortableLiveEntryData<Fields>> | { error: ComfortableLiveError }> {
+    async loadCollection({
+      filter,
+      collection,
+    }): Promise<LiveDataCollection<ComfortableLiveEntryData<Fields>> | { error: ComfortableLiveError }> {
       try {
         const request = parseCollectionFilter(filter);
         if (source.kind === 'aliases') {
-          const unsupported = (['filters', 'sorting', 'search', 'includeTags', 'excludeTags'] as const).find((name) => request[name] !== undefined);
-          if (unsupported) throw new ConfigError(unsupported, `Invalid filter of getLiveCollection(): ${unsupported} needs a loader for a collection or contentType; this one lists aliases`);
+          const unsupported = (['filters', 'sorting', 'search', 'includeTags', 'excludeTags'] as const).find(
+            (name) => request[name] !== undefined,
+          );
+          if (unsupported)
+            throw new ConfigError(
+              unsupported,
+              `Invalid filter of getLiveCollection(): ${unsupported} needs a loader for a collection or contentType; this one lists aliases`,
+            );
         }
         const locales = await repositoryLocales.get();
         const held = loaderLocales(options, locales);
         // A locale from the URL that has no entries is a page that does not exist, not a broken config.
-        const missing = request.locale === undefined ? undefined : missingLocale(request.locale, held, options, locales, 'getLiveCollection()');
-        if (missing) return { error: entryNotFound(collection, `entries in ${request.locale} (${missing})`) as ComfortableLiveError };
-        const shaped = shaper.shape(await requests.list(request), locales, request.locale === undefined ? held : [request.locale]);
-        return { entries: await checkFields(shaped, fields), cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] } };
+        const missing =
+          request.locale === undefined
+            ? undefined
+            : missingLocale(request.locale, held, options, locales, 'getLiveCollection()');
+        if (missing)
+          return {
+            error: entryNotFound(collection, `entries in ${request.locale} (${missing})`) as ComfortableLiveError,
+          };
+        const shaped = shaper.shape(
+          await requests.list(request),
+          locales,
+          request.locale === undefined ? held : [request.locale],
+        );
+        return {
+          entries: await checkFields(shaped, fields),
+          cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] },
+        };
       } catch (error) {
         return { error: liveError(error, context(collection)) as ComfortableLiveError };
       }
     },
 
-    async loadEntry({ filter, collection }): Promise<LiveDataEntry<ComfortableLiveEntryData<Fields>> | undefined | { error: ComfortableLiveError }> {
+    async loadEntry({
+      filter,
+      collection,
+    }): Promise<LiveDataEntry<ComfortableLiveEntryData<Fields>> | undefined | { error: ComfortableLiveError }> {
       try {
         const request = parseEntryFilter(filter);
         const locales = await repositoryLocales.get();
@@ -100,7 +143,13 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
         const missing = missingLocale(locale, held, options, locales, 'getLiveEntry()');
         const entry = missing ? undefined : await findEntry(request, locale, locales);
         // Astro's own error for a missing entry, saying what was looked for and where.
-        if (!entry) return { error: entryNotFound(collection, `${lookupText(request, locale)} (${missing ?? sourceText(options)})`) as ComfortableLiveError };
+        if (!entry)
+          return {
+            error: entryNotFound(
+              collection,
+              `${lookupText(request, locale)} (${missing ?? sourceText(options)})`,
+            ) as ComfortableLiveError,
+          };
         return (await checkFields([entry], fields))[0];
       } catch (error) {
         return { error: liveError(error, context(collection)) as ComfortableLiveError };
@@ -108,7 +157,11 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
     },
   };
 
-  async function findEntry(request: EntryRequest, locale: string, locales: Locales): Promise<LiveDataEntry<ComfortableLiveEntryData> | undefined> {
+  async function findEntry(
+    request: EntryRequest,
+    locale: string,
+    locales: Locales,
+  ): Promise<LiveDataEntry<ComfortableLiveEntryData> | undefined> {
     let answer: LiveAnswer | undefined;
     if (request.by === 'id') answer = await requests.byId(request.id);
     else if (request.by === 'alias') answer = await requests.byAlias(request.alias);
@@ -127,7 +180,11 @@ function loaderLocales(options: LiveOptions, locales: Locales): string[] {
   const known = locales.locales.map((locale) => locale.key);
   if (!options.locales) return known;
   const unknown = options.locales.find((key) => !known.includes(key));
-  if (unknown) throw new ConfigError('locales', `the locales option of comfortableLiveLoader() names "${unknown}", which is not a locale of the repository "${options.repository}" (${known.join(', ')})`);
+  if (unknown)
+    throw new ConfigError(
+      'locales',
+      `the locales option of comfortableLiveLoader() names "${unknown}", which is not a locale of the repository "${options.repository}" (${known.join(', ')})`,
+    );
   return options.locales;
 }
 
@@ -140,10 +197,18 @@ function defaultLocale(held: string[], locales: Locales): string {
  * Why a locale a filter names has no entries of the loader: not a locale of the repository, or
  * not one of its `locales` option (each naming what to check); undefined when it has.
  */
-function missingLocale(locale: string, held: string[], options: LiveOptions, locales: Locales, call: string): string | undefined {
+function missingLocale(
+  locale: string,
+  held: string[],
+  options: LiveOptions,
+  locales: Locales,
+  call: string,
+): string | undefined {
   const known = locales.locales.map((l) => l.key);
-  if (!known.includes(locale)) return `the repository "${options.repository}" has no locale "${locale}", only ${known.join(', ')}: check the locale given to ${call}`;
-  if (!held.includes(locale)) return `${locale} is not one of the locales option of comfortableLiveLoader() in src/live.config.ts: ${held.join(', ')}`;
+  if (!known.includes(locale))
+    return `the repository "${options.repository}" has no locale "${locale}", only ${known.join(', ')}: check the locale given to ${call}`;
+  if (!held.includes(locale))
+    return `${locale} is not one of the locales option of comfortableLiveLoader() in src/live.config.ts: ${held.join(', ')}`;
   return undefined;
 }
 
@@ -165,7 +230,9 @@ function lookupText(request: EntryRequest, locale: string): string {
 }
 
 function sourceText({ source, repository }: LiveOptions): string {
-  if (source.kind === 'collection') return `among the documents of the collection "${source.apiId}" of the repository "${repository}"`;
-  if (source.kind === 'contentType') return `among the documents of content type "${source.contentType}" of the repository "${repository}"`;
+  if (source.kind === 'collection')
+    return `among the documents of the collection "${source.apiId}" of the repository "${repository}"`;
+  if (source.kind === 'contentType')
+    return `among the documents of content type "${source.contentType}" of the repository "${repository}"`;
   return `among the documents of the aliases ${source.aliases.map((alias) => `"${alias}"`).join(', ')} of the repository "${repository}"`;
 }

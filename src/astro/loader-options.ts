@@ -44,13 +44,24 @@ const apiId = z.string().min(1, 'expected an API id');
 
 const loaderOptionsSchema = z.strictObject({
   collection: apiId.optional(),
-  alias: z.string({ error: 'expected the API id of one alias, such as "home" (aliases takes a list of them)' }).min(1, 'expected an API id').optional(),
+  alias: z
+    .string({ error: 'expected the API id of one alias, such as "home" (aliases takes a list of them)' })
+    .min(1, 'expected an API id')
+    .optional(),
   aliases: z.array(apiId).min(1, 'expected a list of alias API ids').optional(),
   contentType: apiId.optional(),
   options: sourceOptionsSchema.optional(),
-  render: z.union([z.string().min(1), z.literal(false)], { error: 'expected the API id of a richtext field, or false' }).optional(),
+  render: z
+    .union([z.string().min(1), z.literal(false)], { error: 'expected the API id of a richtext field, or false' })
+    .optional(),
   locales: z.array(z.string().min(1)).min(1, 'expected at least one locale').optional(),
-  entryId: z.custom<ComfortableLoaderOptions['entryId']>((value) => typeof value === 'function', 'expected a function such as ({ locale, fields }) => `${locale}/${fields.slug}`').optional(),
+  entryId: z
+    .custom<ComfortableLoaderOptions['entryId']>(
+      (value) => typeof value === 'function',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the message shows the code to write
+      'expected a function such as ({ locale, fields }) => `${locale}/${fields.slug}`',
+    )
+    .optional(),
 });
 
 /** One source a loader registers with the shared sync. */
@@ -68,13 +79,21 @@ export interface LoaderSource {
 export function loaderSources(options: unknown, collection?: string): LoaderSource[] {
   const place = ` of comfortableLoader()${collection ? ` for the collection "${collection}" in src/content.config.ts` : ''}`;
   const checked = checkOptions(loaderOptionsSchema, options, { place });
-  const given = (['collection', 'alias', 'aliases', 'contentType'] as const).filter((key) => checked[key] !== undefined);
+  const given = (['collection', 'alias', 'aliases', 'contentType'] as const).filter(
+    (key) => checked[key] !== undefined,
+  );
   if (given.length !== 1) {
     const which = given.length === 0 ? 'none' : given.join(' and ');
-    throw new ConfigError('collection', `Invalid options${place}: give exactly one of collection, alias, aliases or contentType (got ${which}), for example comfortableLoader({ collection: "posts" })`);
+    throw new ConfigError(
+      'collection',
+      `Invalid options${place}: give exactly one of collection, alias, aliases or contentType (got ${which}), for example comfortableLoader({ collection: "posts" })`,
+    );
   }
   const extra = checked.options ?? {};
   if (checked.collection) return [{ kind: 'collection', name: checked.collection, options: extra }];
-  if (checked.contentType) return [{ kind: 'query', name: `type:${checked.contentType}`, options: { ...extra, contentType: checked.contentType } }];
+  if (checked.contentType)
+    return [
+      { kind: 'query', name: `type:${checked.contentType}`, options: { ...extra, contentType: checked.contentType } },
+    ];
   return (checked.aliases ?? [checked.alias!]).map((name) => ({ kind: 'alias', name, options: extra }));
 }

@@ -13,7 +13,13 @@ import { describe, loaderError } from './errors.ts';
 import type { ComfortableLiveRecord } from './live-entries.ts';
 import { ReferenceConverter, warnPartialMappings } from './references.ts';
 import { RichtextRenderer } from './rendered.ts';
-import { type ComfortableLoaderOptions, defaultEntryId, type EntryIdInput, type LoaderSource, loaderSources } from './loader-options.ts';
+import {
+  type ComfortableLoaderOptions,
+  defaultEntryId,
+  type EntryIdInput,
+  type LoaderSource,
+  loaderSources,
+} from './loader-options.ts';
 import { loaderRegistry, type RegisteredLoader } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
 
@@ -66,7 +72,12 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
   const registered: RegisteredLoader = {
     name,
     sources: [],
-    signature: hash({ sources: sources.map((s) => [s.kind, s.name, canonicalOptions(s.options)]), locales: options.locales, render: options.render, entryId: options.entryId ? String(options.entryId) : 'default' }),
+    signature: hash({
+      sources: sources.map((s) => [s.kind, s.name, canonicalOptions(s.options)]),
+      locales: options.locales,
+      render: options.render,
+      entryId: options.entryId ? String(options.entryId) : 'default',
+    }),
     contentType: options.contentType,
     locales: options.locales,
     entryId: options.entryId,
@@ -104,10 +115,13 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
           throw broken.problem!(broken.collection);
         }
         // In a refresh from the dev endpoint, its sync has just run: read that, start no other.
-        const refreshed = (context.refreshContextData as { comfortable?: unknown } | undefined)?.comfortable !== undefined;
+        const refreshed =
+          (context.refreshContextData as { comfortable?: unknown } | undefined)?.comfortable !== undefined;
         const result = await (refreshed ? shared.current() : shared.acquire(`load:${name}`));
         await registry.settled(registered, (message) => context.logger.warn(message));
-        await shared.read(result, (round) => loadEntries(context, round.cache, schemaDigest(round, context.config), keys, options, entryId));
+        await shared.read(result, (round) =>
+          loadEntries(context, round.cache, schemaDigest(round, context.config), keys, options, entryId),
+        );
       } catch (error) {
         const failure = loaderError(error, shared); // with a hint naming the option to check
         // Astro tells a failed sync after a content config edit in dev as an unhandled rejection,
@@ -143,19 +157,29 @@ async function loadEntries(
   const locales = options.locales ?? known;
   const unknown = locales.find((locale) => !known.includes(locale));
   if (unknown !== undefined) {
-    throw new ConfigError('locales', `Invalid option locales of comfortableLoader() for the collection "${collection}" in src/content.config.ts: the repository has no locale "${unknown}"; it has ${known.join(', ')}`);
+    throw new ConfigError(
+      'locales',
+      `Invalid option locales of comfortableLoader() for the collection "${collection}" in src/content.config.ts: the repository has no locale "${unknown}"; it has ${known.join(', ')}`,
+    );
   }
   // Options (of any loader: a reference takes its target's id), a new package version, a changed
   // model (a field seen localized) change what entries look like, and an edited schema module what
   // they must pass: start clean. The same key goes into every page key, so such pages render again.
-  const fingerprint = hash({ packageVersion, source: head.fingerprint, loaders: loaderRegistry().fingerprint(), model: head.model, schemas });
+  const fingerprint = hash({
+    packageVersion,
+    source: head.fingerprint,
+    loaders: loaderRegistry().fingerprint(),
+    model: head.model,
+    schemas,
+  });
   const before = new Set(store.keys());
   if (meta.get('fingerprint') !== fingerprint) {
     store.clear();
     meta.set('fingerprint', fingerprint);
   }
   const members = new Map<string, Member>();
-  for (const key of keys) for (const member of cache.members(key)) if (!members.has(member.id)) members.set(member.id, member);
+  for (const key of keys)
+    for (const member of cache.members(key)) if (!members.has(member.id)) members.set(member.id, member);
 
   warnPartialMappings(cache, collection, members.values(), logger);
   const references = new ReferenceConverter(cache, collection, logger);
@@ -170,17 +194,28 @@ async function loadEntries(
   const list = [...members.values()];
   for (let start = 0; start < list.length; start += readBatch) {
     const batch = list.slice(start, start + readBatch);
-    const pageKeys = cacheKeys(cache, batch.map((member) => member.id), fingerprint);
+    const pageKeys = cacheKeys(
+      cache,
+      batch.map((member) => member.id),
+      fingerprint,
+    );
     // The digest is checked before anything is read or parsed: unchanged entries cost nothing.
     const digestOf = (member: Member, locale: string) =>
-      generateDigest(`${member.digest}|${member.dependencyDigest}|${pageKeys.get(member.id)}|${aliasesOf.get(member.id)?.join(',') ?? ''}|${locale}|${fingerprint}`);
+      generateDigest(
+        `${member.digest}|${member.dependencyDigest}|${pageKeys.get(member.id)}|${aliasesOf.get(member.id)?.join(',') ?? ''}|${locale}|${fingerprint}`,
+      );
     const records = custom ? cache.records(batch.map((m) => m.id)) : new Map<string, StoredRecord>();
     const pending: { member: Member; locale: string; storeId: string; digest: string | number }[] = [];
     for (const member of batch) {
       const record = records.get(member.id);
       for (const locale of locales) {
         const localized = record && entryOf(record, locale, head.locales, () => undefined);
-        const storeId = entryId({ id: member.id, locale, contentType: member.contentType, fields: localized?.fields ?? {} });
+        const storeId = entryId({
+          id: member.id,
+          locale,
+          contentType: member.contentType,
+          fields: localized?.fields ?? {},
+        });
         const taken = live.get(storeId);
         if (taken !== undefined) throw duplicateId(collection, storeId, taken, `document ${member.id} in ${locale}`);
         live.set(storeId, `document ${member.id} in ${locale}`);
@@ -211,7 +246,12 @@ async function loadEntries(
       // the next build make this entry again, which asks for the image again (and warns again).
       const stored = unfetched.length > 0 ? `${digest}|unfetched` : digest;
       // Astro optimises the images of rendered HTML only for entries with a file path: this one names the entry.
-      store.set({ id: storeId, data: parsed, digest: stored, ...(rendered ? { rendered: links.rendered(rendered), filePath: `comfortable/${collection}/${storeId}` } : {}) });
+      store.set({
+        id: storeId,
+        data: parsed,
+        digest: stored,
+        ...(rendered ? { rendered: links.rendered(rendered), filePath: `comfortable/${collection}/${storeId}` } : {}),
+      });
       changed++;
       if (!before.has(storeId)) added++;
     }
@@ -224,7 +264,9 @@ async function loadEntries(
       removed++;
     }
   }
-  logger.info(`${members.size} documents × ${locales.length} locales: ${added} added, ${changed - added} updated, ${removed} removed, ${live.size - changed} unchanged`);
+  logger.info(
+    `${members.size} documents × ${locales.length} locales: ${added} added, ${changed - added} updated, ${removed} removed, ${live.size - changed} unchanged`,
+  );
 }
 
 /** Two entries given one id: Astro would keep only the last, and a page would silently go missing. */
@@ -268,7 +310,13 @@ class EntryView {
   }
 
   entry(id: string, locale: string): Entry {
-    return entryOf(this.#records.get(id)!, locale, this.head.locales, (assetId) => this.#assets.get(assetId), this.head.model);
+    return entryOf(
+      this.#records.get(id)!,
+      locale,
+      this.head.locales,
+      (assetId) => this.#assets.get(assetId),
+      this.head.model,
+    );
   }
 
   /** A relation target's record, for a custom entry id made from its fields. */

@@ -78,13 +78,18 @@ async function manifestPages(cacheDir: string): Promise<Set<string> | { problem:
     return new Set(); // a first build: nothing to reuse
   }
   try {
-    const manifest = JSON.parse(text) as { version?: unknown; routes?: Record<string, { paths?: Record<string, { outputFile?: unknown }> }> };
-    if (manifest.version !== 1 || typeof manifest.routes !== 'object' || manifest.routes === null) return { problem: `its version is ${JSON.stringify(manifest.version)}, not 1` };
+    const manifest = JSON.parse(text) as {
+      version?: unknown;
+      routes?: Record<string, { paths?: Record<string, { outputFile?: unknown }> }>;
+    };
+    if (manifest.version !== 1 || typeof manifest.routes !== 'object' || manifest.routes === null)
+      return { problem: `its version is ${JSON.stringify(manifest.version)}, not 1` };
     const pages = new Set<string>();
     for (const route of Object.values(manifest.routes)) {
       for (const path of Object.values(route.paths ?? {})) {
         const file = path.outputFile;
-        if (typeof file !== 'string' || file === '' || file.startsWith('/') || file.split('/').includes('..')) return { problem: `a page's outputFile is ${JSON.stringify(file)}` };
+        if (typeof file !== 'string' || file === '' || file.startsWith('/') || file.split('/').includes('..'))
+          return { problem: `a page's outputFile is ${JSON.stringify(file)}` };
         pages.add(file);
       }
     }
@@ -128,7 +133,11 @@ async function filesUnder(dir: string): Promise<string[]> {
 
 /** What `dist/` and Astro's cache hold now; reads only. */
 export async function scan(outDir: string, cacheDir: string): Promise<Scan> {
-  const [reusable, record, present] = await Promise.all([manifestPages(cacheDir), readRecord(cacheDir, outDir), filesUnder(outDir)]);
+  const [reusable, record, present] = await Promise.all([
+    manifestPages(cacheDir),
+    readRecord(cacheDir, outDir),
+    filesUnder(outDir),
+  ]);
   const intact = new Set<string>();
   const spoilt = new Set<string>();
   if (reusable instanceof Set) {
@@ -150,7 +159,11 @@ export async function scan(outDir: string, cacheDir: string): Promise<Scan> {
 }
 
 /** Whether a file (its stats) and a path are one file (hard links of each other). */
-const sameFile = (file: { dev: number; ino: number }, path: string) => stat(path).then((other) => other.dev === file.dev && other.ino === file.ino, () => false);
+const sameFile = (file: { dev: number; ino: number }, path: string) =>
+  stat(path).then(
+    (other) => other.dev === file.dev && other.ino === file.ino,
+    () => false,
+  );
 
 /**
  * Links pages of Astro's cache into `dist/` (copies them where a link cannot be made: another
@@ -192,28 +205,48 @@ async function removeFiles(dir: string, files: readonly string[]): Promise<void>
     ),
   );
   // Deepest first; a folder that still holds something stays.
-  for (const folder of [...folders].sort((a, b) => b.split('/').length - a.split('/').length)) await rmdir(join(dir, folder)).catch(() => {});
+  for (const folder of [...folders].sort((a, b) => b.split('/').length - a.split('/').length))
+    await rmdir(join(dir, folder)).catch(() => {});
 }
 
 /** Empties `dir` as Astro does (everything but `.git`). */
 async function emptyAsAstro(dir: string): Promise<void> {
   const names = await readdir(dir).catch(() => [] as string[]);
-  await Promise.all(names.filter((name) => name !== '.git').map((name) => rm(join(dir, name), { recursive: true, force: true })));
+  await Promise.all(
+    names.filter((name) => name !== '.git').map((name) => rm(join(dir, name), { recursive: true, force: true })),
+  );
 }
 
 /** When the build starts: `dist/` as Astro would start it, less the copying of every page it reuses. */
 export async function prepare({ outDir, cacheDir, reusable, present, intact, spoilt }: Scan): Promise<Prepared> {
   if (!(reusable instanceof Set)) {
     await emptyAsAstro(outDir);
-    return { outDir, kept: 0, restored: 0, removed: present, pages: new Set(), fallback: `Astro's incremental cache is not laid out as this package knows it (${manifestFile(cacheDir)}: ${reusable.problem})` };
+    return {
+      outDir,
+      kept: 0,
+      restored: 0,
+      removed: present,
+      pages: new Set(),
+      fallback: `Astro's incremental cache is not laid out as this package knows it (${manifestFile(cacheDir)}: ${reusable.problem})`,
+    };
   }
   const outdated = present.filter((file) => !intact.has(file));
   await removeFiles(outDir, outdated);
   // Copies modified with their page in dist/ go too: Astro renders those pages.
   await Promise.all([...spoilt].map((file) => rm(join(copiesDir(cacheDir), file), { force: true })));
-  const restored = restore(outDir, cacheDir, [...reusable].filter((file) => !intact.has(file) && !spoilt.has(file)));
+  const restored = restore(
+    outDir,
+    cacheDir,
+    [...reusable].filter((file) => !intact.has(file) && !spoilt.has(file)),
+  );
   const pages = new Set([...intact, ...restored]);
-  return { outDir, kept: intact.size, restored: restored.length, removed: outdated.filter((file) => !pages.has(file)), pages };
+  return {
+    outDir,
+    kept: intact.size,
+    restored: restored.length,
+    removed: outdated.filter((file) => !pages.has(file)),
+    pages,
+  };
 }
 
 /**
@@ -222,12 +255,25 @@ export async function prepare({ outDir, cacheDir, reusable, present, intact, spo
  * files of the last build are gone: those pages, and the files `prepare` removed that the build
  * did not write again.
  */
-export async function finish(prepared: Prepared, cacheDir: string, produced: Iterable<string>): Promise<{ pages: number; files: number }> {
+export async function finish(
+  prepared: Prepared,
+  cacheDir: string,
+  produced: Iterable<string>,
+): Promise<{ pages: number; files: number }> {
   const built = new Set(produced);
   const stale = [...prepared.pages].filter((file) => !built.has(file));
   await removeFiles(prepared.outDir, stale);
   const limit = pLimit(concurrency);
-  const rewritten = await Promise.all(prepared.removed.map((file) => limit(() => stat(join(prepared.outDir, file)).then(() => true, () => false))));
+  const rewritten = await Promise.all(
+    prepared.removed.map((file) =>
+      limit(() =>
+        stat(join(prepared.outDir, file)).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    ),
+  );
   const record: Recorded = { version: 2, outDir: prepared.outDir, finishedAt: Date.now(), pages: [...built] };
   await mkdir(cacheDir, { recursive: true });
   await writeFile(recordFile(cacheDir), JSON.stringify(record));

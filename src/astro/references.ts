@@ -56,7 +56,9 @@ export class ReferenceConverter {
 
   /** The entry's fields with its relations converted. */
   fields(entry: Entry, lookup: TargetLookup): Record<string, unknown> {
-    return mapRelations(entry.fields, this.#cache.head.model[entry.contentType], (ref, field) => this.#convert(entry, field, ref, lookup));
+    return mapRelations(entry.fields, this.#cache.head.model[entry.contentType], (ref, field) =>
+      this.#convert(entry, field, ref, lookup),
+    );
   }
 
   /** Warns once per cause of the unresolved references met since the last report, with their number and the first places. */
@@ -64,7 +66,9 @@ export class ReferenceConverter {
     for (const { why, places } of this.#unresolved.values()) {
       const more = places.length > shownPlaces ? ` and ${places.length - shownPlaces} more` : '';
       const where = `${places.slice(0, shownPlaces).join(', ')}${more}`;
-      this.#logger.warn(`${places.length} ${places.length === 1 ? 'reference stays' : 'references stay'} { collection: null, id, contentType }: ${why} (${where})`);
+      this.#logger.warn(
+        `${places.length} ${places.length === 1 ? 'reference stays' : 'references stay'} { collection: null, id, contentType }: ${why} (${where})`,
+      );
     }
     this.#unresolved.clear();
   }
@@ -76,13 +80,18 @@ export class ReferenceConverter {
     else if (!target) cause = `unmapped:${ref.contentType}`;
     else if (!target.loader) cause = `no-loader:${target.collection}`;
     else if (!this.#holds(target.collection, ref.id)) cause = `not-held:${target.collection}`;
-    else if (target.loader.locales && !target.loader.locales.includes(entry.locale)) cause = `not-in-locale:${target.collection}:${entry.locale}`;
-    if (cause === undefined) return { collection: target!.collection, id: this.#targetId(entry, ref, target!.loader!.entryId, lookup) };
+    else if (target.loader.locales && !target.loader.locales.includes(entry.locale))
+      cause = `not-in-locale:${target.collection}:${entry.locale}`;
+    if (cause === undefined)
+      return { collection: target!.collection, id: this.#targetId(entry, ref, target!.loader!.entryId, lookup) };
     const reference = referenceKey(entry.id, field, ref.id);
     const key = `${this.#collection}|${reference}`;
     if (!reportedSince.keys.has(key) && !reportedSince.dangling.has(reference)) {
       reportedSince.keys.add(key);
-      const group = this.#unresolved.get(cause) ?? { why: this.#why(cause, ref.contentType, target?.collection), places: [] };
+      const group = this.#unresolved.get(cause) ?? {
+        why: this.#why(cause, ref.contentType, target?.collection),
+        places: [],
+      };
       group.places.push(`document ${entry.id}, field ${field} → ${ref.id}`);
       this.#unresolved.set(cause, group);
     }
@@ -91,16 +100,23 @@ export class ReferenceConverter {
 
   /** What a warning says of a cause, with the option that decides it. */
   #why(cause: string, contentType: string, collection: string | undefined): string {
-    if (cause === 'not-synced') return 'their documents are not in the synced content (beyond the includes depth of the sources)';
+    if (cause === 'not-synced')
+      return 'their documents are not in the synced content (beyond the includes depth of the sources)';
     if (cause.startsWith('no-loader:')) {
       return `contentTypes maps "${contentType}" to the collection "${collection}", which no comfortableLoader() fills; check the contentTypes option of comfortable() against the collections of src/content.config.ts`;
     }
     if (cause.startsWith('not-in-locale:')) {
       return `the collection "${collection}", to which contentTypes maps "${contentType}", has no entries in ${cause.split(':')[2]} (the locales option of its comfortableLoader())`;
     }
-    if (cause.startsWith('not-held:')) return `the collection "${collection}", to which contentTypes maps "${contentType}", does not hold their documents`;
-    const holding = loaderRegistry().collectionsHolding((sources) => sources.some((source) => this.#cache.members(source).some((m) => m.contentType === contentType)));
-    const suggestion = holding.length > 0 ? ` (the collection${holding.length > 1 ? 's' : ''} ${holding.map((c) => `"${c}"`).join(', ')} ${holding.length > 1 ? 'hold' : 'holds'} them: contentTypes: { ${contentType}: '${holding[0]}' })` : '';
+    if (cause.startsWith('not-held:'))
+      return `the collection "${collection}", to which contentTypes maps "${contentType}", does not hold their documents`;
+    const holding = loaderRegistry().collectionsHolding((sources) =>
+      sources.some((source) => this.#cache.members(source).some((m) => m.contentType === contentType)),
+    );
+    const suggestion =
+      holding.length > 0
+        ? ` (the collection${holding.length > 1 ? 's' : ''} ${holding.map((c) => `"${c}"`).join(', ')} ${holding.length > 1 ? 'hold' : 'holds'} them: contentTypes: { ${contentType}: '${holding[0]}' })`
+        : '';
     return `no collection holds the content type "${contentType}"; map it with the integration's contentTypes option${suggestion}`;
   }
 
@@ -108,17 +124,28 @@ export class ReferenceConverter {
   #holds(collection: string, id: string): boolean {
     if (!this.#held.has(collection)) {
       const sources = loaderRegistry().sourcesOfCollection(collection);
-      this.#held.set(collection, sources && new Set(sources.flatMap((source) => this.#cache.members(source).map((member) => member.id))));
+      this.#held.set(
+        collection,
+        sources && new Set(sources.flatMap((source) => this.#cache.members(source).map((member) => member.id))),
+      );
     }
     return this.#held.get(collection)?.has(id) ?? false;
   }
 
   /** The target's id as its own collection makes it: a custom entryId may use the target's fields (a slug). */
-  #targetId(entry: Entry, ref: { id: string; contentType: string }, entryId: ((input: EntryIdInput) => string) | undefined, lookup: TargetLookup): string {
+  #targetId(
+    entry: Entry,
+    ref: { id: string; contentType: string },
+    entryId: ((input: EntryIdInput) => string) | undefined,
+    lookup: TargetLookup,
+  ): string {
     const input = { id: ref.id, locale: entry.locale, contentType: ref.contentType, fields: {} };
     if (!entryId) return defaultEntryId(input);
     const record = lookup.target(ref.id);
-    return entryId({ ...input, fields: record ? entryOf(record, entry.locale, this.#cache.head.locales, () => undefined).fields : {} });
+    return entryId({
+      ...input,
+      fields: record ? entryOf(record, entry.locale, this.#cache.head.locales, () => undefined).fields : {},
+    });
   }
 }
 
@@ -126,7 +153,12 @@ export class ReferenceConverter {
  * Warns when `contentTypes` maps a content type to this collection but the collection holds only
  * some of the synced documents of that type: references to the others cannot point into it.
  */
-export function warnPartialMappings(cache: CacheReader, collection: string, members: Iterable<Member>, logger: LoaderContext['logger']): void {
+export function warnPartialMappings(
+  cache: CacheReader,
+  collection: string,
+  members: Iterable<Member>,
+  logger: LoaderContext['logger'],
+): void {
   for (const type of loaderRegistry().contentTypesIn(collection)) {
     let held = 0;
     for (const member of members) if (member.contentType === type) held++;

@@ -162,7 +162,9 @@ export class LoaderRegistry {
 
   /** Content types the integration's `contentTypes` maps to an Astro collection. */
   contentTypesIn(collection: string): string[] {
-    return Object.entries(this.#contentTypes).filter(([, c]) => c === collection).map(([type]) => type);
+    return Object.entries(this.#contentTypes)
+      .filter(([, c]) => c === collection)
+      .map(([type]) => type);
   }
 
   /** Names of the loaders that read any of these sources. */

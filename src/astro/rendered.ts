@@ -44,7 +44,9 @@ const escapeAttribute = (text: string) => text.replace(/&/g, '&amp;').replace(/"
 /** Attributes of a tag's source text, in order. */
 function attributesOf(tag: string): Map<string, string> {
   const attributes = new Map<string, string>();
-  for (const [, name, quoted, single, bare] of tag.matchAll(/\s([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?/g)) {
+  for (const [, name, quoted, single, bare] of tag.matchAll(
+    /\s([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?/g,
+  )) {
     // As a browser reads an attribute: `a&amp;b` is `a&b`, but `?w=1&copy=2` keeps its `&copy`.
     attributes.set(name!.toLowerCase(), decodeHTMLAttribute(quoted ?? single ?? bare ?? ''));
   }
@@ -54,7 +56,8 @@ function attributesOf(tag: string): Map<string, string> {
 const imageTag = /<img\b[^>]*>/gi;
 
 /** The `src` of each image in the HTML, read as rendering reads it (double, single or no quotes). */
-const imageSources = (html: string): string[] => [...html.matchAll(imageTag)].flatMap(([tag]) => attributesOf(tag).get('src') ?? []);
+const imageSources = (html: string): string[] =>
+  [...html.matchAll(imageTag)].flatMap(([tag]) => attributesOf(tag).get('src') ?? []);
 
 /** A heading's text as Astro's Markdown takes it: the decoded text of its descendants, spaces kept. */
 const headingText = (inner: string) => decodeHTML(inner.replace(/<!--[\s\S]*?-->/g, '').replace(/<[^>]*>/g, ''));
@@ -75,13 +78,18 @@ export function renderRichtext(html: string, files: AssetFiles, usable: (url: st
   const headings: Heading[] = [];
   const imagePaths: string[] = [];
   const slugger = new GithubSlugger();
-  let out = html.replace(/<h([1-6])(\s[^>]*)?>([\s\S]*?)<\/h\1>/gi, (whole, level: string, attributes: string | undefined, inner: string) => {
-    const text = headingText(inner);
-    const given = attributesOf(attributes ?? '').get('id');
-    const id = given ?? slugger.slug(text);
-    headings.push({ depth: Number(level), slug: id, text });
-    return given !== undefined ? whole : `<h${level} id="${escapeAttribute(id)}"${attributes ?? ''}>${inner}</h${level}>`;
-  });
+  let out = html.replace(
+    /<h([1-6])(\s[^>]*)?>([\s\S]*?)<\/h\1>/gi,
+    (whole, level: string, attributes: string | undefined, inner: string) => {
+      const text = headingText(inner);
+      const given = attributesOf(attributes ?? '').get('id');
+      const id = given ?? slugger.slug(text);
+      headings.push({ depth: Number(level), slug: id, text });
+      return given !== undefined
+        ? whole
+        : `<h${level} id="${escapeAttribute(id)}"${attributes ?? ''}>${inner}</h${level}>`;
+    },
+  );
   out = out.replace(imageTag, (tag) => {
     const attributes = attributesOf(tag);
     const src = attributes.get('src');
@@ -148,7 +156,9 @@ interface RenderableEntry {
 
 /** The HTML of a richtext field's value (`{ html, plain }`), if it is one. */
 export const richtextOf = (value: unknown): string | undefined =>
-  value && typeof value === 'object' && typeof (value as { html?: unknown }).html === 'string' ? (value as { html: string }).html : undefined;
+  value && typeof value === 'object' && typeof (value as { html?: unknown }).html === 'string'
+    ? (value as { html: string }).html
+    : undefined;
 
 /**
  * Renders one richtext field of each entry a loader makes: `field` names it, `false` renders
@@ -210,7 +220,9 @@ export class RichtextRenderer {
       const key = `${entry.id}|${field}|${url}`;
       if (!this.#warned.has(key)) {
         this.#warned.add(key);
-        this.#logger.warn(`Image ${url} in field ${field} of document ${entry.id} cannot be fetched (${why}): it is left as it is, not optimised`);
+        this.#logger.warn(
+          `Image ${url} in field ${field} of document ${entry.id} cannot be fetched (${why}): it is left as it is, not optimised`,
+        );
       }
       return false;
     });

@@ -31,7 +31,12 @@ function relationTo(collections: string[] | undefined, reference: ReferenceTo): 
 /** Section schemas, so the `types` command prints them one field a line. */
 export const sectionSchemas = new WeakSet<z.ZodType>();
 
-function fieldSchema(field: FieldModel, path: string, targets: Record<string, string[]>, reference: ReferenceTo): z.ZodType {
+function fieldSchema(
+  field: FieldModel,
+  path: string,
+  targets: Record<string, string[]>,
+  reference: ReferenceTo,
+): z.ZodType {
   const collections = targets[path];
   switch (field.kind) {
     case 'section': {
@@ -65,7 +70,10 @@ function fieldSchema(field: FieldModel, path: string, targets: Record<string, st
 /** An object of fields (a content type's, or a section's), each nullable and optional. */
 function sectionSchema(fields: TypeModel, prefix: string, targets: Record<string, string[]>, reference: ReferenceTo) {
   const shape: Record<string, z.ZodType> = {};
-  for (const [name, field] of Object.entries(fields)) shape[name] = fieldSchema(field, prefix + name, targets, reference).nullable().optional();
+  for (const [name, field] of Object.entries(fields))
+    shape[name] = fieldSchema(field, prefix + name, targets, reference)
+      .nullable()
+      .optional();
   return z.object(shape);
 }
 
@@ -75,12 +83,21 @@ function sectionSchema(fields: TypeModel, prefix: string, targets: Record<string
  * by path inside a section such as `content.teacher` → collections) types relations as references
  * to them, each written by `reference` (the `types` command writes Astro's `reference('<collection>')`).
  */
-export function fieldsSchema(model: Model, contentType: string, targets: Record<string, string[]> = {}, reference: ReferenceTo = referenceObject) {
+export function fieldsSchema(
+  model: Model,
+  contentType: string,
+  targets: Record<string, string[]> = {},
+  reference: ReferenceTo = referenceObject,
+) {
   return sectionSchema(model[contentType] ?? {}, '', targets, reference);
 }
 
 /** Relation field (by path inside a section) → the collections its stored references point to, through `collectionOf` (the contentTypes option). */
-export function referenceTargets(cache: CacheReader, contentType: string, collectionOf: (contentType: string) => string | undefined): Record<string, string[]> {
+export function referenceTargets(
+  cache: CacheReader,
+  contentType: string,
+  collectionOf: (contentType: string) => string | undefined,
+): Record<string, string[]> {
   const targets: Record<string, string[]> = {};
   for (const [field, types] of cache.referenceTargets(contentType)) {
     const collections = [...new Set(types.map(collectionOf).filter((c): c is string => c !== undefined))].sort();
@@ -91,7 +108,8 @@ export function referenceTargets(cache: CacheReader, contentType: string, collec
 
 /**
  * The entry envelope around a content type's fields.
- * @example defineCollection({ loader: comfortableLoader({ collection: 'posts' }), schema: entrySchema(postFields, 'post') })
+ * @example defineCollection({ loader: comfortableLoader({ collection: 'posts' }), schema: entrySchema(postFields,
+ * 'post') })
  */
 export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string) {
   return z.object({
@@ -115,8 +133,14 @@ export function createEntrySchema(
   collectionOf: (contentType: string) => string | undefined = () => undefined,
 ): { schema: z.ZodType; types: string } {
   const { model } = cache.head;
-  const variants = cache.contentTypes(sources).map((type) => entrySchema(fieldsSchema(model, type, referenceTargets(cache, type, collectionOf)), type));
+  const variants = cache
+    .contentTypes(sources)
+    .map((type) => entrySchema(fieldsSchema(model, type, referenceTargets(cache, type, collectionOf)), type));
   const schema =
-    variants.length === 0 ? entrySchema(z.record(z.string(), z.unknown())) : variants.length === 1 ? variants[0]! : z.discriminatedUnion('contentType', variants as never);
+    variants.length === 0
+      ? entrySchema(z.record(z.string(), z.unknown()))
+      : variants.length === 1
+        ? variants[0]!
+        : z.discriminatedUnion('contentType', variants as never);
   return { schema, types: `export type Entry = ${toTypeScript(schema)};\n` };
 }

@@ -32,17 +32,45 @@ export function snapshotPort(file: string): number {
 }
 
 /** `fromEnv`: the file was named by CMFT_SNAPSHOT, not by the option (the error for a missing file says which to change). */
-export async function serveSnapshot(file: string, options: { repository?: string | undefined; fromEnv: boolean; watch: boolean; warn: (line: string) => void; log?: (line: string) => void }): Promise<ServedSnapshot> {
-  if (!(await access(file).then(() => true, () => false))) {
+export async function serveSnapshot(
+  file: string,
+  options: {
+    repository?: string | undefined;
+    fromEnv: boolean;
+    watch: boolean;
+    warn: (line: string) => void;
+    log?: (line: string) => void;
+  },
+): Promise<ServedSnapshot> {
+  if (
+    !(await access(file).then(
+      () => true,
+      () => false,
+    ))
+  ) {
     const instead = options.fromEnv ? 'unset CMFT_SNAPSHOT' : 'remove the snapshot option of comfortable()';
-    throw new ConfigError('comfortable.snapshot', `Invalid option comfortable.snapshot: no snapshot at ${file}; make one with npx comfortable-loader pull (or ${instead} to use the CMS)`);
+    throw new ConfigError(
+      'comfortable.snapshot',
+      `Invalid option comfortable.snapshot: no snapshot at ${file}; make one with npx comfortable-loader pull (or ${instead} to use the CMS)`,
+    );
   }
   const snapshot = await readSnapshotFile(file);
   const { apiId, apiKeys } = snapshot.repository;
   if (options.repository !== undefined && options.repository !== apiId) {
-    throw new ConfigError('comfortable.snapshot', `Invalid option comfortable.snapshot: ${file} holds the repository "${apiId}", not "${options.repository}" (the repository option or CMFT_REPOSITORY)`);
+    throw new ConfigError(
+      'comfortable.snapshot',
+      `Invalid option comfortable.snapshot: ${file} holds the repository "${apiId}", not "${options.repository}" (the repository option or CMFT_REPOSITORY)`,
+    );
   }
-  const start = (port: number) => startServer({ paths: [file], port, watch: options.watch, unref: !options.watch, warn: options.warn, ...(options.log ? { log: options.log } : {}) });
+  const start = (port: number) =>
+    startServer({
+      paths: [file],
+      port,
+      watch: options.watch,
+      unref: !options.watch,
+      warn: options.warn,
+      ...(options.log ? { log: options.log } : {}),
+    });
   const port = snapshotPort(file);
   let server: ReadApiServer;
   let portNote: string | undefined;
@@ -53,9 +81,19 @@ export async function serveSnapshot(file: string, options: { repository?: string
     server = await start(0);
     portNote = `port ${port}, where this snapshot is usually served, is taken (another build or dev server?): serving on ${server.port}, so the content cache is fetched again`;
   }
-  const files = new Set(snapshot.assets.flatMap((asset) => {
-    const url = (asset.fields.file as { url?: unknown } | null | undefined)?.url;
-    return (typeof url === 'string' && localFilePath(url)) || [];
-  }));
-  return { file, files, baseUrl: server.url, repository: apiId, apiKey: apiKeys[0]!, server, ...(portNote ? { portNote } : {}) };
+  const files = new Set(
+    snapshot.assets.flatMap((asset) => {
+      const url = (asset.fields.file as { url?: unknown } | null | undefined)?.url;
+      return (typeof url === 'string' && localFilePath(url)) || [];
+    }),
+  );
+  return {
+    file,
+    files,
+    baseUrl: server.url,
+    repository: apiId,
+    apiKey: apiKeys[0]!,
+    server,
+    ...(portNote ? { portNote } : {}),
+  };
 }

@@ -67,11 +67,23 @@ export function cacheErrorOf(error: unknown, dir: string): unknown {
       return new CacheError('cache_damaged', `The cache in ${dir} is damaged (${(error as Error).message})`, error);
     case readOnly:
     case cantOpen:
-      return new CacheError('cache_unwritable', `The cache folder ${dir} cannot be written (${(error as Error).message}); check its permissions, or set cacheDir to a folder this process may write`, error);
+      return new CacheError(
+        'cache_unwritable',
+        `The cache folder ${dir} cannot be written (${(error as Error).message}); check its permissions, or set cacheDir to a folder this process may write`,
+        error,
+      );
     case full:
-      return new CacheError('cache_full', `The disk of the cache folder ${dir} is full (${(error as Error).message}); the cache was left as it was`, error);
+      return new CacheError(
+        'cache_full',
+        `The disk of the cache folder ${dir} is full (${(error as Error).message}); the cache was left as it was`,
+        error,
+      );
     case ioError:
-      return new CacheError('cache_unwritable', `The cache in ${dir} could not be read or written (${(error as Error).message})`, error);
+      return new CacheError(
+        'cache_unwritable',
+        `The cache in ${dir} could not be read or written (${(error as Error).message})`,
+        error,
+      );
     default:
       return error;
   }
@@ -87,7 +99,10 @@ function olderFormatFiles(dir: string): string[] {
   } catch {
     return [];
   }
-  return names.filter((name) => name === 'manifest.json' || name === 'sync.lock' || /^(index-.*\.json|records-.*\.jsonl)(\.tmp)?$/.test(name));
+  return names.filter(
+    (name) =>
+      name === 'manifest.json' || name === 'sync.lock' || /^(index-.*\.json|records-.*\.jsonl)(\.tmp)?$/.test(name),
+  );
 }
 
 /** The identity of the database file, or undefined when there is none. */
@@ -109,11 +124,17 @@ export function openForWriting(dir: string, warn: (message: string) => void): Da
   try {
     mkdirSync(dir, { recursive: true });
   } catch (error) {
-    throw new CacheError('cache_unwritable', `The cache folder ${dir} cannot be created (${(error as Error).message}); set cacheDir to a folder this process may write`, error);
+    throw new CacheError(
+      'cache_unwritable',
+      `The cache folder ${dir} cannot be created (${(error as Error).message}); set cacheDir to a folder this process may write`,
+      error,
+    );
   }
   const older = olderFormatFiles(dir);
   if (older.length > 0) {
-    warn(`The cache in ${dir} is of an older format (${older.includes('manifest.json') ? 'format 4 or earlier' : 'files of an earlier version'}); it is rebuilt as a database`);
+    warn(
+      `The cache in ${dir} is of an older format (${older.includes('manifest.json') ? 'format 4 or earlier' : 'files of an earlier version'}); it is rebuilt as a database`,
+    );
     for (const name of older) rmSync(join(dir, name), { force: true });
   }
   const open = () => {
@@ -123,7 +144,9 @@ export function openForWriting(dir: string, warn: (message: string) => void): Da
     // (inserting 100,000 references took 2.4 s; 1.4 s with 16 MB, 1.3 s with 64 MB).
     // The write-ahead log is cut back once checkpointed: left at the size of a cold sync, the
     // next process to open the cache would read all of it to rebuild its index.
-    db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -${writerCacheKiB}; PRAGMA journal_size_limit = ${walLimitBytes};`);
+    db.exec(
+      `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -${writerCacheKiB}; PRAGMA journal_size_limit = ${walLimitBytes};`,
+    );
     return db;
   };
   try {
@@ -172,7 +195,11 @@ export function openForReading(dir: string): Database | undefined {
     return openChecked(dir, { readOnly: true });
   } catch (error) {
     if (sqliteCode(error) === readOnly || sqliteCode(error) === cantOpen) {
-      throw new CacheError('cache_unwritable', `The cache in ${dir} was left by a sync that was killed while it wrote, and reading it needs the folder to be written once to recover it (${(error as Error).message}); run a sync where ${dir} can be written, or set cacheDir to a folder this process may write`, error);
+      throw new CacheError(
+        'cache_unwritable',
+        `The cache in ${dir} was left by a sync that was killed while it wrote, and reading it needs the folder to be written once to recover it (${(error as Error).message}); run a sync where ${dir} can be written, or set cacheDir to a folder this process may write`,
+        error,
+      );
     }
     throw cacheErrorOf(error, dir);
   }
@@ -184,7 +211,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * Begins the sync's write transaction. While another sync holds it, waits without blocking
  * (tries again every 50 ms), says so after a second, and gives up after `maxWaitMs`.
  */
-export async function beginWrite(db: Database, dir: string, options: { waiting(): void; maxWaitMs: number }): Promise<void> {
+export async function beginWrite(
+  db: Database,
+  dir: string,
+  options: { waiting(): void; maxWaitMs: number },
+): Promise<void> {
   const started = Date.now();
   let said = false;
   db.exec('PRAGMA busy_timeout = 0');
@@ -198,7 +229,10 @@ export async function beginWrite(db: Database, dir: string, options: { waiting()
       }
       const waited = Date.now() - started;
       if (waited >= options.maxWaitMs) {
-        throw new CacheError('cache_busy', `Another sync has held the cache in ${dir} for more than ${Math.round(options.maxWaitMs / 1000)} s; try again when it is done`);
+        throw new CacheError(
+          'cache_busy',
+          `Another sync has held the cache in ${dir} for more than ${Math.round(options.maxWaitMs / 1000)} s; try again when it is done`,
+        );
       }
       if (!said && waited >= 1_000) {
         said = true;

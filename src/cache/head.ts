@@ -18,7 +18,16 @@ export interface CacheHead {
   records: number;
 }
 
-export const headKeys = ['fingerprint', 'repository', 'baseUrl', 'package', 'lastSync', 'locales', 'model', 'records'] as const;
+export const headKeys = [
+  'fingerprint',
+  'repository',
+  'baseUrl',
+  'package',
+  'lastSync',
+  'locales',
+  'model',
+  'records',
+] as const;
 
 /** The head of a cache of this format; a missing value is damage. */
 export function readHead(db: Database): CacheHead {

@@ -27,7 +27,12 @@ const markerName = 'origin.json';
 
 /** A folder name that says whose cache it is: `cms-<host>-<repository>-<hash>` or `copy-<file>-<hash>`. */
 function folderName(origin: ContentOrigin): string {
-  const words = (text: string) => text.toLowerCase().replace(/[^a-z0-9.]+/g, '-').replace(/^[-.]+|-+$/g, '').slice(0, 40) || 'x';
+  const words = (text: string) =>
+    text
+      .toLowerCase()
+      .replace(/[^a-z0-9.]+/g, '-')
+      .replace(/^[-.]+|-+$/g, '')
+      .slice(0, 40) || 'x';
   const id = hash('sha1', JSON.stringify(origin), 'hex').slice(0, 10);
   if ('snapshot' in origin) return `copy-${words(basename(origin.snapshot).replace(/\.json$/i, ''))}-${id}`;
   const host = URL.parse(origin.baseUrl)?.host ?? origin.baseUrl;
@@ -35,7 +40,10 @@ function folderName(origin: ContentOrigin): string {
 }
 
 /** The origin as the cache tells it apart: a base URL without its trailing slashes. */
-const normalised = (origin: ContentOrigin): ContentOrigin => ('snapshot' in origin ? { snapshot: origin.snapshot.split('\\').join('/') } : { baseUrl: origin.baseUrl.replace(/\/+$/, ''), repository: origin.repository });
+const normalised = (origin: ContentOrigin): ContentOrigin =>
+  'snapshot' in origin
+    ? { snapshot: origin.snapshot.split('\\').join('/') }
+    : { baseUrl: origin.baseUrl.replace(/\/+$/, ''), repository: origin.repository };
 
 /** Whether a folder name is one `originCacheDir` makes. */
 const isOriginFolder = (name: string) => /^(cms|copy)-.+-[0-9a-f]{10}$/.test(name);

@@ -31,7 +31,9 @@ export class DamagedRecordError extends Error {
   readonly code = 'record_damaged';
   readonly ids: string[];
   constructor(dir: string, ids: string[]) {
-    super(`The cache in ${dir} holds damaged records (${ids.join(', ')}): their stored bytes no longer match their digests`);
+    super(
+      `The cache in ${dir} holds damaged records (${ids.join(', ')}): their stored bytes no longer match their digests`,
+    );
     this.name = 'DamagedRecordError';
     this.ids = ids;
   }
@@ -101,14 +103,18 @@ export class CacheReader {
       try {
         this.#head = { version, head: readHead(this.#db) };
       } catch (error) {
-        throw error instanceof CacheError ? new CacheError('cache_damaged', `The cache in ${this.dir} is damaged: ${error.message}`) : cacheErrorOf(error, this.dir);
+        throw error instanceof CacheError
+          ? new CacheError('cache_damaged', `The cache in ${this.dir} is damaged: ${error.message}`)
+          : cacheErrorOf(error, this.dir);
       }
     }
     return this.#head.head;
   }
 
   sources(): StoredSource[] {
-    return this.#all<StoredSource>('SELECT key, kind, name, fingerprint, synced_at AS syncedAt FROM source ORDER BY key').map((row) => ({ ...row }));
+    return this.#all<StoredSource>(
+      'SELECT key, kind, name, fingerprint, synced_at AS syncedAt FROM source ORDER BY key',
+    ).map((row) => ({ ...row }));
   }
 
   /**
@@ -117,14 +123,22 @@ export class CacheReader {
    * synced. A member whose record is missing is left out.
    */
   members(source: string): Member[] {
-    const row = this.#all<{ count: number; ids: string; dependency_digests: string }>('SELECT count, ids, dependency_digests FROM member WHERE source = ?', source)[0];
+    const row = this.#all<{ count: number; ids: string; dependency_digests: string }>(
+      'SELECT count, ids, dependency_digests FROM member WHERE source = ?',
+      source,
+    )[0];
     if (!row) return [];
     // The ids are joined with their records in SQL, straight from the row's JSON.
     const [digests] = memberColumns(row, ['dependency_digests'], this.dir, source) as [string[]];
     return this.#all<{ position: number; id: string; contentType: string; digest: string }>(
       'SELECT j.key AS position, j.value AS id, r.content_type AS contentType, r.digest FROM json_each(?) j JOIN record r ON r.id = j.value ORDER BY j.key',
       row.ids,
-    ).map(({ position, id, contentType, digest }) => ({ id, contentType, digest, dependencyDigest: digests[position]! }));
+    ).map(({ position, id, contentType, digest }) => ({
+      id,
+      contentType,
+      digest,
+      dependencyDigest: digests[position]!,
+    }));
   }
 
   /** The records a source's includes reach from its members, not counting the members. */
@@ -157,7 +171,10 @@ export class CacheReader {
     const damaged: string[] = [];
     let after = '';
     for (;;) {
-      const rows = this.#all<{ id: string; json: string; digest: string }>('SELECT b.id, b.json, r.digest FROM body b JOIN record r ON r.id = b.id WHERE b.id > ? ORDER BY b.id LIMIT 1000', after);
+      const rows = this.#all<{ id: string; json: string; digest: string }>(
+        'SELECT b.id, b.json, r.digest FROM body b JOIN record r ON r.id = b.id WHERE b.id > ? ORDER BY b.id LIMIT 1000',
+        after,
+      );
       if (rows.length === 0) return damaged;
       for (const row of rows) if (digestOfJson(row.json) !== row.digest) damaged.push(row.id);
       after = rows.at(-1)!.id;
@@ -174,7 +191,10 @@ export class CacheReader {
 
   /** The content type of each record of `ids` that exists, read in one statement. */
   contentTypesOf(ids: Iterable<string>): Map<string, string> {
-    const rows = this.#all<{ id: string; content_type: string }>('SELECT id, content_type FROM record WHERE id IN (SELECT value FROM json_each(?))', JSON.stringify([...ids]));
+    const rows = this.#all<{ id: string; content_type: string }>(
+      'SELECT id, content_type FROM record WHERE id IN (SELECT value FROM json_each(?))',
+      JSON.stringify([...ids]),
+    );
     return new Map(rows.map((row) => [row.id, row.content_type]));
   }
 
@@ -194,8 +214,12 @@ export class CacheReader {
    * graph, read in one statement (for what depends on what beyond one source's includes).
    */
   links(): Map<string, Link> {
-    const rows = this.#all<{ id: string; digest: string; targets: string | null }>("SELECT id, digest, (SELECT group_concat(j.value ->> 1, ' ') FROM json_each(refs) j) AS targets FROM record");
-    return new Map(rows.map((row) => [row.id, { digest: row.digest, targets: row.targets ? row.targets.split(' ') : [] }]));
+    const rows = this.#all<{ id: string; digest: string; targets: string | null }>(
+      "SELECT id, digest, (SELECT group_concat(j.value ->> 1, ' ') FROM json_each(refs) j) AS targets FROM record",
+    );
+    return new Map(
+      rows.map((row) => [row.id, { digest: row.digest, targets: row.targets ? row.targets.split(' ') : [] }]),
+    );
   }
 
   /**
@@ -226,9 +250,14 @@ export class CacheReader {
     const files = new Map<string, { width?: number; height?: number }>();
     const add = (file: File | null | undefined) => {
       if (typeof file?.url !== 'string') return;
-      files.set(file.url, { ...(typeof file.width === 'number' ? { width: file.width } : {}), ...(typeof file.height === 'number' ? { height: file.height } : {}) });
+      files.set(file.url, {
+        ...(typeof file.width === 'number' ? { width: file.width } : {}),
+        ...(typeof file.height === 'number' ? { height: file.height } : {}),
+      });
     };
-    for (const { file } of this.#all<{ file: string | null }>("SELECT b.json ->> '$.fields.file' AS file FROM record r JOIN body b ON b.id = r.id WHERE r.content_type = '_asset'")) {
+    for (const { file } of this.#all<{ file: string | null }>(
+      "SELECT b.json ->> '$.fields.file' AS file FROM record r JOIN body b ON b.id = r.id WHERE r.content_type = '_asset'",
+    )) {
       const value = file === null ? null : (JSON.parse(file) as File | Record<string, File>);
       if (value && 'url' in value) add(value as File);
       else if (value) for (const byLocale of Object.values(value as Record<string, File>)) add(byLocale);
@@ -241,7 +270,10 @@ export class CacheReader {
    * their richtext), sorted. Only the documents that hold `prefix` at all are read.
    */
   urlsInDocuments(prefix: string): string[] {
-    const rows = this.#all<{ json: string }>("SELECT b.json FROM record r JOIN body b ON b.id = r.id WHERE r.content_type <> '_asset' AND instr(b.json, ?) > 0", prefix);
+    const rows = this.#all<{ json: string }>(
+      "SELECT b.json FROM record r JOIN body b ON b.id = r.id WHERE r.content_type <> '_asset' AND instr(b.json, ?) > 0",
+      prefix,
+    );
     // In the stored JSON a URL ends where its string or attribute does: at a quote, escaped or not.
     const url = new RegExp(`${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}${String.raw`[^"'\\\s<>]*`}`, 'g');
     return [...new Set(rows.flatMap((row) => row.json.match(url) ?? []))].sort();
@@ -258,7 +290,7 @@ export class CacheReader {
   /** Field → the content types its stored references of records of `contentType` point to. */
   referenceTargets(contentType: string): Map<string, string[]> {
     const rows = this.#all<{ field: string; target: string }>(
-      "SELECT DISTINCT j.value ->> 0 AS field, t.content_type AS target FROM record f, json_each(f.refs) j JOIN record t ON t.id = j.value ->> 1 WHERE f.content_type = ? ORDER BY field, target",
+      'SELECT DISTINCT j.value ->> 0 AS field, t.content_type AS target FROM record f, json_each(f.refs) j JOIN record t ON t.id = j.value ->> 1 WHERE f.content_type = ? ORDER BY field, target',
       contentType,
     );
     const targets = new Map<string, string[]>();
@@ -274,7 +306,10 @@ export class CacheReader {
   /** References whose target the server does not have, each once: of one source, or of all. */
   dangling(source?: string): DanglingReference[] {
     const where = source === undefined ? '' : 'WHERE source = ?';
-    return this.#all<DanglingReference>(`SELECT DISTINCT from_id AS "from", field, to_id AS id FROM dangling ${where} ORDER BY from_id, field, to_id`, ...(source === undefined ? [] : [source])).map((row) => ({ ...row }));
+    return this.#all<DanglingReference>(
+      `SELECT DISTINCT from_id AS "from", field, to_id AS id FROM dangling ${where} ORDER BY from_id, field, to_id`,
+      ...(source === undefined ? [] : [source]),
+    ).map((row) => ({ ...row }));
   }
 
   close(): void {

@@ -47,8 +47,10 @@ export interface RecordChanges {
 export const digestOfJson = (json: string): string => hash('sha1', json, 'base64url').slice(0, 22);
 
 /** References as `record.refs` holds them: `[[field, id, 1 or 0], …]`. */
-export const packReferences = (references: readonly Reference[]): string => JSON.stringify(references.map((ref) => [ref.field, ref.id, ref.asset ? 1 : 0]));
-export const unpackReferences = (refs: string): Reference[] => (JSON.parse(refs) as [string, string, number][]).map(([field, id, asset]) => ({ field, id, asset: asset === 1 }));
+export const packReferences = (references: readonly Reference[]): string =>
+  JSON.stringify(references.map((ref) => [ref.field, ref.id, ref.asset ? 1 : 0]));
+export const unpackReferences = (refs: string): Reference[] =>
+  (JSON.parse(refs) as [string, string, number][]).map(([field, id, asset]) => ({ field, id, asset: asset === 1 }));
 
 /** A list as JSON, for `json_each`, so a batch is one statement. */
 const asJson = (values: Iterable<string>) => JSON.stringify([...values]);
@@ -128,8 +130,18 @@ export class Records {
     if (wanted.length === 0) return;
     for (const id of wanted) this.#known.set(id, null);
     if (this.#startedEmpty && this.#before.size === 0) return; // nothing there but what this run wrote, which is known
-    const statement = this.#statement('SELECT id, content_type, updated_at, revision, digest, partial FROM record WHERE id IN (SELECT value FROM json_each(?))', true);
-    for (const [id, contentType, updatedAt, revision, digest, partial] of statement.all(asJson(wanted)) as unknown as [string, string, string, number, string, number][]) {
+    const statement = this.#statement(
+      'SELECT id, content_type, updated_at, revision, digest, partial FROM record WHERE id IN (SELECT value FROM json_each(?))',
+      true,
+    );
+    for (const [id, contentType, updatedAt, revision, digest, partial] of statement.all(asJson(wanted)) as unknown as [
+      string,
+      string,
+      string,
+      number,
+      string,
+      number,
+    ][]) {
       this.#known.set(id, { contentType, updatedAt, revision, digest, partial: partial === 1 });
     }
   }
@@ -137,7 +149,9 @@ export class Records {
   /** True when the record is stored whole with these stamps. */
   sameStamps(id: string, updatedAt: string | undefined, revision: number | undefined): boolean {
     const info = this.info(id);
-    return info !== undefined && !info.partial && info.updatedAt === (updatedAt ?? '') && info.revision === (revision ?? 0);
+    return (
+      info !== undefined && !info.partial && info.updatedAt === (updatedAt ?? '') && info.revision === (revision ?? 0)
+    );
   }
 
   /** Whether any record is partial now. */
@@ -167,12 +181,18 @@ export class Records {
     const refs = packReferences(references);
     const refsBefore = before && this.#refsOf(record.id);
     const relinked = !before || before.contentType !== record.contentType || refsBefore !== refs;
-    const info: RecordInfo = { contentType: record.contentType, updatedAt: record.updatedAt, revision: record.revision, digest, partial };
+    const info: RecordInfo = {
+      contentType: record.contentType,
+      updatedAt: record.updatedAt,
+      revision: record.revision,
+      digest,
+      partial,
+    };
     this.#version++;
     this.#touch(record.id, before, relinked ? refsBefore : undefined, relinked);
-    this.#statement('INSERT OR REPLACE INTO record (id, content_type, updated_at, revision, digest, partial, refs) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-      record.id, info.contentType, info.updatedAt, info.revision, digest, partial ? 1 : 0, refs,
-    );
+    this.#statement(
+      'INSERT OR REPLACE INTO record (id, content_type, updated_at, revision, digest, partial, refs) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ).run(record.id, info.contentType, info.updatedAt, info.revision, digest, partial ? 1 : 0, refs);
     this.#statement('INSERT OR REPLACE INTO body (id, json) VALUES (?, ?)').run(record.id, json);
     this.#known.set(record.id, info);
     this.#packed.set(record.id, refs);
@@ -203,9 +223,20 @@ export class Records {
   /** Removes every record (a fresh sync); what was there still counts as before. */
   clear(): void {
     if (!this.#startedEmpty) {
-      const statement = this.#statement('SELECT id, content_type, updated_at, revision, digest, partial FROM record', true);
-      for (const [id, contentType, updatedAt, revision, digest, partial] of statement.all() as unknown as [string, string, string, number, string, number][]) {
-        if (!this.#before.has(id)) this.#before.set(id, { contentType, updatedAt, revision, digest, partial: partial === 1 });
+      const statement = this.#statement(
+        'SELECT id, content_type, updated_at, revision, digest, partial FROM record',
+        true,
+      );
+      for (const [id, contentType, updatedAt, revision, digest, partial] of statement.all() as unknown as [
+        string,
+        string,
+        string,
+        number,
+        string,
+        number,
+      ][]) {
+        if (!this.#before.has(id))
+          this.#before.set(id, { contentType, updatedAt, revision, digest, partial: partial === 1 });
       }
     }
     this.#version++;
@@ -223,7 +254,10 @@ export class Records {
   #refsOf(id: string): string | undefined {
     const node = this.#nodes.get(id);
     if (node) return packReferences(node.references);
-    return this.#packed.get(id) ?? (this.#statement('SELECT refs FROM record WHERE id = ?').get(id) as { refs: string } | undefined)?.refs;
+    return (
+      this.#packed.get(id) ??
+      (this.#statement('SELECT refs FROM record WHERE id = ?').get(id) as { refs: string } | undefined)?.refs
+    );
   }
 
   #touch(id: string, before: RecordInfo | undefined, refsBefore: string | undefined, relinked: boolean): void {
@@ -248,15 +282,26 @@ export class Records {
       const packed = node ? undefined : this.#packed.get(id);
       if (packed !== undefined) {
         const info = this.#known.get(id)!;
-        this.#nodes.set(id, (node = { id, contentType: info.contentType, digest: info.digest, references: unpackReferences(packed) }));
+        this.#nodes.set(
+          id,
+          (node = { id, contentType: info.contentType, digest: info.digest, references: unpackReferences(packed) }),
+        );
         this.#packed.delete(id); // the node holds them now (a first sync reads every record's)
       }
       if (node) found.set(id, node);
       else if (this.#known.get(id) !== null) wanted.push(id);
     }
     if (wanted.length === 0) return found;
-    const statement = this.#statement('SELECT id, content_type, digest, refs FROM record WHERE id IN (SELECT value FROM json_each(?))', true);
-    for (const [id, contentType, digest, refs] of statement.all(asJson(wanted)) as unknown as [string, string, string, string][]) {
+    const statement = this.#statement(
+      'SELECT id, content_type, digest, refs FROM record WHERE id IN (SELECT value FROM json_each(?))',
+      true,
+    );
+    for (const [id, contentType, digest, refs] of statement.all(asJson(wanted)) as unknown as [
+      string,
+      string,
+      string,
+      string,
+    ][]) {
       const node: Node = { id, contentType, digest, references: unpackReferences(refs) };
       this.#nodes.set(id, node);
       found.set(id, node);
@@ -267,15 +312,23 @@ export class Records {
   /** The records with a reference to one of `targets` (only through asset references, with `assetsOnly`). */
   referrers(targets: Iterable<string>, assetsOnly = false): Set<string> {
     this.#index();
-    const statement = this.#statement(`SELECT DISTINCT from_id FROM reference WHERE to_id IN (SELECT value FROM json_each(?))${assetsOnly ? ' AND asset = 1' : ''}`, true);
+    const statement = this.#statement(
+      `SELECT DISTINCT from_id FROM reference WHERE to_id IN (SELECT value FROM json_each(?))${assetsOnly ? ' AND asset = 1' : ''}`,
+      true,
+    );
     return new Set((statement.all(asJson(targets)) as unknown as [string][]).map(([id]) => id));
   }
 
   /** For each of `targets` that some record references as an asset, one record that does, each named once. */
   assetReferrers(targets: Iterable<string>): string[] {
     this.#index();
-    const statement = this.#statement('SELECT DISTINCT (SELECT from_id FROM reference WHERE to_id = t.value AND asset = 1 LIMIT 1) FROM json_each(?) t', true);
-    return (statement.all(asJson(targets)) as unknown as [string | null][]).flatMap(([id]) => (id === null ? [] : [id]));
+    const statement = this.#statement(
+      'SELECT DISTINCT (SELECT from_id FROM reference WHERE to_id = t.value AND asset = 1 LIMIT 1) FROM json_each(?) t',
+      true,
+    );
+    return (statement.all(asJson(targets)) as unknown as [string | null][]).flatMap(([id]) =>
+      id === null ? [] : [id],
+    );
   }
 
   /**
@@ -287,13 +340,17 @@ export class Records {
     if (this.#relinked.size === 0 && !this.#relinkedAll) return;
     if (this.#relinkedAll) {
       this.#db.exec('DELETE FROM reference');
-      this.#statement("INSERT OR IGNORE INTO reference (to_id, from_id, field, asset) SELECT j.value ->> 1, r.id, j.value ->> 0, j.value ->> 2 FROM record r, json_each(r.refs) j").run();
+      this.#statement(
+        'INSERT OR IGNORE INTO reference (to_id, from_id, field, asset) SELECT j.value ->> 1, r.id, j.value ->> 0, j.value ->> 2 FROM record r, json_each(r.refs) j',
+      ).run();
       this.#relinkedAll = false;
     } else {
-      const remove = this.#statement("DELETE FROM reference WHERE (to_id, from_id, field) IN (SELECT value ->> 1, ?, value ->> 0 FROM json_each(?))");
+      const remove = this.#statement(
+        'DELETE FROM reference WHERE (to_id, from_id, field) IN (SELECT value ->> 1, ?, value ->> 0 FROM json_each(?))',
+      );
       for (const [id, refs] of this.#relinked) if (refs !== undefined) remove.run(id, refs);
       this.#statement(
-        "INSERT OR IGNORE INTO reference (to_id, from_id, field, asset) SELECT j.value ->> 1, r.id, j.value ->> 0, j.value ->> 2 FROM record r, json_each(r.refs) j WHERE r.id IN (SELECT value FROM json_each(?))",
+        'INSERT OR IGNORE INTO reference (to_id, from_id, field, asset) SELECT j.value ->> 1, r.id, j.value ->> 0, j.value ->> 2 FROM record r, json_each(r.refs) j WHERE r.id IN (SELECT value FROM json_each(?))',
       ).run(asJson(this.#relinked.keys()));
     }
     this.#relinked.clear();
@@ -306,7 +363,8 @@ export class Records {
 
   /** The records the transaction added, changed (another digest) and removed (worked out again only after a write). */
   changes(): RecordChanges {
-    if (this.#changes?.version !== this.#version) this.#changes = { version: this.#version, changes: this.#workOutChanges() };
+    if (this.#changes?.version !== this.#version)
+      this.#changes = { version: this.#version, changes: this.#workOutChanges() };
     return this.#changes.changes;
   }
 

@@ -49,7 +49,12 @@ CREATE TABLE etag (key TEXT PRIMARY KEY, etag TEXT NOT NULL, body TEXT NOT NULL)
  * The lists of a source's `member` row named by `columns`, decoded, in that order; throws a
  * `cache_damaged` CacheError when one does not read back (not a JSON array of `count` items).
  */
-export function memberColumns(row: Record<string, unknown>, columns: readonly string[], dir: string, source: string): unknown[][] {
+export function memberColumns(
+  row: Record<string, unknown>,
+  columns: readonly string[],
+  dir: string,
+  source: string,
+): unknown[][] {
   let values: unknown[] = [];
   try {
     values = columns.map((column) => JSON.parse(row[column] as string) as unknown);
@@ -64,17 +69,25 @@ const tables = ['meta', 'record', 'body', 'reference', 'source', 'member', 'incl
 
 /** Why a database is not a cache of this format (to rebuild), or undefined when it is one. Empty databases are "new". */
 export function schemaProblem(db: Database): 'new' | string | undefined {
-  const names = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((row) => row.name);
+  const names = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map(
+    (row) => row.name,
+  );
   if (names.length === 0) return 'new';
   if (!tables.every((table) => names.includes(table))) return 'it is not a cache of this package (other tables)';
-  const format = (db.prepare("SELECT value FROM meta WHERE key = 'format'").get() as { value: string } | undefined)?.value;
-  if (format !== String(cacheFormat)) return `it is of another format (${format ?? 'none'}; this version writes ${cacheFormat})`;
+  const format = (db.prepare("SELECT value FROM meta WHERE key = 'format'").get() as { value: string } | undefined)
+    ?.value;
+  if (format !== String(cacheFormat))
+    return `it is of another format (${format ?? 'none'}; this version writes ${cacheFormat})`;
   return undefined;
 }
 
 /** Drops every table of the database and creates the cache's: inside a write transaction, all or nothing. */
 export function recreate(db: Database): void {
-  const names = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]).map((row) => row.name);
+  const names = (
+    db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as {
+      name: string;
+    }[]
+  ).map((row) => row.name);
   for (const name of names) db.exec(`DROP TABLE "${name.replaceAll('"', '""')}"`);
   db.exec(schema);
   db.prepare("INSERT INTO meta (key, value) VALUES ('format', ?)").run(String(cacheFormat));

@@ -11,7 +11,10 @@ export function withoutSqliteWarning<T>(load: () => T): T {
   const emit = process.emitWarning;
   process.emitWarning = function (this: NodeJS.Process, warning: string | Error, ...rest: unknown[]) {
     const text = typeof warning === 'string' ? warning : warning.message;
-    const type = typeof rest[0] === 'string' ? rest[0] : ((rest[0] as { type?: string } | undefined)?.type ?? (warning as Error).name);
+    const type =
+      typeof rest[0] === 'string'
+        ? rest[0]
+        : ((rest[0] as { type?: string } | undefined)?.type ?? (warning as Error).name);
     if (type === 'ExperimentalWarning' && /SQLite/i.test(text)) return;
     return (emit as (...args: unknown[]) => void).call(this, warning, ...rest);
   } as typeof process.emitWarning;
@@ -23,6 +26,8 @@ export function withoutSqliteWarning<T>(load: () => T): T {
 }
 
 /** `node:sqlite`, loaded once. */
-export const { DatabaseSync } = withoutSqliteWarning(() => createRequire(import.meta.url)('node:sqlite') as typeof Sqlite);
+export const { DatabaseSync } = withoutSqliteWarning(
+  () => createRequire(import.meta.url)('node:sqlite') as typeof Sqlite,
+);
 export type Database = Sqlite.DatabaseSync;
 export type Statement = Sqlite.StatementSync;

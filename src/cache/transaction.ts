@@ -1,6 +1,14 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { beginWrite, cacheErrorOf, cacheFileName, inodeOf, openForWriting, removeDatabase, walLimitBytes } from './database.ts';
+import {
+  beginWrite,
+  cacheErrorOf,
+  cacheFileName,
+  inodeOf,
+  openForWriting,
+  removeDatabase,
+  walLimitBytes,
+} from './database.ts';
 import { type CacheHead, headKeys, readHead } from './head.ts';
 import { openCache } from './index.ts';
 import type { CacheReader } from './reader.ts';
@@ -64,7 +72,11 @@ export class CacheTransaction {
    * one. A database that is no cache of this format is emptied and set up again (in the same
    * transaction), with a warning that says why.
    */
-  static async begin(dir: string, events: { warn(message: string): void; waiting(): void; damaged(id: string): void }, maxWaitMs = 120_000): Promise<CacheTransaction> {
+  static async begin(
+    dir: string,
+    events: { warn(message: string): void; waiting(): void; damaged(id: string): void },
+    maxWaitMs = 120_000,
+  ): Promise<CacheTransaction> {
     const db = openForWriting(dir, events.warn);
     const opened = inodeOf(dir);
     try {
@@ -108,7 +120,9 @@ export class CacheTransaction {
 
   sources(): Map<string, StoredSource> {
     return this.#run(() => {
-      const rows = this.#db.prepare('SELECT key, kind, name, fingerprint, synced_at AS syncedAt FROM source').all() as unknown as StoredSource[];
+      const rows = this.#db
+        .prepare('SELECT key, kind, name, fingerprint, synced_at AS syncedAt FROM source')
+        .all() as unknown as StoredSource[];
       return new Map(rows.map((row) => [row.key, { ...row }]));
     });
   }
@@ -118,7 +132,10 @@ export class CacheTransaction {
     let members = this.#members.get(key);
     if (!members) {
       const [ids, updatedAt, revisions] = this.#columns(key, ['ids', 'updated_at', 'revisions']);
-      this.#members.set(key, (members = { ids: ids as string[], updatedAt: updatedAt as string[], revisions: revisions as number[] }));
+      this.#members.set(
+        key,
+        (members = { ids: ids as string[], updatedAt: updatedAt as string[], revisions: revisions as number[] }),
+      );
     }
     return members;
   }
@@ -133,34 +150,60 @@ export class CacheTransaction {
   /** Columns of a source's members, each a list in member order (none for a source not stored). */
   #columns(key: string, columns: string[]): unknown[][] {
     return this.#run(() => {
-      const row = this.#db.prepare(`SELECT count, ${columns.join(', ')} FROM member WHERE source = ?`).get(key) as Record<string, unknown> | undefined;
+      const row = this.#db.prepare(`SELECT count, ${columns.join(', ')} FROM member WHERE source = ?`).get(key) as
+        | Record<string, unknown>
+        | undefined;
       return row ? memberColumns(row, columns, this.#dir, key) : columns.map(() => []);
     });
   }
 
   /** The records a source's includes reach that are not its members. */
   included(key: string): string[] {
-    return this.#run(() => (this.#db.prepare('SELECT id FROM included WHERE source = ?').all(key) as { id: string }[]).map((row) => row.id));
+    return this.#run(() =>
+      (this.#db.prepare('SELECT id FROM included WHERE source = ?').all(key) as { id: string }[]).map((row) => row.id),
+    );
   }
 
   dangling(key: string): DanglingReference[] {
-    return this.#run(() => this.#db.prepare('SELECT from_id AS "from", field, to_id AS id FROM dangling WHERE source = ? ORDER BY rowid').all(key) as unknown as DanglingReference[]);
+    return this.#run(
+      () =>
+        this.#db
+          .prepare('SELECT from_id AS "from", field, to_id AS id FROM dangling WHERE source = ? ORDER BY rowid')
+          .all(key) as unknown as DanglingReference[],
+    );
   }
 
   etags(): Etags {
-    return this.#run(() => Object.fromEntries((this.#db.prepare('SELECT key, etag, body FROM etag').all() as { key: string; etag: string; body: string }[]).map((row) => [row.key, { etag: row.etag, body: row.body }])));
+    return this.#run(() =>
+      Object.fromEntries(
+        (
+          this.#db.prepare('SELECT key, etag, body FROM etag').all() as { key: string; etag: string; body: string }[]
+        ).map((row) => [row.key, { etag: row.etag, body: row.body }]),
+      ),
+    );
   }
 
   /** Writes a source's state: its members (see `MemberUpdate`), and its included records unless `included` is undefined (kept). */
-  writeSource(source: StoredSource, members: MemberUpdate, included: readonly string[] | undefined, dangling: readonly DanglingReference[]): void {
+  writeSource(
+    source: StoredSource,
+    members: MemberUpdate,
+    included: readonly string[] | undefined,
+    dangling: readonly DanglingReference[],
+  ): void {
     this.#members.delete(source.key);
     this.#digests.delete(source.key);
     this.#run(() => {
-      this.#db.prepare('INSERT OR REPLACE INTO source (key, kind, name, fingerprint, synced_at) VALUES (?, ?, ?, ?, ?)').run(source.key, source.kind, source.name, source.fingerprint, source.syncedAt);
+      this.#db
+        .prepare('INSERT OR REPLACE INTO source (key, kind, name, fingerprint, synced_at) VALUES (?, ?, ?, ?, ?)')
+        .run(source.key, source.kind, source.name, source.fingerprint, source.syncedAt);
       if (members) {
         const { list, digests } = members;
         const row = [list.ids, list.updatedAt, list.revisions, digests].map((column) => JSON.stringify(column));
-        this.#db.prepare('INSERT OR REPLACE INTO member (source, count, ids, updated_at, revisions, dependency_digests) VALUES (?, ?, ?, ?, ?, ?)').run(source.key, list.ids.length, ...row);
+        this.#db
+          .prepare(
+            'INSERT OR REPLACE INTO member (source, count, ids, updated_at, revisions, dependency_digests) VALUES (?, ?, ?, ?, ?, ?)',
+          )
+          .run(source.key, list.ids.length, ...row);
       }
       if (included) {
         this.#db.prepare('DELETE FROM included WHERE source = ?').run(source.key);
@@ -178,7 +221,11 @@ export class CacheTransaction {
     this.#members.clear();
     this.#digests.clear();
     this.records.clear();
-    this.#run(() => this.#db.exec('DELETE FROM source; DELETE FROM member; DELETE FROM included; DELETE FROM dangling; DELETE FROM etag;'));
+    this.#run(() =>
+      this.#db.exec(
+        'DELETE FROM source; DELETE FROM member; DELETE FROM included; DELETE FROM dangling; DELETE FROM etag;',
+      ),
+    );
   }
 
   /** Removes a source no longer configured. */
@@ -186,7 +233,8 @@ export class CacheTransaction {
     this.#members.delete(key);
     this.#digests.delete(key);
     this.#run(() => {
-      for (const table of ['source', 'member', 'included', 'dangling']) this.#db.prepare(`DELETE FROM ${table} WHERE ${table === 'source' ? 'key' : 'source'} = ?`).run(key);
+      for (const table of ['source', 'member', 'included', 'dangling'])
+        this.#db.prepare(`DELETE FROM ${table} WHERE ${table === 'source' ? 'key' : 'source'} = ?`).run(key);
     });
   }
 
@@ -208,7 +256,8 @@ export class CacheTransaction {
       for (const [key, { etag, body }] of Object.entries(etags)) insert.run(key, etag, body);
       this.#db.exec('COMMIT');
       // A large transaction leaves a log as large: checkpoint it now and cut it back (unless readers hold it).
-      if (this.#largeLog()) this.#db.exec('PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(TRUNCATE); PRAGMA busy_timeout = 5000');
+      if (this.#largeLog())
+        this.#db.exec('PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(TRUNCATE); PRAGMA busy_timeout = 5000');
     });
     const reader = openCache(this.#dir)!;
     this.#db.close();

@@ -5,7 +5,12 @@ import { z } from 'zod';
 import { ConfigError, configProblem, contentTypesSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../sync/env.ts';
 
-export const configNames = ['comfortable.config.ts', 'comfortable.config.mjs', 'comfortable.config.js', 'comfortable.config.json'];
+export const configNames = [
+  'comfortable.config.ts',
+  'comfortable.config.mjs',
+  'comfortable.config.js',
+  'comfortable.config.json',
+];
 
 /** What a config file holds: the sync config, and the integration's `contentTypes` (for `types`) when it names them. */
 export interface ConfigFile {
@@ -37,14 +42,29 @@ async function loadFile(path: string | undefined, cwd: string): Promise<ConfigFi
   else {
     for (const name of configNames) {
       const candidate = resolve(cwd, name);
-      if (await access(candidate).then(() => true, () => false)) {
+      if (
+        await access(candidate).then(
+          () => true,
+          () => false,
+        )
+      ) {
         file = candidate;
         break;
       }
     }
-    if (!file) throw new ConfigError('--config', `No config file: pass --config <file>, or create one of ${configNames.join(', ')} in ${cwd}`);
+    if (!file)
+      throw new ConfigError(
+        '--config',
+        `No config file: pass --config <file>, or create one of ${configNames.join(', ')} in ${cwd}`,
+      );
   }
-  if (!(await access(file).then(() => true, () => false))) throw new ConfigError('--config', `Config file not found: ${file}`);
+  if (
+    !(await access(file).then(
+      () => true,
+      () => false,
+    ))
+  )
+    throw new ConfigError('--config', `Config file not found: ${file}`);
   if (file.endsWith('.json')) {
     let config: unknown;
     try {
@@ -56,7 +76,8 @@ async function loadFile(path: string | undefined, cwd: string): Promise<ConfigFi
   }
   const module = (await import(pathToFileURL(file).href)) as { default?: unknown; sync?: unknown };
   const config = module.sync ?? module.default;
-  if (typeof config !== 'object' || config === null) throw new ConfigError('--config', `Config file ${file} must export the sync config as default (or as "sync")`);
+  if (typeof config !== 'object' || config === null)
+    throw new ConfigError('--config', `Config file ${file} must export the sync config as default (or as "sync")`);
   return withContentTypes(file, config);
 }
 

@@ -16,7 +16,12 @@ export async function pullCommand(args: string[]): Promise<number> {
   try {
     ({ values } = parseArgs({
       args,
-      options: { config: { type: 'string' }, out: { type: 'string', default: 'content' }, assets: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
+      options: {
+        config: { type: 'string' },
+        out: { type: 'string', default: 'content' },
+        assets: { type: 'boolean', default: false },
+        json: { type: 'boolean', default: false },
+      },
     }));
   } catch (error) {
     return usageError((error as Error).message);
@@ -39,7 +44,10 @@ export async function pullCommand(args: string[]): Promise<number> {
       progress: progressPrinter(),
     });
     if (values.json) console.log(JSON.stringify(result, null, 2));
-    else summary(result).forEach((line) => out(line));
+    else
+      summary(result).forEach((line) => {
+        out(line);
+      });
     return 0;
   } catch (error) {
     if (error instanceof ConfigError) {
@@ -47,28 +55,37 @@ export async function pullCommand(args: string[]): Promise<number> {
       return 2;
     }
     // The server's words may hold the key (a content type, a URL): the message never repeats it.
-    console.error(`Error: ${scrub(explain(error as Error, repository), apiKey)} Nothing was written; the previous snapshot, if any, is as it was.`);
+    console.error(
+      `Error: ${scrub(explain(error as Error, repository), apiKey)} Nothing was written; the previous snapshot, if any, is as it was.`,
+    );
     return 1;
   }
 }
 
 /** What went wrong, and what to do about it. */
 function explain(error: Error, repository: string): string {
-  if (error instanceof AuthenticationError) return `The server refused the API key for repository "${repository}" (${error.status}): check CMFT_API_KEY, and that the key belongs to this repository.`;
-  if (error instanceof NotFoundError && /\/v1\/[^/]+\/?$/.test(new URL(error.url).pathname)) return `The server has no repository "${repository}": check CMFT_REPOSITORY (the repository's API id) and CMFT_BASE_URL.`;
+  if (error instanceof AuthenticationError)
+    return `The server refused the API key for repository "${repository}" (${error.status}): check CMFT_API_KEY, and that the key belongs to this repository.`;
+  if (error instanceof NotFoundError && /\/v1\/[^/]+\/?$/.test(new URL(error.url).pathname))
+    return `The server has no repository "${repository}": check CMFT_REPOSITORY (the repository's API id) and CMFT_BASE_URL.`;
   if (error instanceof ReadApiError) return `${error.message}.`;
-  if ('code' in error && typeof error.code === 'string' && /^E[A-Z]+$/.test(error.code)) return `Could not write the snapshot: ${error.message}. Choose another --out, or make the folder writable.`;
+  if ('code' in error && typeof error.code === 'string' && /^E[A-Z]+$/.test(error.code))
+    return `Could not write the snapshot: ${error.message}. Choose another --out, or make the folder writable.`;
   return error.message.endsWith('.') ? error.message : `${error.message}.`;
 }
 
 function summary(result: PullResult): string[] {
   const where = relative(process.cwd(), result.file) || result.file;
-  const files = result.files ? `; files: ${result.files.downloaded} downloaded, ${result.files.kept} unchanged, ${result.files.failed} failed` : '';
+  const files = result.files
+    ? `; files: ${result.files.downloaded} downloaded, ${result.files.kept} unchanged, ${result.files.failed} failed`
+    : '';
   const lines = [
     `${result.written ? 'Wrote' : 'Unchanged:'} ${where}: ${result.documents} documents, ${result.assets} assets, ${result.collections} collections, ${result.aliases} aliases, ${result.contentTypes} content types (inferred)${files}, in ${(result.ms / 1000).toFixed(1)} s`,
   ];
   if (result.newKey) lines.push(`Its local API key (not your real one): ${result.localKey}`);
-  lines.push(`Serve it: npx comfortable-loader serve ${where}   or, in astro.config.mjs: comfortable({ snapshot: '${where}' })`);
+  lines.push(
+    `Serve it: npx comfortable-loader serve ${where}   or, in astro.config.mjs: comfortable({ snapshot: '${where}' })`,
+  );
   return lines;
 }
 

@@ -26,13 +26,17 @@ export async function serve(args: string[]): Promise<number> {
   }
   const { values, positionals } = parsed;
   const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError(`--port must be a whole number from 0 to 65535, got ${JSON.stringify(values.port)}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    return usageError(`--port must be a whole number from 0 to 65535, got ${JSON.stringify(values.port)}`);
   if (positionals.length === 0) return usageError('serve needs at least one snapshot file or folder');
   const secret = values['webhook-secret'] ?? process.env.CMFT_WEBHOOK_SECRET;
-  if (values.webhook && !secret) return usageError('--webhook needs a secret: set CMFT_WEBHOOK_SECRET (or pass --webhook-secret)');
+  if (values.webhook && !secret)
+    return usageError('--webhook needs a secret: set CMFT_WEBHOOK_SECRET (or pass --webhook-secret)');
   if (!values.webhook && values['webhook-secret']) return usageError('--webhook-secret goes with --webhook <url>');
   if (values['webhook-secret']) {
-    console.error('Warning: --webhook-secret is visible to other users of this machine (in the process list); set CMFT_WEBHOOK_SECRET instead.');
+    console.error(
+      'Warning: --webhook-secret is visible to other users of this machine (in the process list); set CMFT_WEBHOOK_SECRET instead.',
+    );
   }
   const log = (line: string) => console.log(line);
   const server = await startServer({
@@ -52,4 +56,3 @@ export async function serve(args: string[]): Promise<number> {
   });
   return 0;
 }
-

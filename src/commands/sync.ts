@@ -29,7 +29,15 @@ export interface Verified {
 export async function syncCommand(args: string[]): Promise<number> {
   let values: { config?: string; mode?: string; json?: boolean; verify?: boolean };
   try {
-    ({ values } = parseArgs({ args, options: { config: { type: 'string' }, mode: { type: 'string' }, json: { type: 'boolean', default: false }, verify: { type: 'boolean', default: false } } }));
+    ({ values } = parseArgs({
+      args,
+      options: {
+        config: { type: 'string' },
+        mode: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        verify: { type: 'boolean', default: false },
+      },
+    }));
   } catch (error) {
     return usageError((error as Error).message);
   }
@@ -43,13 +51,23 @@ export async function syncCommand(args: string[]): Promise<number> {
     const { file, config: input } = await loadConfigFile(values.config);
     const config = parseSyncConfig({ ...(input as object), ...(values.mode ? { mode: values.mode } : {}) });
     out(`Syncing with ${file}`);
-    const { result, verified } = values.verify ? await verifiedSync(config, logger) : { result: await sync(config, logger), verified: undefined };
+    const { result, verified } = values.verify
+      ? await verifiedSync(config, logger)
+      : { result: await sync(config, logger), verified: undefined };
     if (values.json) {
       const { changeset, stats, stale, dangling, warnings, cacheDir } = result;
-      console.log(JSON.stringify({ changeset, stats, stale, dangling, warnings, cacheDir, ...(verified ? { verified } : {}) }, null, 2));
+      console.log(
+        JSON.stringify(
+          { changeset, stats, stale, dangling, warnings, cacheDir, ...(verified ? { verified } : {}) },
+          null,
+          2,
+        ),
+      );
     } else {
       for (const [key, changes] of Object.entries(result.changeset.sources)) {
-        out(`  ${key}: ${changes.added.length} added, ${changes.updated.length} updated, ${changes.removed.length} removed`);
+        out(
+          `  ${key}: ${changes.added.length} added, ${changes.updated.length} updated, ${changes.removed.length} removed`,
+        );
       }
       if (result.stale.length > 0) out(`  stale (served from the cache): ${result.stale.join(', ')}`);
       if (verified) out(`  verified: ${verifiedLine(verified)}`);
@@ -71,10 +89,16 @@ export async function syncCommand(args: string[]): Promise<number> {
  * the cached content was kept) fails it. Offline, the sync checks every record itself and
  * fails on a damaged one, as nothing can be fetched again.
  */
-async function verifiedSync(config: SyncConfig, logger: SyncLogger): Promise<{ result: SyncResult; verified: Verified }> {
+async function verifiedSync(
+  config: SyncConfig,
+  logger: SyncLogger,
+): Promise<{ result: SyncResult; verified: Verified }> {
   if (config.mode === 'offline') {
     const result = await sync(config, logger);
-    return { result, verified: { checked: result.cache.recordCount(), damaged: [], repaired: [], removed: [], rebuilt: false } };
+    return {
+      result,
+      verified: { checked: result.cache.recordCount(), damaged: [], repaired: [], removed: [], rebuilt: false },
+    };
   }
   const dir = cacheDirOf(config);
   let checked = 0;
@@ -95,8 +119,14 @@ async function verifiedSync(config: SyncConfig, logger: SyncLogger): Promise<{ r
   const kept = damaged.filter((id) => result.cache.has(id));
   const still = damagedAmong(result.cache, kept);
   if (still.length > 0) {
-    const why = result.stale.length > 0 ? `the server failed, and the cached content of ${result.stale.join(', ')} was kept` : 'the server did not send them again';
-    throw new CacheError('cache_damaged', `${new DamagedRecordError(dir, still).message}; they could not be fetched again (${why}): run the sync again when the server answers`);
+    const why =
+      result.stale.length > 0
+        ? `the server failed, and the cached content of ${result.stale.join(', ')} was kept`
+        : 'the server did not send them again';
+    throw new CacheError(
+      'cache_damaged',
+      `${new DamagedRecordError(dir, still).message}; they could not be fetched again (${why}): run the sync again when the server answers`,
+    );
   }
   return { result, verified: { checked, damaged, repaired: kept, removed, rebuilt: hints.rebuild === true } };
 }
@@ -116,6 +146,9 @@ function verifiedLine({ checked, damaged, repaired, removed, rebuilt }: Verified
   if (rebuilt) return 'the cache file was damaged; it was rebuilt from the server';
   const checkedText = `${checked} records checked against their digests`;
   if (damaged.length === 0) return `${checkedText}, none damaged`;
-  const fates = [...(repaired.length > 0 ? [`fetched again: ${repaired.join(', ')}`] : []), ...(removed.length > 0 ? [`removed by the sync: ${removed.join(', ')}`] : [])];
+  const fates = [
+    ...(repaired.length > 0 ? [`fetched again: ${repaired.join(', ')}`] : []),
+    ...(removed.length > 0 ? [`removed by the sync: ${removed.join(', ')}`] : []),
+  ];
   return `${checkedText}, ${damaged.length} damaged; ${fates.join('; ')}`;
 }

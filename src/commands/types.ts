@@ -29,15 +29,25 @@ const named = new Map<z.ZodType, string>([
 ]);
 
 const comments: Record<string, string> = {
-  unresolved: '/** A relation no collection holds (not synced, or a content type no collection is mapped to): `collection` is null. */',
-  relation: '/** A relation into a content type no collection is mapped to (the contentTypes option), or unresolved. */',
-  asset: "/** An asset: an image (with the size <Image> needs), another file, or one not synced; narrow on `kind`. */",
+  unresolved:
+    '/** A relation no collection holds (not synced, or a content type no collection is mapped to): `collection` is null. */',
+  relation:
+    '/** A relation into a content type no collection is mapped to (the contentTypes option), or unresolved. */',
+  asset: '/** An asset: an image (with the size <Image> needs), another file, or one not synced; narrow on `kind`. */',
 };
 
 export async function typesCommand(args: string[]): Promise<number> {
   let values: { config?: string; out?: string; zod?: string; force?: boolean };
   try {
-    ({ values } = parseArgs({ args, options: { config: { type: 'string' }, out: { type: 'string' }, zod: { type: 'string' }, force: { type: 'boolean', default: false } } }));
+    ({ values } = parseArgs({
+      args,
+      options: {
+        config: { type: 'string' },
+        out: { type: 'string' },
+        zod: { type: 'string' },
+        force: { type: 'boolean', default: false },
+      },
+    }));
   } catch (error) {
     return usageError((error as Error).message);
   }
@@ -50,17 +60,29 @@ export async function typesCommand(args: string[]): Promise<number> {
     await mkdir(out, { recursive: true });
     const written: string[] = [];
     const kept: string[] = [];
-    for (const contentType of Object.keys(cache.head.model).filter((t) => !t.startsWith('_')).sort()) {
+    for (const contentType of Object.keys(cache.head.model)
+      .filter((t) => !t.startsWith('_'))
+      .sort()) {
       const target = join(out, `${contentType.replace(/[^A-Za-z0-9_-]/g, '-')}.ts`);
-      if (!values.force && (await access(target).then(() => true, () => false))) {
+      if (
+        !values.force &&
+        (await access(target).then(
+          () => true,
+          () => false,
+        ))
+      ) {
         kept.push(relative(process.cwd(), target));
         continue;
       }
-      await writeFile(target, schemaFile(cache, contentType, { zodModule: values.zod ?? 'astro/zod', configFile: file, contentTypes }));
+      await writeFile(
+        target,
+        schemaFile(cache, contentType, { zodModule: values.zod ?? 'astro/zod', configFile: file, contentTypes }),
+      );
       written.push(relative(process.cwd(), target));
     }
     console.log(`Wrote ${written.length} schema files${written.length ? `: ${written.join(', ')}` : ''}`);
-    if (kept.length) console.log(`Kept ${kept.length} existing files (pass --force to overwrite them): ${kept.join(', ')}`);
+    if (kept.length)
+      console.log(`Kept ${kept.length} existing files (pass --force to overwrite them): ${kept.join(', ')}`);
     return 0;
   } catch (error) {
     console.error(`Error: ${(error as Error).message}`);
@@ -76,7 +98,11 @@ async function cachedContent(config: SyncConfig & { cacheDir: string }, logger: 
   } catch (error) {
     if (!(error instanceof CacheError)) throw error;
   }
-  if (cache && cache.head.repository === config.repository && cache.head.baseUrl === config.baseUrl.replace(/\/+$/, '')) {
+  if (
+    cache &&
+    cache.head.repository === config.repository &&
+    cache.head.baseUrl === config.baseUrl.replace(/\/+$/, '')
+  ) {
     logger.info(`Reading the cache in ${config.cacheDir} (synced ${cache.head.lastSync})`);
     return cache;
   }
@@ -85,7 +111,11 @@ async function cachedContent(config: SyncConfig & { cacheDir: string }, logger: 
 }
 
 /** The source of one content type's schema file. */
-export function schemaFile(cache: CacheReader, contentType: string, options: { zodModule: string; configFile: string; contentTypes?: Record<string, string> }): string {
+export function schemaFile(
+  cache: CacheReader,
+  contentType: string,
+  options: { zodModule: string; configFile: string; contentTypes?: Record<string, string> },
+): string {
   const name = identifier(contentType);
   const used = new Set<string>();
   const references = new Map<z.ZodType, string>();
@@ -97,14 +127,23 @@ export function schemaFile(cache: CacheReader, contentType: string, options: { z
   const targets = referenceTargets(cache, contentType, (type) => options.contentTypes?.[type]);
   const printer: Printer = { used, references };
   const body = zodSource(fieldsSchema(cache.head.model, contentType, targets, reference), printer, '', true);
-  const shared = [...named].filter(([, n]) => used.has(n)).map(([schema, n]) => `${comments[n]}\nconst ${n} = ${zodSource(schema, { used: new Set(), references }, '', true, n)};\n`);
+  const shared = [...named]
+    .filter(([, n]) => used.has(n))
+    .map(
+      ([schema, n]) =>
+        `${comments[n]}\nconst ${n} = ${zodSource(schema, { used: new Set(), references }, '', true, n)};\n`,
+    );
   const type = name[0]!.toUpperCase() + name.slice(1);
   const from = relative(process.cwd(), options.configFile) || options.configFile;
-  const imports = [...(printer.usesReference ? ["import { reference } from 'astro:content';"] : []), `import { z } from '${options.zodModule}';`];
+  const imports = [
+    ...(printer.usesReference ? ["import { reference } from 'astro:content';"] : []),
+    `import { z } from '${options.zodModule}';`,
+  ];
   return `// The fields of the content type "${contentType}", from the content synced with ${from}
 // by \`comfortable-loader types\`. Commit this file and edit it: running the command again keeps
 // it (unless --force). Every field may be null or missing, so an emptied field never breaks types.
-// In src/content.config.ts: schema: entrySchema(${name}Fields, '${contentType}'), with entrySchema from 'comfortable-loader/astro'.
+// In src/content.config.ts: schema: entrySchema(${name}Fields, '${contentType}'), with entrySchema from
+// 'comfortable-loader/astro'.
 ${imports.join('\n')}
 
 ${shared.join('')}${shared.length ? '\n' : ''}export const ${name}Fields = ${body};
@@ -122,7 +161,9 @@ function unwrapped(schema: z.ZodType): z.ZodType {
 /** `blog-post` → `blogPost`, safe as a JavaScript identifier. */
 function identifier(apiId: string): string {
   const words = apiId.split(/[^A-Za-z0-9]+/).filter(Boolean);
-  const name = words.map((w, i) => (i === 0 ? w[0]!.toLowerCase() + w.slice(1) : w[0]!.toUpperCase() + w.slice(1))).join('') || 'contentType';
+  const name =
+    words.map((w, i) => (i === 0 ? w[0]!.toLowerCase() + w.slice(1) : w[0]!.toUpperCase() + w.slice(1))).join('') ||
+    'contentType';
   return /^[0-9]/.test(name) ? `_${name}` : name;
 }
 
@@ -170,7 +211,8 @@ function zodSource(schema: z.ZodType, printer: Printer, indent: string, multilin
       return `z.array(${inner(def.element)})`;
     case 'union': {
       const options = (def.options as unknown[]).map(inner);
-      const head = typeof def.discriminator === 'string' ? `z.discriminatedUnion(${quote(def.discriminator)}, [` : 'z.union([';
+      const head =
+        typeof def.discriminator === 'string' ? `z.discriminatedUnion(${quote(def.discriminator)}, [` : 'z.union([';
       if (!multiline) return `${head}${options.join(', ')}])`;
       return `${head}\n${options.map((option) => `${indent}  ${option},\n`).join('')}${indent}])`;
     }
@@ -178,7 +220,10 @@ function zodSource(schema: z.ZodType, printer: Printer, indent: string, multilin
       return `z.record(z.string(), ${inner(def.valueType)})`;
     case 'object': {
       // A section one field a line too, as the content type's own fields.
-      const fields = Object.entries(def.shape as Record<string, z.ZodType>).map(([k, v]) => [key(k), zodSource(v, printer, `${indent}  `, sectionSchemas.has(unwrapped(v)))]);
+      const fields = Object.entries(def.shape as Record<string, z.ZodType>).map(([k, v]) => [
+        key(k),
+        zodSource(v, printer, `${indent}  `, sectionSchemas.has(unwrapped(v))),
+      ]);
       if (fields.length === 0) return 'z.object({})';
       if (!multiline) return `z.object({ ${fields.map(([k, v]) => `${k}: ${v}`).join(', ')} })`;
       return `z.object({\n${fields.map(([k, v]) => `${indent}  ${k}: ${v},\n`).join('')}${indent}})`;

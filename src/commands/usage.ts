@@ -1,7 +1,8 @@
 /** Each command: how it is called, and what it does. */
 const commands = {
   serve: {
-    synopsis: 'serve <snapshot file or folder>... [--port N] [--host H] [--quiet]\n                           [--webhook <url>]   (the secret in CMFT_WEBHOOK_SECRET)',
+    synopsis:
+      'serve <snapshot file or folder>... [--port N] [--host H] [--quiet]\n                           [--webhook <url>]   (the secret in CMFT_WEBHOOK_SECRET)',
     what: 'Serve repository snapshots as the Content Delivery Read API.',
   },
   sync: {
@@ -14,13 +15,14 @@ const commands = {
   },
   pull: {
     synopsis: 'pull [--config <file>] [--out <dir>] [--assets] [--json]',
-    what: 'Copy the repository into <out>/<repository>.json (default out: content), a snapshot\nthat serve and the integration\'s snapshot option serve with a local key.\n--assets also downloads the assets\' files beside it.',
+    what: "Copy the repository into <out>/<repository>.json (default out: content), a snapshot\nthat serve and the integration's snapshot option serve with a local key.\n--assets also downloads the assets' files beside it.",
   },
 } as const;
 
 export type CommandName = keyof typeof commands;
 
-const exitCodes = 'Exit codes: 0 done, 1 failed, 2 bad usage or config. See docs/sync.md, docs/server.md and docs/pull.md.';
+const exitCodes =
+  'Exit codes: 0 done, 1 failed, 2 bad usage or config. See docs/sync.md, docs/server.md and docs/pull.md.';
 const indent = (text: string, by: string) => text.replaceAll('\n', `\n${by}`);
 
 /** The usage of every command. */

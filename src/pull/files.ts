@@ -52,7 +52,10 @@ export function localPath(url: string, serverOrigin: string, repository: string)
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return undefined;
   const own = `/files/${encodeURIComponent(repository)}/`;
-  const raw = parsed.origin === serverOrigin && parsed.pathname.startsWith(own) ? parsed.pathname.slice(own.length) : `files/${parsed.host.replace(':', '_')}${parsed.pathname}`;
+  const raw =
+    parsed.origin === serverOrigin && parsed.pathname.startsWith(own)
+      ? parsed.pathname.slice(own.length)
+      : `files/${parsed.host.replace(':', '_')}${parsed.pathname}`;
   let segments: string[];
   try {
     segments = raw.split('/').map(decodeURIComponent);
@@ -64,7 +67,12 @@ export function localPath(url: string, serverOrigin: string, repository: string)
 
 /** Whether a pull may write a file at the path of these segments, relative to the snapshot's folder. */
 function writable(segments: string[]): boolean {
-  if (segments.some((s) => s === '' || s.startsWith('.') || /[\\\0]/.test(s) || s.includes('/') || Buffer.byteLength(s) > 200)) return false;
+  if (
+    segments.some(
+      (s) => s === '' || s.startsWith('.') || /[\\\0]/.test(s) || s.includes('/') || Buffer.byteLength(s) > 200,
+    )
+  )
+    return false;
   return !(segments.length === 1 && segments[0]!.toLowerCase().endsWith('.json')); // beside the snapshot, serve would read it as one
 }
 
@@ -92,7 +100,13 @@ export async function syncFiles(options: {
 }): Promise<FileOutcome> {
   const { assets, previous, dir } = options;
   const ours = filePaths(previous.values());
-  const outcome: Omit<FileOutcome, 'commit' | 'discard'> = { downloaded: [], kept: [], failed: new Map(), moved: new Map(), paths: new Set() };
+  const outcome: Omit<FileOutcome, 'commit' | 'discard'> = {
+    downloaded: [],
+    kept: [],
+    failed: new Map(),
+    moved: new Map(),
+    paths: new Set(),
+  };
   const staged: { temp: string; path: string }[] = [];
   const limit = pLimit(options.concurrency);
   const temp = () => `.pull-${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
@@ -113,8 +127,16 @@ export async function syncFiles(options: {
         const target = join(dir, ...path.split('/'));
         if (!target.startsWith(dir + sep)) throw new Error(`its path ${path} leaves ${dir}`);
         const existing = await sizeOf(target);
-        if (existing !== undefined && !ours.has(path)) throw new Error(`its path ${path} is a file the previous snapshot's assets did not have, which a pull does not replace`);
-        if (existing !== undefined && before?.meta.revision === asset.meta.revision && beforeFile?.url === path && (file.size === undefined || existing === file.size)) {
+        if (existing !== undefined && !ours.has(path))
+          throw new Error(
+            `its path ${path} is a file the previous snapshot's assets did not have, which a pull does not replace`,
+          );
+        if (
+          existing !== undefined &&
+          before?.meta.revision === asset.meta.revision &&
+          beforeFile?.url === path &&
+          (file.size === undefined || existing === file.size)
+        ) {
           outcome.kept.push(asset.meta.id);
         } else {
           await mkdir(dirname(target), { recursive: true });
@@ -166,9 +188,11 @@ async function sizeOf(path: string): Promise<number | undefined> {
 
 /** Downloads `url` to `to`; a body larger than `size` (when the asset gives one) or of another size fails. */
 async function download(url: string, to: string, size: number | undefined, timeoutMs: number): Promise<void> {
-  const response = await fetch(url, { redirect: 'follow', signal: AbortSignal.timeout(timeoutMs) }).catch((error: Error) => {
-    throw new Error(`${url} could not be fetched: ${(error.cause as Error | undefined)?.message ?? error.message}`);
-  });
+  const response = await fetch(url, { redirect: 'follow', signal: AbortSignal.timeout(timeoutMs) }).catch(
+    (error: Error) => {
+      throw new Error(`${url} could not be fetched: ${(error.cause as Error | undefined)?.message ?? error.message}`);
+    },
+  );
   if (response.status !== 200 || !response.body) {
     await response.body?.cancel();
     throw new Error(`${url} answered ${response.status}`);
@@ -182,8 +206,13 @@ async function download(url: string, to: string, size: number | undefined, timeo
     }
   };
   try {
-    await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream), counted, createWriteStream(to));
-    if (size !== undefined && received !== size) throw new Error(`it has ${received} bytes where its asset says ${size}`);
+    await pipeline(
+      Readable.fromWeb(response.body as import('node:stream/web').ReadableStream),
+      counted,
+      createWriteStream(to),
+    );
+    if (size !== undefined && received !== size)
+      throw new Error(`it has ${received} bytes where its asset says ${size}`);
   } catch (error) {
     await rm(to, { force: true });
     throw new Error(`downloading ${url} failed: ${(error as Error).message}`);

@@ -42,7 +42,15 @@ interface Sighting {
   evidence: boolean;
 }
 
-const newSighting = (): Sighting => ({ kind: undefined, localized: false, plain: false, objects: 0, others: 0, inner: new Map(), evidence: false });
+const newSighting = (): Sighting => ({
+  kind: undefined,
+  localized: false,
+  plain: false,
+  objects: 0,
+  others: 0,
+  inner: new Map(),
+  evidence: false,
+});
 
 function kindOf(value: unknown): FieldKind | undefined {
   const kind = kindOfValue(value);
@@ -53,7 +61,8 @@ function kindOf(value: unknown): FieldKind | undefined {
 function see(field: Sighting, value: unknown): void {
   const kind = kindOf(value);
   const merged = mergeKinds(field.kind, kind);
-  if (merged === 'json' && field.kind && kind && field.kind !== 'json' && kind !== 'json') field.clash ??= [field.kind, kind];
+  if (merged === 'json' && field.kind && kind && field.kind !== 'json' && kind !== 'json')
+    field.clash ??= [field.kind, kind];
   field.kind = merged;
 }
 
@@ -92,7 +101,10 @@ export interface Sightings {
 }
 
 /** Reads every field of `documents` (taken in id order), given the repository's locale keys. */
-export function sightFields(documents: readonly { fields: Record<string, unknown>; meta: { contentType: string } }[], locales: ReadonlySet<string>): Sightings {
+export function sightFields(
+  documents: readonly { fields: Record<string, unknown>; meta: { contentType: string } }[],
+  locales: ReadonlySet<string>,
+): Sightings {
   const types = new Map<string, Map<string, Sighting>>();
   for (const { fields, meta } of documents) {
     let type = types.get(meta.contentType);
@@ -108,15 +120,25 @@ export function sightFields(documents: readonly { fields: Record<string, unknown
   const unconfirmed: Sightings['unconfirmed'] = [];
   for (const [contentType, fields] of types) {
     for (const [name, field] of fields) {
-      if (!isSectionShaped(field) || field.evidence || [...field.inner.keys()].some((key) => fields.has(key) || !apiIdShape.test(key))) continue;
-      unconfirmed.push({ contentType, field: name, keys: [...field.inner].map(([key, inner]) => ({ name: key, kind: inner.kind })) });
+      if (
+        !isSectionShaped(field) ||
+        field.evidence ||
+        [...field.inner.keys()].some((key) => fields.has(key) || !apiIdShape.test(key))
+      )
+        continue;
+      unconfirmed.push({
+        contentType,
+        field: name,
+        keys: [...field.inner].map(([key, inner]) => ({ name: key, kind: inner.kind })),
+      });
     }
   }
   return { types, unconfirmed };
 }
 
 /** Every value an object of fields (`{}` and `null` show nothing). */
-const isSectionShaped = (field: Sighting): boolean => field.objects > 0 && field.others === 0 && !field.localized && field.inner.size > 0;
+const isSectionShaped = (field: Sighting): boolean =>
+  field.objects > 0 && field.others === 0 && !field.localized && field.inner.size > 0;
 
 export interface InferredTypes {
   contentTypes: ContentTypeDefinition[];
@@ -132,7 +154,8 @@ export function contentTypesOf(sightings: Sightings, confirmed: ReadonlySet<stri
   const definition = (name: string, field: Sighting, where: string, section?: string): FieldDefinition => {
     let type: FieldType = field.kind ?? 'json';
     let localized = field.localized && !field.plain && localizable.has(type);
-    if (field.clash) warnings.push(`Field ${where} holds values of different types (${field.clash.join(' and ')}): it is typed json`);
+    if (field.clash)
+      warnings.push(`Field ${where} holds values of different types (${field.clash.join(' and ')}): it is typed json`);
     if (field.localized && field.plain) {
       warnings.push(`Field ${where} is localized in some documents and not in others: it is typed json`);
       type = 'json';
@@ -144,22 +167,31 @@ export function contentTypesOf(sightings: Sightings, confirmed: ReadonlySet<stri
   };
   const contentTypes = [...sightings.types.keys()].sort().map((apiId): ContentTypeDefinition => {
     const fields = sightings.types.get(apiId)!;
-    const sections = new Set([...fields].filter(([name, field]) => isSectionShaped(field) && (field.evidence || confirmed.has(`${apiId}.${name}`))).map(([name]) => name));
+    const sections = new Set(
+      [...fields]
+        .filter(([name, field]) => isSectionShaped(field) && (field.evidence || confirmed.has(`${apiId}.${name}`)))
+        .map(([name]) => name),
+    );
     // A section's fields are named by their own API ids in filters: unique in the content type, and no section's.
     const owners = new Map<string, number>();
     for (const [name] of fields) owners.set(name, (owners.get(name) ?? 0) + 1);
-    for (const name of sections) for (const key of fields.get(name)!.inner.keys()) owners.set(key, (owners.get(key) ?? 0) + 1);
+    for (const name of sections)
+      for (const key of fields.get(name)!.inner.keys()) owners.set(key, (owners.get(key) ?? 0) + 1);
     for (const name of [...sections]) {
       const keys = [...fields.get(name)!.inner.keys()];
       if (!apiIdShape.test(name) || keys.some((key) => !apiIdShape.test(key) || owners.get(key)! > 1)) {
         sections.delete(name);
-        warnings.push(`Field ${apiId}.${name} holds objects of fields whose names are no API ids, or are another field's of ${apiId}: it is typed json, not as a section`);
+        warnings.push(
+          `Field ${apiId}.${name} holds objects of fields whose names are no API ids, or are another field's of ${apiId}: it is typed json, not as a section`,
+        );
       }
     }
     return {
       apiId,
       fields: [...fields].flatMap(([name, field]) =>
-        sections.has(name) ? [...field.inner].map(([key, inner]) => definition(key, inner, `${apiId}.${name}.${key}`, name)) : [definition(name, field, `${apiId}.${name}`)],
+        sections.has(name)
+          ? [...field.inner].map(([key, inner]) => definition(key, inner, `${apiId}.${name}.${key}`, name))
+          : [definition(name, field, `${apiId}.${name}`)],
       ),
     };
   });

@@ -22,7 +22,10 @@ import { newLocalKey, readPrevious, snapshotText, stageFile } from './snapshot-f
 
 export interface PullOptions {
   /** The connection and the collections and aliases to copy (the sync config). */
-  config: Pick<SyncConfig, 'baseUrl' | 'repository' | 'apiKey' | 'collections' | 'aliases' | 'concurrency' | 'pageSize'>;
+  config: Pick<
+    SyncConfig,
+    'baseUrl' | 'repository' | 'apiKey' | 'collections' | 'aliases' | 'concurrency' | 'pageSize'
+  >;
   /** The folder the snapshot (`<repository>.json`) and its files go into. */
   out: string;
   /** Download the assets' files beside the snapshot. */
@@ -69,7 +72,13 @@ export async function pull(options: PullOptions): Promise<PullResult> {
     options.warn?.(message);
   };
   const file = resolve(options.out, `${config.repository}.json`);
-  const client = createClient({ baseUrl: config.baseUrl, repository: config.repository, apiKey: config.apiKey, concurrency: config.concurrency, etags: false });
+  const client = createClient({
+    baseUrl: config.baseUrl,
+    repository: config.repository,
+    apiKey: config.apiKey,
+    concurrency: config.concurrency,
+    etags: false,
+  });
   const previous = await readPrevious(file, options.assets === true);
 
   const { meta } = await client.repository();
@@ -103,15 +112,28 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   unchangedWhilePulled(documents, totals);
 
   const assets = await referencedAssets(client, referenced, embedded, localeKeys, locales.defaultLocale, warn);
-  // A file URL the server gave relative is the server's, not a file beside the snapshot: in the copy, only a pull's own downloads are relative.
+  // A file URL the server gave relative is the server's, not a file beside the snapshot: in the copy, only a pull's own
+  // downloads are relative.
   for (const asset of assets) {
     const file = asset.fields.file as { url?: unknown } | undefined;
-    if (typeof file?.url === 'string' && localFilePath(file.url) !== undefined) file.url = new URL(file.url, `${config.baseUrl.replace(/\/$/, '')}/`).href;
+    if (typeof file?.url === 'string' && localFilePath(file.url) !== undefined)
+      file.url = new URL(file.url, `${config.baseUrl.replace(/\/$/, '')}/`).href;
   }
-  const collections = await memberLists(client, config.collections, locales.locales.map((l) => l.key), warn);
-  const aliases = await aliasTargets(client, Array.isArray(config.aliases) ? config.aliases : Object.keys(config.aliases));
+  const collections = await memberLists(
+    client,
+    config.collections,
+    locales.locales.map((l) => l.key),
+    warn,
+  );
+  const aliases = await aliasTargets(
+    client,
+    Array.isArray(config.aliases) ? config.aliases : Object.keys(config.aliases),
+  );
   const sightings = sightFields(documents, localeKeys);
-  const { contentTypes, warnings: typeWarnings } = contentTypesOf(sightings, await confirmSections(client, sightings.unconfirmed));
+  const { contentTypes, warnings: typeWarnings } = contentTypesOf(
+    sightings,
+    await confirmSections(client, sightings.unconfirmed),
+  );
   typeWarnings.forEach(warn);
 
   let files: FileOutcome | undefined;
@@ -126,7 +148,8 @@ export async function pull(options: PullOptions): Promise<PullResult> {
       concurrency: config.concurrency,
       onProgress: (done, total) => options.progress?.('files', done, total),
     });
-    for (const [id, why] of files.failed) warn(`Asset ${id}: its file was not downloaded (${why}); the snapshot keeps its remote URL`);
+    for (const [id, why] of files.failed)
+      warn(`Asset ${id}: its file was not downloaded (${why}); the snapshot keeps its remote URL`);
     relinkRichtext(documents, files.moved);
   }
 
@@ -151,9 +174,11 @@ export async function pull(options: PullOptions): Promise<PullResult> {
     // What `serve` would refuse is never written; nor is the real key, wherever it came from.
     parseSnapshot(snapshot, file);
     const text = snapshotText(snapshot);
-    if (text.includes(config.apiKey)) throw new PullError('the pulled content holds the API key itself; the snapshot was not written');
+    if (text.includes(config.apiKey))
+      throw new PullError('the pulled content holds the API key itself; the snapshot was not written');
     const written = text !== previous?.text;
-    // The snapshot is written to its temporary file first: what fails most (the folder, the disk) fails before any file moves.
+    // The snapshot is written to its temporary file first: what fails most (the folder, the disk) fails before any file
+    // moves.
     const staged = written ? await stageFile(file, text) : undefined;
     try {
       await files?.commit();
@@ -174,7 +199,9 @@ export async function pull(options: PullOptions): Promise<PullResult> {
       contentTypes: contentTypes.length,
       localKey,
       newKey: kept === undefined,
-      ...(files ? { files: { downloaded: files.downloaded.length, kept: files.kept.length, failed: files.failed.size } } : {}),
+      ...(files
+        ? { files: { downloaded: files.downloaded.length, kept: files.kept.length, failed: files.failed.size } }
+        : {}),
       warnings,
       bytes,
       ms: Date.now() - started,
@@ -194,13 +221,22 @@ function unchangedWhilePulled(documents: SnapshotRecord[], totals: Set<number>):
   const twice = documents.find((document, i) => i > 0 && documents[i - 1]!.meta.id === document.meta.id);
   const [total] = totals;
   if (totals.size > 1 || twice || documents.length !== total) {
-    const what = twice ? `document ${twice.meta.id} came twice` : totals.size > 1 ? `the total went from ${[...totals].join(' to ')}` : `${documents.length} of ${total} documents came`;
-    throw new PullError(`The repository's documents changed while they were listed (${what}): pull again when it is not being edited`);
+    const what = twice
+      ? `document ${twice.meta.id} came twice`
+      : totals.size > 1
+        ? `the total went from ${[...totals].join(' to ')}`
+        : `${documents.length} of ${total} documents came`;
+    throw new PullError(
+      `The repository's documents changed while they were listed (${what}): pull again when it is not being edited`,
+    );
   }
 }
 
 type Locales = { defaultLocale: string; locales: { key: string; fallback?: string }[] };
-type RepositoryMeta = { defaultLocale?: string | undefined; locales?: { key: string; fallback?: string | null | undefined }[] | undefined };
+type RepositoryMeta = {
+  defaultLocale?: string | undefined;
+  locales?: { key: string; fallback?: string | null | undefined }[] | undefined;
+};
 
 /** The locales the repository lists, if it does. */
 function listedLocales(meta: RepositoryMeta): (Locales & { keys: Set<string> }) | undefined {
@@ -214,16 +250,27 @@ function guessLocales(meta: RepositoryMeta, records: ApiRecord[], warn: (m: stri
   const counts = new Map<string, number>();
   const shape = /^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/;
   const count = (value: unknown, depth: number): void => {
-    if (typeof value !== 'object' || value === null || Array.isArray(value) || 'meta' in value || 'html' in value || 'lat' in value) return;
+    if (
+      typeof value !== 'object' ||
+      value === null ||
+      Array.isArray(value) ||
+      'meta' in value ||
+      'html' in value ||
+      'lat' in value
+    )
+      return;
     const keys = Object.keys(value);
-    if (keys.length > 0 && keys.every((k) => shape.test(k))) for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
+    if (keys.length > 0 && keys.every((k) => shape.test(k)))
+      for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
     else if (depth === 0) for (const inner of Object.values(value)) count(inner, 1); // the localized fields of a section
   };
   for (const record of records) for (const value of Object.values(record.fields)) count(value, 0);
   const keys = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([k]) => k);
   const defaultLocale = meta.defaultLocale ?? keys[0] ?? 'en_US';
   const all = [...new Set([defaultLocale, ...keys])];
-  warn(`The server did not list the repository's locales; the snapshot has the locale keys seen in the data (${all.join(', ')}), default ${defaultLocale}, without fallbacks`);
+  warn(
+    `The server did not list the repository's locales; the snapshot has the locale keys seen in the data (${all.join(', ')}), default ${defaultLocale}, without fallbacks`,
+  );
   return { defaultLocale, locales: all.map((key) => ({ key })) };
 }
 
@@ -252,7 +299,8 @@ async function referencedAssets(
   const assets = [...embedded.values(), ...fetched.filter((a): a is ApiRecord => a !== undefined)]
     .filter((asset) => ids.has(asset.meta.id))
     .map((asset) => snapshotAsset(asset, locales, defaultLocale, (name) => dropped.add(name)));
-  if (dropped.size > 0) warn(`Assets hold fields the snapshot format has no place for (${[...dropped].join(', ')}): they are not kept`);
+  if (dropped.size > 0)
+    warn(`Assets hold fields the snapshot format has no place for (${[...dropped].join(', ')}): they are not kept`);
   return assets.sort(byId);
 }
 
@@ -260,25 +308,41 @@ async function referencedAssets(
  * The config's collections as member lists, in the order each answers in the default locale.
  * A collection whose stored filters or sorting give another list in another locale is warned about.
  */
-async function memberLists(client: ReadApiClient, collections: Record<string, unknown>, locales: string[], warn: (m: string) => void): Promise<{ apiId: string; members: string[] }[]> {
+async function memberLists(
+  client: ReadApiClient,
+  collections: Record<string, unknown>,
+  locales: string[],
+  warn: (m: string) => void,
+): Promise<{ apiId: string; members: string[] }[]> {
   const listOf = async (apiId: string, locale: string | undefined): Promise<string[]> => {
     const ids: string[] = [];
     try {
-      for await (const page of client.pages({ collection: apiId }, { fields: 'meta(id)', ...(locale ? { locale } : {}) })) {
+      for await (const page of client.pages(
+        { collection: apiId },
+        { fields: 'meta(id)', ...(locale ? { locale } : {}) },
+      )) {
         for (const record of page.data) ids.push((record as { meta: { id: string } }).meta.id);
       }
     } catch (error) {
-      if (error instanceof NotFoundError) throw new PullError(`The repository has no collection "${apiId}": remove it from the config's collections, or check its API id`);
+      if (error instanceof NotFoundError)
+        throw new PullError(
+          `The repository has no collection "${apiId}": remove it from the config's collections, or check its API id`,
+        );
       throw error;
     }
     return ids;
   };
   const out: { apiId: string; members: string[] }[] = [];
   for (const apiId of Object.keys(collections).sort()) {
-    const [members, ...others] = await Promise.all([listOf(apiId, undefined), ...locales.slice(1).map((locale) => listOf(apiId, locale))]);
+    const [members, ...others] = await Promise.all([
+      listOf(apiId, undefined),
+      ...locales.slice(1).map((locale) => listOf(apiId, locale)),
+    ]);
     const differ = locales.slice(1).filter((_, i) => others[i]!.join() !== members!.join());
     if (differ.length > 0) {
-      warn(`Collection ${apiId} lists other documents, or another order, in ${differ.join(', ')} (its stored filters or sorting read localized values): the snapshot keeps the default locale's list`);
+      warn(
+        `Collection ${apiId} lists other documents, or another order, in ${differ.join(', ')} (its stored filters or sorting read localized values): the snapshot keeps the default locale's list`,
+      );
     }
     out.push({ apiId, members: members! });
   }
@@ -292,7 +356,10 @@ async function aliasTargets(client: ReadApiClient, aliases: string[]): Promise<{
         const answer = await client.alias(apiId, { fields: 'meta(id)' });
         return { apiId, document: (answer as { meta: { id: string } }).meta.id };
       } catch (error) {
-        if (error instanceof NotFoundError) throw new PullError(`The repository has no alias "${apiId}": remove it from the config's aliases, or check its API id`);
+        if (error instanceof NotFoundError)
+          throw new PullError(
+            `The repository has no alias "${apiId}": remove it from the config's aliases, or check its API id`,
+          );
         throw error;
       }
     }),
@@ -317,7 +384,11 @@ function relinkRichtext(documents: SnapshotRecord[], moved: Map<string, string>)
 }
 
 /** Removes the files the previous snapshot's assets had and the new one's do not (only those, and only where a pull may write one). */
-async function pruneFiles(before: Map<string, SnapshotRecord> | undefined, now: Set<string>, dir: string): Promise<void> {
+async function pruneFiles(
+  before: Map<string, SnapshotRecord> | undefined,
+  now: Set<string>,
+  dir: string,
+): Promise<void> {
   for (const path of filePaths(before?.values() ?? [])) {
     if (!now.has(path)) await rm(join(dir, ...path.split('/')), { force: true });
   }

@@ -40,12 +40,18 @@ export function snapshotMeta(meta: ApiRecord['meta']): SnapshotRecord['meta'] {
  * when it came embedded, and is reduced to its reference, inside sections too; a section that
  * came as a map of locales is turned into the snapshot's shape (maps of locales at its fields).
  */
-export function snapshotDocument(record: ApiRecord, locales: ReadonlySet<string>, asset: (id: string, embedded: ApiRecord | undefined) => void): SnapshotRecord {
+export function snapshotDocument(
+  record: ApiRecord,
+  locales: ReadonlySet<string>,
+  asset: (id: string, embedded: ApiRecord | undefined) => void,
+): SnapshotRecord {
   const reduce = (value: unknown): unknown => {
     if (isReference(value)) {
       const { id, contentType } = value.meta;
       if (contentType === '_asset') asset(id, value.fields ? (value as ApiRecord) : undefined);
-      return value.fields || Object.keys(value).length > 1 || Object.keys(value.meta).length > 2 ? { meta: { id, contentType } } : value;
+      return value.fields || Object.keys(value).length > 1 || Object.keys(value.meta).length > 2
+        ? { meta: { id, contentType } }
+        : value;
     }
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length; i++) if (isReference(value[i])) value[i] = reduce(value[i]);
@@ -55,8 +61,11 @@ export function snapshotDocument(record: ApiRecord, locales: ReadonlySet<string>
   const reduceFields = (fields: Record<string, unknown>, top: boolean): void => {
     for (const name in fields) {
       const value = fields[name];
-      // A section in either shape of locale=all (see sync/sections.ts) becomes the snapshot's: locale maps at its fields.
-      const section = top ? (sectionByField(value, locales) ?? (isSection(value, locales) ? value : undefined)) : undefined;
+      // A section in either shape of locale=all (see sync/sections.ts) becomes the snapshot's: locale maps at its
+      // fields.
+      const section = top
+        ? (sectionByField(value, locales) ?? (isSection(value, locales) ? value : undefined))
+        : undefined;
       if (section) reduceFields((fields[name] = section) as Record<string, unknown>, false);
       else if (isLocaleMap(value, locales)) for (const locale in value) value[locale] = reduce(value[locale]);
       else fields[name] = reduce(value);
@@ -73,7 +82,12 @@ const fileKeys = ['url', 'fileName', 'mimeType', 'size', 'width', 'height'] as c
  * default locale's), `file` with the keys the format knows. Other fields cannot be kept; their
  * names go to `dropped`.
  */
-export function snapshotAsset(record: ApiRecord, locales: ReadonlySet<string>, defaultLocale: string, dropped: (name: string) => void): SnapshotRecord {
+export function snapshotAsset(
+  record: ApiRecord,
+  locales: ReadonlySet<string>,
+  defaultLocale: string,
+  dropped: (name: string) => void,
+): SnapshotRecord {
   const fields: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(record.fields)) {
     if (name === 'title' || name === 'description') {

@@ -15,7 +15,10 @@ import type { Sightings } from './infer.ts';
 const maxKeys = 20;
 
 /** The fields (`<contentType>.<field>`) of `unconfirmed` that the server holds as sections. */
-export async function confirmSections(client: ReadApiClient, unconfirmed: Sightings['unconfirmed']): Promise<Set<string>> {
+export async function confirmSections(
+  client: ReadApiClient,
+  unconfirmed: Sightings['unconfirmed'],
+): Promise<Set<string>> {
   const confirmed = new Set<string>();
   await Promise.all(
     unconfirmed.map(async ({ contentType, field, keys }) => {

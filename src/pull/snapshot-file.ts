@@ -39,8 +39,14 @@ export async function readPrevious(file: string, withAssets: boolean): Promise<P
   } catch {
     // Not a snapshot: it gets a new key, and its files are not reused.
   }
-  const apiKeys = Array.isArray(raw.repository?.apiKeys) ? raw.repository.apiKeys.filter((k): k is string => typeof k === 'string' && k.length > 0) : [];
-  const assets = new Map((Array.isArray(raw.assets) ? raw.assets : []).filter((a) => typeof a?.meta?.id === 'string').map((a) => [a.meta.id, a]));
+  const apiKeys = Array.isArray(raw.repository?.apiKeys)
+    ? raw.repository.apiKeys.filter((k): k is string => typeof k === 'string' && k.length > 0)
+    : [];
+  const assets = new Map(
+    (Array.isArray(raw.assets) ? raw.assets : [])
+      .filter((a) => typeof a?.meta?.id === 'string')
+      .map((a) => [a.meta.id, a]),
+  );
   return { apiKeys, assets, text };
 }
 
@@ -53,7 +59,10 @@ export function newLocalKey(): string {
  * `text` written to a temporary file beside `file` (its folder created): `commit` renames it
  * over `file`, `discard` removes it if it is still there (after a commit, it is not).
  */
-export async function stageFile(file: string, text: string): Promise<{ commit(): Promise<void>; discard(): Promise<void> }> {
+export async function stageFile(
+  file: string,
+  text: string,
+): Promise<{ commit(): Promise<void>; discard(): Promise<void> }> {
   await mkdir(dirname(file), { recursive: true });
   const temp = `${file}.pull-${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
   const discard = () => rm(temp, { force: true });

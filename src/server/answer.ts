@@ -30,7 +30,11 @@ function memberBase(repository: PreparedRepository, collection: CollectionDefini
 }
 
 /** The documents of a collection in its own order (its sorting, else its listed order, else the default order), for a locale; kept for the snapshot. */
-export function collectionMembers(repository: PreparedRepository, collection: CollectionDefinition, view: LocaleView): PreparedRecord[] {
+export function collectionMembers(
+  repository: PreparedRepository,
+  collection: CollectionDefinition,
+  view: LocaleView,
+): PreparedRecord[] {
   const key = `${collection.apiId}:${view}`;
   const done = repository.indexes.collections.get(key);
   if (done) return done.members;
@@ -44,15 +48,21 @@ export function collectionMembers(repository: PreparedRepository, collection: Co
       (!excludeTags || !hasAnyTag(record, excludeTags)) &&
       (!filters || filters(record, view)),
   );
-  const members = collection.sorting ? sortRecords(repository, matching, parseSorting(repository, collection.sorting), view) : matching;
+  const members = collection.sorting
+    ? sortRecords(repository, matching, parseSorting(repository, collection.sorting), view)
+    : matching;
   repository.indexes.collections.set(key, { apiId: collection.apiId, view, members });
   return members;
 }
 
 /** Checks a collection's stored filters and sorting; returns the 400 a request would get, and which of the two it is about. */
-export function collectionError(repository: PreparedRepository, collection: CollectionDefinition): { key: 'filters' | 'sorting'; error: ApiError } | undefined {
+export function collectionError(
+  repository: PreparedRepository,
+  collection: CollectionDefinition,
+): { key: 'filters' | 'sorting'; error: ApiError } | undefined {
   const checks = {
-    filters: () => collection.filters?.length && compileFilters(repository, collection.filters, repository.defaultLocale),
+    filters: () =>
+      collection.filters?.length && compileFilters(repository, collection.filters, repository.defaultLocale),
     sorting: () => collection.sorting && parseSorting(repository, collection.sorting),
   };
   for (const key of ['filters', 'sorting'] as const) {
@@ -73,13 +83,18 @@ const selections = new WeakMap<PreparedRecord[], Map<string, PreparedRecord[]>>(
  * The documents a list answers before offset and limit. The last few selections of each base
  * list (a snapshot's documents, a collection) are kept, so paging through one costs a slice.
  */
-function selectDocuments(repository: PreparedRepository, base: PreparedRecord[], options: RequestOptions): PreparedRecord[] {
+function selectDocuments(
+  repository: PreparedRepository,
+  base: PreparedRecord[],
+  options: RequestOptions,
+): PreparedRecord[] {
   const key = options.selectionKey;
   if (key === undefined) return base;
   let cache = selections.get(base);
   if (!cache) selections.set(base, (cache = new Map()));
   let selected = cache.get(key);
-  if (selected) cache.delete(key); // re-inserted below as the most recent
+  if (selected)
+    cache.delete(key); // re-inserted below as the most recent
   else {
     selected = computeSelection(repository, base, options);
     if (cache.size >= maxSelections) cache.delete(cache.keys().next().value!);
@@ -88,7 +103,11 @@ function selectDocuments(repository: PreparedRepository, base: PreparedRecord[],
   return selected;
 }
 
-function computeSelection(repository: PreparedRepository, base: PreparedRecord[], options: RequestOptions): PreparedRecord[] {
+function computeSelection(
+  repository: PreparedRepository,
+  base: PreparedRecord[],
+  options: RequestOptions,
+): PreparedRecord[] {
   const { filters, includeTags, excludeTags, search, locale } = options;
   const candidates = filters?.candidates?.();
   const matches = (record: PreparedRecord) =>
@@ -107,15 +126,25 @@ function computeSelection(repository: PreparedRepository, base: PreparedRecord[]
   return order.filter((record) => inBase[record.index] === 1 && (!filtered || matches(record)));
 }
 
-function includeGroups(repository: PreparedRepository, answered: PreparedRecord[], options: RequestOptions): Map<string, PreparedRecord[]> | undefined {
-  return options.includes && collectIncludes(repository, answered, options.includes, options.locale, options.embedAssets);
+function includeGroups(
+  repository: PreparedRepository,
+  answered: PreparedRecord[],
+  options: RequestOptions,
+): Map<string, PreparedRecord[]> | undefined {
+  return (
+    options.includes && collectIncludes(repository, answered, options.includes, options.locale, options.embedAssets)
+  );
 }
 
 function recordObject(repository: PreparedRepository, record: PreparedRecord, options: RequestOptions): object {
   return options.embedAssets ? repository.embedAssets(record, options.locale) : record.toObject(options.locale);
 }
 
-function includesObject(repository: PreparedRepository, groups: Map<string, PreparedRecord[]>, options: RequestOptions): Record<string, unknown> {
+function includesObject(
+  repository: PreparedRepository,
+  groups: Map<string, PreparedRecord[]>,
+  options: RequestOptions,
+): Record<string, unknown> {
   const out: Record<string, unknown> = Object.create(null);
   for (const [name, records] of groups) out[name] = records.map((r) => recordObject(repository, r, options));
   return out;
@@ -140,9 +169,13 @@ export function listBody(repository: PreparedRepository, base: PreparedRecord[],
   if (mask) {
     const keepsFields = mask.has('fields') || mask.has('*');
     // A mask that keeps no fields needs no field values worked out.
-    const object = keepsFields ? (record: PreparedRecord) => recordObject(repository, record, options) : (record: PreparedRecord) => ({ meta: record.meta });
+    const object = keepsFields
+      ? (record: PreparedRecord) => recordObject(repository, record, options)
+      : (record: PreparedRecord) => ({ meta: record.meta });
     const data = page.map((record) => applyMask(object(record), mask));
-    const includes = groups && (applyMask({ includes: includesObject(repository, groups, options) }, mask) as { includes?: unknown }).includes;
+    const includes =
+      groups &&
+      (applyMask({ includes: includesObject(repository, groups, options) }, mask) as { includes?: unknown }).includes;
     return { json: JSON.stringify({ status: 200, meta, data, ...(includes !== undefined ? { includes } : {}) }) };
   }
   const parts = [Buffer.from(`{"status":200,"meta":${JSON.stringify(meta)},"data":[`)];
@@ -160,7 +193,10 @@ export function listBody(repository: PreparedRepository, base: PreparedRecord[],
 export function recordBody(repository: PreparedRepository, record: PreparedRecord, options: RequestOptions): Body {
   const groups = includeGroups(repository, [record], options);
   if (options.mask) {
-    const object = { ...recordObject(repository, record, options), ...(groups ? { includes: includesObject(repository, groups, options) } : {}) };
+    const object = {
+      ...recordObject(repository, record, options),
+      ...(groups ? { includes: includesObject(repository, groups, options) } : {}),
+    };
     return { json: JSON.stringify(applyMask(object, options.mask)) };
   }
   const json = record.toJson(options.locale, options.embedAssets);
@@ -172,7 +208,13 @@ export function recordBody(repository: PreparedRepository, record: PreparedRecor
   return { json: parts, identity: id };
 }
 
-function identity(kind: string, options: RequestOptions, meta: object | undefined, records: PreparedRecord[], groups: Map<string, PreparedRecord[]> | undefined): string {
+function identity(
+  kind: string,
+  options: RequestOptions,
+  meta: object | undefined,
+  records: PreparedRecord[],
+  groups: Map<string, PreparedRecord[]> | undefined,
+): string {
   const ids = (list: PreparedRecord[]) => list.map((r) => r.id).join(',');
   const included = groups ? [...groups].map(([name, list]) => `${name}:${ids(list)}`).join(';') : '-';
   return `${kind}|${options.locale}|${options.embedAssets}|${JSON.stringify(meta)}|${ids(records)}|${included}`;

@@ -32,7 +32,8 @@ export class SnapshotIndexes {
 }
 
 /** The key of a source's value in a view, in the maps of `SnapshotIndexes`: one for every view of a meta name. */
-const sourceKey = (source: ValueSource, view: LocaleView): string => `${source.scope}.${source.name}:${source.scope === 'meta' ? '' : view}`;
+const sourceKey = (source: ValueSource, view: LocaleView): string =>
+  `${source.scope}.${source.name}:${source.scope === 'meta' ? '' : view}`;
 
 /** The value `map` keeps for a source in a view, made (and kept) when it has none. */
 export function kept<T>(map: Map<string, ForSource<T>>, source: ValueSource, view: LocaleView, make: () => T): T {

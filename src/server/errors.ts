@@ -1,5 +1,11 @@
 /** Error codes of the Read API (spec §9). */
-export type ErrorCode = 'bad_request' | 'unauthorized' | 'not_found' | 'method_not_allowed' | 'request_timeout' | 'payload_too_large';
+export type ErrorCode =
+  | 'bad_request'
+  | 'unauthorized'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'request_timeout'
+  | 'payload_too_large';
 
 const codeByStatus: Record<number, ErrorCode> = {
   400: 'bad_request',
@@ -36,7 +42,7 @@ export const notFound = (message: string): ApiError => new ApiError(404, message
 export function quote(value: unknown): string {
   let text: string;
   try {
-    text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
+    text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
   } catch {
     // Too deep to stringify (and String() of a deep array overflows the stack too).
     text = Array.isArray(value) ? '[...]' : typeof value === 'object' && value !== null ? '{...}' : String(value);

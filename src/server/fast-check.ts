@@ -51,18 +51,28 @@ function isReference(value: unknown, contentType?: string): boolean {
   if (!isPlain(value) || !hasKeys(value, 1, referenceKeys)) return false;
   const meta = value.meta;
   if (!isPlain(meta) || !hasKeys(meta, 2, referenceMetaKeys)) return false;
-  return isString(meta.id) && documentId.test(meta.id) && (contentType === undefined ? filled(meta.contentType) : meta.contentType === contentType);
+  return (
+    isString(meta.id) &&
+    documentId.test(meta.id) &&
+    (contentType === undefined ? filled(meta.contentType) : meta.contentType === contentType)
+  );
 }
 
 const valueTests: Record<FieldType, Test> = {
   text: isString,
   color: (value) => isString(value) && colour.test(value),
-  richtext: (value) => isPlain(value) && hasKeys(value, 2, richtextKeys) && isString(value.html) && isString(value.plain),
+  richtext: (value) =>
+    isPlain(value) && hasKeys(value, 2, richtextKeys) && isString(value.html) && isString(value.plain),
   number: isNumber,
   date: (value) => isString(value) && date.test(value) && !Number.isNaN(Date.parse(value)),
   boolean: (value) => typeof value === 'boolean',
   location: (value) =>
-    isPlain(value) && hasKeys(value, 2, locationKeys) && isNumber(value.lat) && isNumber(value.lng) && Math.abs(value.lat) <= 90 && Math.abs(value.lng) <= 180,
+    isPlain(value) &&
+    hasKeys(value, 2, locationKeys) &&
+    isNumber(value.lat) &&
+    isNumber(value.lng) &&
+    Math.abs(value.lat) <= 90 &&
+    Math.abs(value.lng) <= 180,
   select: (value) => isString(value) || every(value, isString),
   relation: (value) => isReference(value) || every(value, (item) => isReference(item)),
   asset: (value) => every(value, (item) => isReference(item, '_asset')),
@@ -105,12 +115,14 @@ export function fastFieldsTest(type: ContentTypeDefinition, locales: readonly st
     return orEmpty(field.localized ? byLocale(value) : value);
   };
   /** An object holding these fields and no other key (a record's `fields`, or a section of them). */
-  const objectOf = (tests: Map<string, Test>): Test => (fields) => {
-    if (!isPlain(fields)) return false;
-    for (const [name, test] of tests) if (!test(fields[name])) return false;
-    for (const name of Object.keys(fields)) if (!tests.has(name)) return false;
-    return true;
-  };
+  const objectOf =
+    (tests: Map<string, Test>): Test =>
+    (fields) => {
+      if (!isPlain(fields)) return false;
+      for (const [name, test] of tests) if (!test(fields[name])) return false;
+      for (const name of Object.keys(fields)) if (!tests.has(name)) return false;
+      return true;
+    };
   const tests = new Map<string, Test>();
   for (const slot of slotsOf(type)) {
     if (slot.section === undefined) tests.set(slot.field.apiId, testOf(slot.field));

@@ -58,14 +58,18 @@ export async function fileBounds(folder: string, snapshots: SnapshotPaths): Prom
  * missing, lies outside the folder (symlinks resolved), or is a snapshot file the server loads
  * or would load. Not checked here: that it is a regular file (see `fileProblem`).
  */
-export async function locateFile(relative: string, bounds: FileBounds): Promise<{ real: string } | { problem: FileProblem }> {
+export async function locateFile(
+  relative: string,
+  bounds: FileBounds,
+): Promise<{ real: string } | { problem: FileProblem }> {
   if (relative.includes('\0')) return { problem: 'missing' };
   const lexical = resolve(bounds.folder, relative);
   if (!lexical.startsWith(bounds.folder + sep)) return { problem: 'outside the folder' };
   const real = await realOrUndefined(lexical);
   if (real === undefined || bounds.realFolder === undefined) return { problem: 'missing' };
   if (!real.startsWith(bounds.realFolder + sep)) return { problem: 'outside the folder' };
-  const snapshot = bounds.snapshotFiles.has(real) || (isSnapshotName(real) && bounds.snapshotFolders.has(dirname(real)));
+  const snapshot =
+    bounds.snapshotFiles.has(real) || (isSnapshotName(real) && bounds.snapshotFolders.has(dirname(real)));
   return snapshot ? { problem: 'a snapshot file' } : { real };
 }
 
@@ -82,7 +86,8 @@ export async function fileProblem(relative: string, bounds: FileBounds): Promise
  * the file (Astro's image cache, which asks again once `max-age` has passed) revalidates it with
  * a 304 instead of downloading it again. A pull rewrites only the files whose asset changed.
  */
-const fileEtag = (size: number, mtimeMs: number): string => `"${size.toString(16)}-${Math.floor(mtimeMs).toString(16)}"`;
+const fileEtag = (size: number, mtimeMs: number): string =>
+  `"${size.toString(16)}-${Math.floor(mtimeMs).toString(16)}"`;
 
 /** Whether an `If-None-Match` header names the ETag (weak or strong, or `*`). */
 function matchesEtag(header: string | undefined, etag: string): boolean {
@@ -94,7 +99,12 @@ function matchesEtag(header: string | undefined, etag: string): boolean {
 }
 
 /** The real path of the file `/files/<repo>/<relative>` may serve, or undefined (404). */
-async function servable(repositories: Repositories, snapshots: SnapshotPaths, repo: string, relative: string): Promise<string | undefined> {
+async function servable(
+  repositories: Repositories,
+  snapshots: SnapshotPaths,
+  repo: string,
+  relative: string,
+): Promise<string | undefined> {
   const folder = repositories.folderOf(repo);
   const pointedTo = repositories.live.get(repo)?.localFiles().has(relative) ?? false;
   if (folder === undefined || !pointedTo) return undefined;
@@ -106,7 +116,13 @@ async function servable(repositories: Repositories, snapshots: SnapshotPaths, re
  * Answers a `/files/...` path (GET or HEAD) and returns true; returns false for any other path.
  * The file is opened by its real path and streamed from that descriptor.
  */
-export function serveFile(repositories: Repositories, snapshots: SnapshotPaths, request: IncomingMessage, response: ServerResponse, path: string): boolean {
+export function serveFile(
+  repositories: Repositories,
+  snapshots: SnapshotPaths,
+  request: IncomingMessage,
+  response: ServerResponse,
+  path: string,
+): boolean {
   const match = /^\/files\/([^/]+)\/(.+)$/.exec(path);
   if (!match) return false;
   let repo: string;

@@ -22,8 +22,18 @@ import {
  */
 
 export const operators = [
-  'equal', 'notEqual', 'greaterThan', 'greaterThanEqual', 'lessThan', 'lessThanEqual',
-  'like', 'notLike', 'empty', 'notEmpty', 'in', 'notIn',
+  'equal',
+  'notEqual',
+  'greaterThan',
+  'greaterThanEqual',
+  'lessThan',
+  'lessThanEqual',
+  'like',
+  'notLike',
+  'empty',
+  'notEmpty',
+  'in',
+  'notIn',
 ] as const;
 export type Operator = (typeof operators)[number];
 const operatorSet = new Set<string>(operators);
@@ -40,7 +50,9 @@ export const maxConditions = 1_000;
  * `equal`, alone or and-ed with others) names them in `candidates`, so a list runs the filter on
  * those alone rather than on every document.
  */
-export type Predicate = ((record: PreparedRecord, locale: LocaleView) => boolean) & { candidates?: () => ReadonlySet<PreparedRecord> };
+export type Predicate = ((record: PreparedRecord, locale: LocaleView) => boolean) & {
+  candidates?: () => ReadonlySet<PreparedRecord>;
+};
 
 /** A parsed filter path `<contentType|*>.<fields|meta>.<name>`. */
 export interface FilterPath extends ValueSource {
@@ -51,12 +63,19 @@ export function parseFilterPath(path: string, option = 'filters'): FilterPath {
   const parts = path.split('.');
   if (parts.length !== 3 || parts.some((p) => p === '') || (parts[1] !== 'fields' && parts[1] !== 'meta')) {
     // A field inside a section is named by its own API id: `*.fields.title`, not `*.fields.seo.title`.
-    const inSection = parts.length === 4 && parts[1] === 'fields' && !parts.includes('') ? `; a field inside a section is named without the section, such as ${parts[0]}.fields.${parts[3]}` : '';
-    throw badRequest(`Malformed path ${quote(path)} in ${option}: expected <contentType|*>.<fields|meta>.<name>, such as *.fields.title${inSection}`);
+    const inSection =
+      parts.length === 4 && parts[1] === 'fields' && !parts.includes('')
+        ? `; a field inside a section is named without the section, such as ${parts[0]}.fields.${parts[3]}`
+        : '';
+    throw badRequest(
+      `Malformed path ${quote(path)} in ${option}: expected <contentType|*>.<fields|meta>.<name>, such as *.fields.title${inSection}`,
+    );
   }
   const [contentType, scope, name] = parts as [string, 'fields' | 'meta', string];
   if (scope === 'meta' && !metaKind(name)) {
-    throw badRequest(`Unknown meta name ${quote(name)} in ${option}: use id, contentType, revision, tags, createdAt or updatedAt`);
+    throw badRequest(
+      `Unknown meta name ${quote(name)} in ${option}: use id, contentType, revision, tags, createdAt or updatedAt`,
+    );
   }
   return { contentType, scope, name };
 }
@@ -74,25 +93,36 @@ function entriesOf(filters: unknown): unknown[] {
     }
     return [filters];
   }
-  throw badRequest(`Invalid filters ${quote(filters)}: expected a list of conditions such as [{"*.fields.title":{"equal":"x"}}]`);
+  throw badRequest(
+    `Invalid filters ${quote(filters)}: expected a list of conditions such as [{"*.fields.title":{"equal":"x"}}]`,
+  );
 }
 
 /** Compiles `filters` into a predicate, or `undefined` when there are none. */
-export function compileFilters(repository: PreparedRepository, filters: unknown, locale: LocaleView): Predicate | undefined {
+export function compileFilters(
+  repository: PreparedRepository,
+  filters: unknown,
+  locale: LocaleView,
+): Predicate | undefined {
   const branches: Predicate[][] = [];
-  const tooMany = () => badRequest(`Too many filter conditions: at most ${maxConditions}; narrow the request with a collection or split it`);
+  const tooMany = () =>
+    badRequest(
+      `Too many filter conditions: at most ${maxConditions}; narrow the request with a collection or split it`,
+    );
   const entries = entriesOf(filters);
   if (entries.length > maxConditions) throw tooMany();
   let conditions = 0;
   for (const entry of entries) {
-    if (!isPlainObject(entry)) throw badRequest(`Invalid filter ${quote(entry)}: expected an object such as {"*.fields.title":{"equal":"x"}}`);
+    if (!isPlainObject(entry))
+      throw badRequest(`Invalid filter ${quote(entry)}: expected an object such as {"*.fields.title":{"equal":"x"}}`);
     const keys = Object.keys(entry);
     let join: 'and' | 'or' = 'and';
     let condition: Record<string, unknown> = entry;
     if (keys.length === 1 && /^(and|or)$/i.test(keys[0]!)) {
       join = keys[0]!.toLowerCase() as 'and' | 'or';
       const inner = entry[keys[0]!];
-      if (!isPlainObject(inner)) throw badRequest(`Invalid filter ${quote(entry)}: "${keys[0]}" must wrap a condition object`);
+      if (!isPlainObject(inner))
+        throw badRequest(`Invalid filter ${quote(entry)}: "${keys[0]}" must wrap a condition object`);
       condition = inner;
     } else if (keys.some((k) => /^(and|or)$/i.test(k))) {
       throw badRequest(`Invalid filter ${quote(entry)}: "and"/"or" must be the only key of its entry`);
@@ -129,7 +159,11 @@ function anyOf(predicates: Predicate[]): Predicate {
   };
 }
 
-function compileCondition(repository: PreparedRepository, condition: Record<string, unknown>, locale: LocaleView): Predicate {
+function compileCondition(
+  repository: PreparedRepository,
+  condition: Record<string, unknown>,
+  locale: LocaleView,
+): Predicate {
   const parts: Predicate[] = [];
   for (const [path, tests] of Object.entries(condition)) {
     const source = parseFilterPath(path);
@@ -138,7 +172,9 @@ function compileCondition(repository: PreparedRepository, condition: Record<stri
     }
     for (const [operator, given] of Object.entries(tests)) {
       if (!operatorSet.has(operator)) {
-        throw badRequest(`Unknown filter operator ${quote(operator)} on ${quote(path)}: use one of ${operators.join(', ')}`);
+        throw badRequest(
+          `Unknown filter operator ${quote(operator)} on ${quote(path)}: use one of ${operators.join(', ')}`,
+        );
       }
       parts.push(compileTest(repository, source, operator as Operator, given, locale));
     }
@@ -153,7 +189,13 @@ interface Matcher {
   test: Test;
 }
 
-function compileTest(repository: PreparedRepository, source: FilterPath, operator: Operator, given: unknown, locale: LocaleView): Predicate {
+function compileTest(
+  repository: PreparedRepository,
+  source: FilterPath,
+  operator: Operator,
+  given: unknown,
+  locale: LocaleView,
+): Predicate {
   const what = `filter ${source.contentType}.${source.scope}.${source.name} ${operator}`;
   const collator = repository.collator(locale);
   const matcherFor = (kind: Kind, type?: string): Matcher => ({
@@ -168,7 +210,10 @@ function compileTest(repository: PreparedRepository, source: FilterPath, operato
     for (const [contentType, field] of byType ?? []) {
       if (source.contentType !== '*' && source.contentType !== contentType) continue;
       const kind = kindOf(field.type);
-      if (!kind) throw badRequest(`Cannot filter on ${quote(`${source.contentType}.fields.${source.name}`)}: filters do not work on ${field.type} fields`);
+      if (!kind)
+        throw badRequest(
+          `Cannot filter on ${quote(`${source.contentType}.fields.${source.name}`)}: filters do not work on ${field.type} fields`,
+        );
       matchers.set(contentType, matcherFor(kind, field.type));
     }
     if (!byType) return () => false; // a field name no content type has matches nothing
@@ -218,7 +263,8 @@ export function idIndex(repository: PreparedRepository): Map<bigint, PreparedRec
 /** The values of an `in` or `notIn` filter (a list, or text separated by commas), read as `kind`. */
 function readList(given: unknown, kind: Kind, what: string): Comparable[] {
   const list = Array.isArray(given) ? given : typeof given === 'string' ? given.split(',') : [given];
-  if (list.length > maxListValues) throw badRequest(`Too many values for ${what}: ${list.length}, at most ${maxListValues}; split the request`);
+  if (list.length > maxListValues)
+    throw badRequest(`Too many values for ${what}: ${list.length}, at most ${maxListValues}; split the request`);
   if (list.length === 0 || list.some((v) => v === null || typeof v === 'object')) {
     throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a list, such as ["a","b"] or a,b`);
   }
@@ -266,7 +312,11 @@ function makeTest(
 ): Test {
   const cmp = (a: Comparable, b: Comparable) => compare(a, b, kind, collator);
   const anyOf = (value: Normalized, test: (v: Comparable) => boolean): boolean =>
-    value === undefined ? false : Array.isArray(value) && kind !== 'location' ? (value as Comparable[]).some(test) : test(value as Comparable);
+    value === undefined
+      ? false
+      : Array.isArray(value) && kind !== 'location'
+        ? (value as Comparable[]).some(test)
+        : test(value as Comparable);
 
   switch (operator) {
     case 'empty':
@@ -282,7 +332,8 @@ function makeTest(
     }
     case 'like':
     case 'notLike': {
-      if (typeof given !== 'string' && typeof given !== 'number') throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a pattern such as abc%`);
+      if (typeof given !== 'string' && typeof given !== 'number')
+        throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a pattern such as abc%`);
       const matches = compileLike(String(given));
       // The texts of the view last asked for, held here: the test runs once per document.
       let textsView: LocaleView | undefined;
@@ -313,7 +364,9 @@ function makeTest(
 
 /** The value as the document holds it in the filter's locale, before normalisation. */
 function rawValue(record: PreparedRecord, source: ValueSource, view: LocaleView): unknown {
-  return source.scope === 'meta' ? record.meta[source.name as keyof PreparedRecord['meta']] : record.value(source.name, view);
+  return source.scope === 'meta'
+    ? record.meta[source.name as keyof PreparedRecord['meta']]
+    : record.value(source.name, view);
 }
 
 /**
@@ -321,7 +374,11 @@ function rawValue(record: PreparedRecord, source: ValueSource, view: LocaleView)
  * are, numbers and ids in decimal, dates as stored; undefined when the value is missing. Made
  * on first use and kept for the snapshot, as the column it is made from.
  */
-export function likeTexts(repository: PreparedRepository, source: ValueSource, locale: LocaleView): (string[] | undefined)[] {
+export function likeTexts(
+  repository: PreparedRepository,
+  source: ValueSource,
+  locale: LocaleView,
+): (string[] | undefined)[] {
   const view = source.scope === 'meta' ? '' : locale === 'all' ? repository.defaultLocale : locale;
   return kept(repository.indexes.likeTexts, source, view, () => {
     const values = column(repository, source, locale);

@@ -64,7 +64,11 @@ function writeRaw(socket: Duplex, status: number, reason: string, error: ApiErro
  * the time, at most a second); a body has `readBody`'s own timer, and Node's request timeout
  * stays behind both as a bound on the whole request.
  */
-export function createHttpServer(handle: (request: IncomingMessage, response: ServerResponse) => Promise<void>, timeouts: Timeouts, log: (line: string) => void): Server {
+export function createHttpServer(
+  handle: (request: IncomingMessage, response: ServerResponse) => Promise<void>,
+  timeouts: Timeouts,
+  log: (line: string) => void,
+): Server {
   const server = createServer(
     {
       headersTimeout: timeouts.headersMs,
@@ -77,7 +81,13 @@ export function createHttpServer(handle: (request: IncomingMessage, response: Se
         log(`internal error: ${(error as Error).stack ?? String(error)}`);
         if (response.headersSent) return void response.destroy();
         response.writeHead(500, { 'content-type': json });
-        response.end(JSON.stringify({ status: 500, message: 'Internal error', error: { code: 'internal', message: 'Internal error' } }));
+        response.end(
+          JSON.stringify({
+            status: 500,
+            message: 'Internal error',
+            error: { code: 'internal', message: 'Internal error' },
+          }),
+        );
       });
     },
   );
@@ -87,7 +97,12 @@ export function createHttpServer(handle: (request: IncomingMessage, response: Se
     const answering = (socket as { _httpMessage?: ServerResponse })._httpMessage;
     if (!socket.writable || answering?.headersSent) return void socket.destroy();
     if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-      return writeRaw(socket, 408, 'Request Timeout', new ApiError(408, 'The request did not arrive in time; its connection is closed'));
+      return writeRaw(
+        socket,
+        408,
+        'Request Timeout',
+        new ApiError(408, 'The request did not arrive in time; its connection is closed'),
+      );
     }
     if (!error.code?.startsWith('HPE_')) return void socket.destroy();
     const message =
@@ -100,7 +115,13 @@ export function createHttpServer(handle: (request: IncomingMessage, response: Se
 }
 
 /** Writes an answer: text, or parts to send one after another. HEAD and 304 get no body. */
-export function send(request: IncomingMessage, response: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer[]): void {
+export function send(
+  request: IncomingMessage,
+  response: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  body: string | Buffer[],
+): void {
   const parts = typeof body === 'string' ? [Buffer.from(body)] : body;
   let length = 0;
   for (const part of parts) length += part.length;
@@ -146,8 +167,15 @@ export function readBody(request: IncomingMessage, timeouts: Timeouts): Promise<
     };
     const timer = setTimeout(() => {
       finish();
-      if (tooLarge) request.socket.destroy(); // the 413 has been sent; the rest never came
-      else reject(new ApiError(408, `The request body did not arrive within ${Math.round(timeouts.bodyMs / 1000)} s; the connection is closed`));
+      if (tooLarge)
+        request.socket.destroy(); // the 413 has been sent; the rest never came
+      else
+        reject(
+          new ApiError(
+            408,
+            `The request body did not arrive within ${Math.round(timeouts.bodyMs / 1000)} s; the connection is closed`,
+          ),
+        );
     }, timeouts.bodyMs);
     const onData = (chunk: Buffer) => {
       size += chunk.length;

@@ -23,11 +23,14 @@ export function parseIncludes(value: unknown): IncludePlan | undefined {
   if (typeof value === 'number' || typeof value === 'string') {
     const level = typeof value === 'number' ? value : /^\s*-?\d+\s*$/.test(value) ? Number(value) : NaN;
     if (!Number.isInteger(level) || level < 0 || level > maxIncludeDepth) {
-      throw badRequest(`Invalid includes ${quote(value)}: expected a level from 0 to ${maxIncludeDepth}, or fields such as includes[*.fields.author]=1`);
+      throw badRequest(
+        `Invalid includes ${quote(value)}: expected a level from 0 to ${maxIncludeDepth}, or fields such as includes[*.fields.author]=1`,
+      );
     }
     return level === 0 ? undefined : { level };
   }
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) return { fields: parseFieldMap(value as Record<string, unknown>, 1, { left: maxIncludeFields }) };
+  if (typeof value === 'object' && value !== null && !Array.isArray(value))
+    return { fields: parseFieldMap(value as Record<string, unknown>, 1, { left: maxIncludeFields }) };
   throw badRequest(`Invalid includes ${quote(value)}: expected a level from 0 to ${maxIncludeDepth} or a field map`);
 }
 
@@ -41,11 +44,16 @@ function parseFieldMap(map: Record<string, unknown>, depth: number, budget: { le
     const match = /^([^.]+)\.fields\.([^.]+)$/.exec(path);
     if (!match) {
       const inSection = /^([^.]+)\.fields\.[^.]+\.([^.]+)$/.exec(path);
-      const hint = inSection ? `; a field inside a section is named without the section, such as ${inSection[1]}.fields.${inSection[2]}` : '';
-      throw badRequest(`Malformed includes path ${quote(path)}: expected <contentType|*>.fields.<name>, such as *.fields.author${hint}`);
+      const hint = inSection
+        ? `; a field inside a section is named without the section, such as ${inSection[1]}.fields.${inSection[2]}`
+        : '';
+      throw badRequest(
+        `Malformed includes path ${quote(path)}: expected <contentType|*>.fields.<name>, such as *.fields.author${hint}`,
+      );
     }
     let children: IncludeNode[] = [];
-    if (typeof child === 'object' && child !== null && !Array.isArray(child)) children = parseFieldMap(child as Record<string, unknown>, depth + 1, budget);
+    if (typeof child === 'object' && child !== null && !Array.isArray(child))
+      children = parseFieldMap(child as Record<string, unknown>, depth + 1, budget);
     else if (!(child === 1 || child === '1' || child === true || child === 'true')) {
       throw badRequest(`Invalid includes value ${quote(child)} for ${quote(path)}: expected 1 or a nested field map`);
     }
@@ -109,7 +117,8 @@ export function collectIncludes(
             if (node.contentType !== '*' && node.contentType !== record.contentType) continue;
             for (const target of reach(record, node.field)) reached.set(target.id, target);
           }
-          if (node.children.length > 0 && reached.size > 0) next.push({ records: [...reached.values()], nodes: node.children });
+          if (node.children.length > 0 && reached.size > 0)
+            next.push({ records: [...reached.values()], nodes: node.children });
         }
       }
       work = next;

@@ -25,7 +25,8 @@ export function parseMask(text: string): Mask {
   };
   const merge = (into: Mask, name: string, sub: Mask | true): void => {
     const existing = into.get(name);
-    if (existing === undefined || sub === true || existing === true) into.set(name, existing === true || sub === true ? true : sub);
+    if (existing === undefined || sub === true || existing === true)
+      into.set(name, existing === true || sub === true ? true : sub);
     else for (const [k, v] of sub) merge(existing, k, v);
   };
   const list = (depth: number): Mask => {
@@ -75,7 +76,8 @@ export function applyMask(value: unknown, mask: Mask): unknown {
     if (!Object.hasOwn(source, name)) return;
     const kept = sub === true ? source[name] : applyMask(source[name], sub);
     if (kept === undefined) return;
-    if (name === '__proto__') Object.defineProperty(out, name, { value: kept, enumerable: true, writable: true, configurable: true });
+    if (name === '__proto__')
+      Object.defineProperty(out, name, { value: kept, enumerable: true, writable: true, configurable: true });
     else out[name] = kept;
   };
   const any = mask.get('*');

@@ -24,7 +24,11 @@ const named = 3;
  * snapshot's order. Each distinct file is checked once, all of them concurrently; absolute URLs
  * (a CDN) are not checked.
  */
-export async function findMissingFiles(snapshot: Snapshot, folder: string, snapshots: SnapshotPaths): Promise<MissingFile[]> {
+export async function findMissingFiles(
+  snapshot: Snapshot,
+  folder: string,
+  snapshots: SnapshotPaths,
+): Promise<MissingFile[]> {
   const local = snapshot.assets.flatMap((asset) => {
     const url = (asset.fields.file as { url?: unknown } | null | undefined)?.url;
     const path = typeof url === 'string' ? localFilePath(url) : undefined;
@@ -33,7 +37,9 @@ export async function findMissingFiles(snapshot: Snapshot, folder: string, snaps
   if (local.length === 0) return [];
   const bounds = await fileBounds(folder, snapshots);
   const paths = [...new Set(local.map(({ path }) => path))];
-  const problems = new Map(await Promise.all(paths.map(async (path) => [path, await fileProblem(path, bounds)] as const)));
+  const problems = new Map(
+    await Promise.all(paths.map(async (path) => [path, await fileProblem(path, bounds)] as const)),
+  );
   return local.flatMap(({ id, path }) => {
     const problem = problems.get(path);
     return problem === undefined ? [] : [{ id, path, problem }];
@@ -63,7 +69,11 @@ export function missingFilesWarning(repository: string, snapshotFile: string, mi
     const folders = new Set(absent.map(({ path }) => posix.normalize(path).split('/')));
     const inFolders = [...folders].every((segments) => segments.length > 1);
     const names = [...new Set([...folders].map((segments) => `${segments[0]}/`))];
-    const what = !inFolders ? 'the missing files' : names.length === 1 ? `the ${names[0]} folder` : `the ${names.join(', ')} folders`;
+    const what = !inFolders
+      ? 'the missing files'
+      : names.length === 1
+        ? `the ${names[0]} folder`
+        : `the ${names.join(', ')} folders`;
     advice.push(`Copy ${what} beside ${snapshotFile}.`);
   }
   if (refused) advice.push(`A file outside the snapshot's folder, or a snapshot file, is never served.`);

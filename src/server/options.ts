@@ -45,19 +45,22 @@ type OptionName = (typeof listOnly)[number] | (typeof everywhere)[number];
 export function mergeOptionSources(brackets: QueryTree, body: unknown): Map<OptionName, unknown> {
   const sources: Record<string, unknown>[] = [];
   if (body !== undefined) {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object of options');
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw badRequest('The request body must be a JSON object of options');
     sources.push(body as Record<string, unknown>);
   }
   const query = brackets.query;
   if (query !== undefined) {
-    if (typeof query !== 'string') throw badRequest('Invalid query: expected URI-encoded JSON, such as query=%7B%22limit%22%3A10%7D');
+    if (typeof query !== 'string')
+      throw badRequest('Invalid query: expected URI-encoded JSON, such as query=%7B%22limit%22%3A10%7D');
     let parsed: unknown;
     try {
       parsed = JSON.parse(query);
     } catch (error) {
       throw badRequest(`Invalid query: not valid JSON (${(error as Error).message})`);
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw badRequest('Invalid query: expected a JSON object of options');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw badRequest('Invalid query: expected a JSON object of options');
     sources.push(parsed as Record<string, unknown>);
   }
   sources.push(brackets);
@@ -70,8 +73,10 @@ export function mergeOptionSources(brackets: QueryTree, body: unknown): Map<Opti
 }
 
 function readInteger(value: unknown, name: string): number {
-  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
-  if (!Number.isInteger(n) || n < 0) throw badRequest(`Invalid ${name} ${quote(value)}: expected a whole number of 0 or more`);
+  const n =
+    typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+  if (!Number.isInteger(n) || n < 0)
+    throw badRequest(`Invalid ${name} ${quote(value)}: expected a whole number of 0 or more`);
   return n;
 }
 
@@ -107,7 +112,11 @@ export function readLocale(repository: PreparedRepository, value: unknown): Loca
 }
 
 /** Reads the options that apply to the endpoint; list-only options are ignored on single records. */
-export function readOptions(repository: PreparedRepository, merged: Map<OptionName, unknown>, isList: boolean): RequestOptions {
+export function readOptions(
+  repository: PreparedRepository,
+  merged: Map<OptionName, unknown>,
+  isList: boolean,
+): RequestOptions {
   const get = (name: OptionName) => merged.get(name);
   const has = (name: OptionName) => merged.has(name) && (isList || !(listOnly as readonly string[]).includes(name));
   const locale = has('locale') ? readLocale(repository, get('locale')) : repository.defaultLocale;
@@ -130,19 +139,28 @@ export function readOptions(repository: PreparedRepository, merged: Map<OptionNa
   if (has('sorting')) options.sorting = parseSorting(repository, get('sorting'));
   if (has('fields')) {
     const mask = get('fields');
-    if (typeof mask !== 'string') throw badRequest(`Invalid fields ${quote(mask)}: expected a mask such as fields(title),meta`);
+    if (typeof mask !== 'string')
+      throw badRequest(`Invalid fields ${quote(mask)}: expected a mask such as fields(title),meta`);
     options.mask = parseMask(mask);
   }
   if (has('search')) {
     const search = get('search');
-    if (typeof search !== 'string' && typeof search !== 'number') throw badRequest(`Invalid search ${quote(search)}: expected text`);
+    if (typeof search !== 'string' && typeof search !== 'number')
+      throw badRequest(`Invalid search ${quote(search)}: expected text`);
     const terms = searchTerms(String(search));
     if (terms.length > 0) options.search = terms;
   }
   const { filters, includeTags, excludeTags, sorting, search } = options;
   if (filters || includeTags || excludeTags || sorting || search) {
     const tags = (set?: ReadonlySet<string>) => set && [...set];
-    const key = JSON.stringify([locale, filters ? get('filters') : null, tags(includeTags), tags(excludeTags), sorting, search]);
+    const key = JSON.stringify([
+      locale,
+      filters ? get('filters') : null,
+      tags(includeTags),
+      tags(excludeTags),
+      sorting,
+      search,
+    ]);
     // Selections are kept under their key: a hash keeps a megabyte of options from being kept with them.
     options.selectionKey = key.length > 256 ? hash('sha256', key) : key;
   }

@@ -38,7 +38,8 @@ export function splitName(name: string): string[] {
     parts.push(part);
     i = close + 1;
   }
-  if (parts.length > maxDepth) throw badRequest(`Query parameter ${quote(name)} is nested deeper than ${maxDepth} levels`);
+  if (parts.length > maxDepth)
+    throw badRequest(`Query parameter ${quote(name)} is nested deeper than ${maxDepth} levels`);
   return parts;
 }
 

@@ -17,7 +17,8 @@ export interface ReloadEvent {
 
 /** The ids of records added or changed, and of records removed, between two snapshots. */
 export function diffSnapshots(before: Snapshot | undefined, after: Snapshot): { changed: string[]; removed: string[] } {
-  const index = (s: Snapshot | undefined) => new Map([...(s?.documents ?? []), ...(s?.assets ?? [])].map((r) => [r.meta.id, JSON.stringify(r)]));
+  const index = (s: Snapshot | undefined) =>
+    new Map([...(s?.documents ?? []), ...(s?.assets ?? [])].map((r) => [r.meta.id, JSON.stringify(r)]));
   const old = index(before);
   const now = index(after);
   return {
@@ -64,7 +65,11 @@ export class Repositories {
     const apiId = snapshot.repository.apiId;
     const other = this.#sources.get(apiId);
     if (other && other.file !== source.file && source.file !== undefined) {
-      throw new SnapshotError(label, '$.repository.apiId', `repository ${JSON.stringify(apiId)} is also served from ${other.file ?? 'another snapshot'}`);
+      throw new SnapshotError(
+        label,
+        '$.repository.apiId',
+        `repository ${JSON.stringify(apiId)} is also served from ${other.file ?? 'another snapshot'}`,
+      );
     }
     const repository = this.#prepare(snapshot, label);
     const previous = this.#live.get(apiId);
@@ -96,7 +101,12 @@ export function checkDistinct(initial: { snapshot: Snapshot; label: string }[]):
   const seen = new Map<string, string>();
   for (const { snapshot, label } of initial) {
     const apiId = snapshot.repository.apiId;
-    if (seen.has(apiId)) throw new SnapshotError(label, '$.repository.apiId', `repository ${JSON.stringify(apiId)} is also served from ${seen.get(apiId)}`);
+    if (seen.has(apiId))
+      throw new SnapshotError(
+        label,
+        '$.repository.apiId',
+        `repository ${JSON.stringify(apiId)} is also served from ${seen.get(apiId)}`,
+      );
     seen.set(apiId, label);
   }
 }

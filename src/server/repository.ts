@@ -29,7 +29,8 @@ export interface TypeInfo {
 
 /** A field's value in a record's fields (or a view of them): under its section's key when it stands in one; own keys only. */
 export function valueIn(fields: Record<string, unknown>, field: FieldDefinition): unknown {
-  const holder = field.section === undefined ? fields : Object.hasOwn(fields, field.section) ? fields[field.section] : undefined;
+  const holder =
+    field.section === undefined ? fields : Object.hasOwn(fields, field.section) ? fields[field.section] : undefined;
   if (typeof holder !== 'object' || holder === null) return undefined;
   return Object.hasOwn(holder, field.apiId) ? (holder as Record<string, unknown>)[field.apiId] : undefined; // a field named constructor is not Object's
 }
@@ -49,7 +50,12 @@ export function mapImageSources(html: string, map: (src: string) => string | und
 }
 
 export function isReference(value: unknown): value is Reference {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && typeof (value as Reference).meta?.id === 'string';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    typeof (value as Reference).meta?.id === 'string'
+  );
 }
 
 export class PreparedRecord {
@@ -139,10 +145,12 @@ export class PreparedRecord {
   /** Ids this record references through a field, in order (every locale's for `all`). */
   references(field: FieldDefinition, locale: LocaleView): string[] {
     const value = valueIn(this.fields(locale), field);
-    const values = locale === 'all' && field.localized && value && typeof value === 'object' ? Object.values(value) : [value];
+    const values =
+      locale === 'all' && field.localized && value && typeof value === 'object' ? Object.values(value) : [value];
     const ids: string[] = [];
     for (const v of values) {
-      for (const ref of Array.isArray(v) ? v : [v]) if (isReference(ref) && !ids.includes(ref.meta.id)) ids.push(ref.meta.id);
+      for (const ref of Array.isArray(v) ? v : [v])
+        if (isReference(ref) && !ids.includes(ref.meta.id)) ids.push(ref.meta.id);
     }
     return ids;
   }
@@ -180,7 +188,9 @@ export class PreparedRecord {
     const key = embedAssets ? `${locale}+embed` : locale;
     let json = this.#json.get(key);
     if (json === undefined) {
-      json = Buffer.from(JSON.stringify(embedAssets ? this.#repository.embedAssets(this, locale) : this.toObject(locale)));
+      json = Buffer.from(
+        JSON.stringify(embedAssets ? this.#repository.embedAssets(this, locale) : this.toObject(locale)),
+      );
       this.#json.set(key, json);
     }
     return json;
@@ -190,7 +200,13 @@ export class PreparedRecord {
 export class PreparedRepository {
   readonly snapshot: Snapshot;
   readonly apiId: string;
-  readonly info: { id: string; apiId: string; name: string; defaultLocale: string; locales: { key: string; fallback?: string }[] };
+  readonly info: {
+    id: string;
+    apiId: string;
+    name: string;
+    defaultLocale: string;
+    locales: { key: string; fallback?: string }[];
+  };
   readonly apiKeys: Set<string>;
   readonly defaultLocale: string;
   /** Locale key → the keys to try in order: the locale, its fallback, …, the default locale. */
@@ -215,11 +231,21 @@ export class PreparedRepository {
     this.snapshot = snapshot;
     const { id, apiId, name, defaultLocale, locales, apiKeys } = snapshot.repository;
     this.apiId = apiId;
-    this.info = { id, apiId, name, defaultLocale, locales: locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })) };
+    this.info = {
+      id,
+      apiId,
+      name,
+      defaultLocale,
+      locales: locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })),
+    };
     this.apiKeys = new Set(apiKeys);
     this.defaultLocale = defaultLocale;
     this.#filesOrigin = filesOrigin.replace(/\/$/, '');
-    this.version = createHash('sha1').update(JSON.stringify(snapshot)).update(this.#filesOrigin).digest('base64url').slice(0, 16);
+    this.version = createHash('sha1')
+      .update(JSON.stringify(snapshot))
+      .update(this.#filesOrigin)
+      .digest('base64url')
+      .slice(0, 16);
 
     for (const locale of locales) {
       const chain = [locale.key];
@@ -242,8 +268,12 @@ export class PreparedRepository {
         byType.set(definition.apiId, field);
       }
     }
-    this.documents = snapshot.documents.map((raw, i) => new PreparedRecord(this, raw, i, this.types.get(raw.meta.contentType)!));
-    const assets = snapshot.assets.map((raw, i) => new PreparedRecord(this, raw, this.documents.length + i, this.types.get('_asset')!));
+    this.documents = snapshot.documents.map(
+      (raw, i) => new PreparedRecord(this, raw, i, this.types.get(raw.meta.contentType)!),
+    );
+    const assets = snapshot.assets.map(
+      (raw, i) => new PreparedRecord(this, raw, this.documents.length + i, this.types.get('_asset')!),
+    );
     for (const record of [...this.documents, ...assets]) this.byId.set(record.id, record);
     for (const alias of snapshot.aliases) this.aliases.set(alias.apiId, alias.document);
     this.defaultOrder = [...this.documents].sort(
@@ -296,7 +326,12 @@ export class PreparedRepository {
       return html === text.html ? text : { ...text, html };
     };
     if ('html' in value) return rewrite(value as { html: string; plain: string });
-    return Object.fromEntries(Object.entries(value).map(([locale, text]) => [locale, text && typeof text === 'object' && 'html' in text ? rewrite(text as { html: string; plain: string }) : text]));
+    return Object.fromEntries(
+      Object.entries(value).map(([locale, text]) => [
+        locale,
+        text && typeof text === 'object' && 'html' in text ? rewrite(text as { html: string; plain: string }) : text,
+      ]),
+    );
   }
 
   /**
@@ -306,13 +341,18 @@ export class PreparedRepository {
   localFiles(): Set<string> {
     if (!this.indexes.localFiles) {
       const urls = this.snapshot.assets.map((asset) => (asset.fields.file as { url?: string } | null | undefined)?.url);
-      this.indexes.localFiles = new Set(urls.map((url) => (url === undefined ? undefined : localFilePath(url))).filter((path) => path !== undefined));
+      this.indexes.localFiles = new Set(
+        urls.map((url) => (url === undefined ? undefined : localFilePath(url))).filter((path) => path !== undefined),
+      );
     }
     return this.indexes.localFiles;
   }
 
   /** The record with every asset reference in its fields replaced by the asset record. */
-  embedAssets(record: PreparedRecord, locale: LocaleView): { fields: Record<string, unknown>; meta: PreparedRecord['meta'] } {
+  embedAssets(
+    record: PreparedRecord,
+    locale: LocaleView,
+  ): { fields: Record<string, unknown>; meta: PreparedRecord['meta'] } {
     const fields = record.fields(locale);
     const assetFields = record.type.referenceFields.filter((f) => f.type === 'asset' && valueIn(fields, f));
     if (assetFields.length === 0) return record.toObject(locale);
@@ -327,7 +367,10 @@ export class PreparedRepository {
     for (const field of assetFields) {
       const value = valueIn(fields, field);
       // Inside a section, in a copy of the section: the view is shared by every answer.
-      const holder = field.section === undefined ? out : (out[field.section] = { ...(out[field.section] as Record<string, unknown>) });
+      const holder =
+        field.section === undefined
+          ? out
+          : (out[field.section] = { ...(out[field.section] as Record<string, unknown>) });
       holder[field.apiId] =
         locale === 'all' && field.localized && value && typeof value === 'object' && !Array.isArray(value)
           ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, embed(v)]))

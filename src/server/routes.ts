@@ -48,7 +48,8 @@ export function matchRoute(path: string): { repo: string; route: Route } | undef
   if (segments.length === 0 || segments.length > 3 || segments.some((s) => s === '')) return undefined;
   const [repo, endpoint, name] = segments.map(decodeSegment) as [string, string?, string?];
   if (endpoint === undefined) return { repo, route: { kind: 'repository' } };
-  if (endpoint === 'documents') return { repo, route: name === undefined ? { kind: 'documents' } : { kind: 'document', id: name } };
+  if (endpoint === 'documents')
+    return { repo, route: name === undefined ? { kind: 'documents' } : { kind: 'document', id: name } };
   if (name === undefined) return undefined;
   if (endpoint === 'alias') return { repo, route: { kind: 'alias', name } };
   if (endpoint === 'collections') return { repo, route: { kind: 'collection', name } };
@@ -93,7 +94,10 @@ function matchesEtag(header: string | undefined, etag: string): boolean {
  * Answers one API request. Checks run in the spec's order: route shape (404), method (405),
  * repository (404), key (401), options (400), then the addressed item (404).
  */
-export function handleApiRequest(repositories: ReadonlyMap<string, PreparedRepository>, request: ApiRequest): ApiResponse {
+export function handleApiRequest(
+  repositories: ReadonlyMap<string, PreparedRepository>,
+  request: ApiRequest,
+): ApiResponse {
   try {
     const matched = matchRoute(request.path);
     if (!matched) throw notFound(`No such route: ${quote(request.path)}; routes start with /v1/<repository>`);
@@ -130,7 +134,8 @@ export function handleApiRequest(repositories: ReadonlyMap<string, PreparedRepos
         case 'alias':
         case 'asset': {
           const id = route.kind === 'alias' ? repository.aliases.get(route.name) : route.id;
-          if (id === undefined) throw notFound(`No alias ${quote(route.kind === 'alias' ? route.name : '')} in repository ${quote(repo)}`);
+          if (id === undefined)
+            throw notFound(`No alias ${quote(route.kind === 'alias' ? route.name : '')} in repository ${quote(repo)}`);
           const record = repository.byId.get(id);
           const wantAsset = route.kind === 'asset';
           if (!record || (record.contentType === '_asset') !== wantAsset) {

@@ -4,7 +4,16 @@ import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
 import { ApiError } from './errors.ts';
 import { serveFile } from './files.ts';
-import { createHttpServer, defaultTimeouts, inTurn, largeBody, readBody, send, sendJson, type Timeouts } from './http.ts';
+import {
+  createHttpServer,
+  defaultTimeouts,
+  inTurn,
+  largeBody,
+  readBody,
+  send,
+  sendJson,
+  type Timeouts,
+} from './http.ts';
 import { findMissingFiles, type MissingFile, missingFilesWarning } from './missing-files.ts';
 import { redactKey } from './query-string.ts';
 import { checkDistinct, type ReloadEvent, Repositories, type Source } from './registry.ts';
@@ -76,8 +85,11 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
   const files = await SnapshotFiles.expand(options.paths ?? []);
 
   const initial: { snapshot: Snapshot; source: Source; label: string }[] = [];
-  for (const file of files.files()) initial.push({ snapshot: await readSnapshotFile(file), source: { file }, label: file });
-  (options.snapshots ?? []).forEach((raw, i) => initial.push({ snapshot: parseSnapshot(raw, `snapshot #${i}`), source: {}, label: `snapshot #${i}` }));
+  for (const file of files.files())
+    initial.push({ snapshot: await readSnapshotFile(file), source: { file }, label: file });
+  (options.snapshots ?? []).forEach((raw, i) => {
+    initial.push({ snapshot: parseSnapshot(raw, `snapshot #${i}`), source: {}, label: `snapshot #${i}` });
+  });
   checkDistinct(initial);
 
   let closed = false;
@@ -114,7 +126,9 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
     if (options.log) {
       response.on('finish', () => {
         const shown = query ? `${path}?${redactKey(query)}` : path;
-        log(`${request.method} ${shown.replace(/\?$/, '')} ${response.statusCode} ${(performance.now() - started).toFixed(1)}ms`);
+        log(
+          `${request.method} ${shown.replace(/\?$/, '')} ${response.statusCode} ${(performance.now() - started).toFixed(1)}ms`,
+        );
       });
     }
     const method = request.method ?? 'GET';
@@ -138,7 +152,13 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
         body = large ? await inTurn(parse) : parse();
       } catch (error) {
         if (!(error instanceof ApiError) && !(error instanceof SyntaxError)) throw error;
-        return sendJson(request, response, error instanceof ApiError ? error : new ApiError(400, `The request body is not valid JSON (${error.message})`));
+        return sendJson(
+          request,
+          response,
+          error instanceof ApiError
+            ? error
+            : new ApiError(400, `The request body is not valid JSON (${error.message})`),
+        );
       }
     }
     const handle = () =>
@@ -161,7 +181,12 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
   });
   if (options.unref) server.unref();
   const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address === '::' ? '::1' : address.address}]` : address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
+  const host =
+    address.family === 'IPv6'
+      ? `[${address.address === '::' ? '::1' : address.address}]`
+      : address.address === '0.0.0.0'
+        ? '127.0.0.1'
+        : address.address;
   const origin = `http://${host}:${address.port}`;
   repositories.origin = origin;
   try {
@@ -181,7 +206,9 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
       void (async () => {
         try {
           const event = repositories.swap(await readSnapshotFile(file), { file }, file);
-          log(`reloaded ${event.repository} from ${file}: ${event.changed.length} changed, ${event.removed.length} removed`);
+          log(
+            `reloaded ${event.repository} from ${file}: ${event.changed.length} changed, ${event.removed.length} removed`,
+          );
           await checkFiles(event.repository);
           await notify(event);
         } catch (error) {

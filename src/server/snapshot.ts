@@ -10,7 +10,17 @@ import { fastFieldsTest } from './fast-check.ts';
  */
 
 export const fieldTypes = [
-  'text', 'richtext', 'number', 'date', 'boolean', 'location', 'select', 'color', 'relation', 'asset', 'json',
+  'text',
+  'richtext',
+  'number',
+  'date',
+  'boolean',
+  'location',
+  'select',
+  'color',
+  'relation',
+  'asset',
+  'json',
 ] as const;
 export type FieldType = (typeof fieldTypes)[number];
 const localizableTypes = new Set<FieldType>(['text', 'richtext', 'number', 'select', 'asset']);
@@ -20,7 +30,10 @@ const documentId = z.string().regex(/^\d{1,20}$/, 'must be a string of 1-20 digi
 const localeKey = z.string().regex(/^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/, 'must be a language key such as en_US or de');
 const timestamp = z
   .string()
-  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/, 'must be an ISO 8601 UTC timestamp such as 2024-01-31T12:00:00.000Z')
+  .regex(
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/,
+    'must be an ISO 8601 UTC timestamp such as 2024-01-31T12:00:00.000Z',
+  )
   .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
 const date = z
   .string()
@@ -52,7 +65,10 @@ const metaSchema = z.strictObject({
 });
 
 /** A plain object; its values are checked per content type by `fieldsSchema` (a record schema here would cost a copy of every record). */
-const fieldsObject = z.custom<Record<string, unknown>>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), 'expected an object of fields');
+const fieldsObject = z.custom<Record<string, unknown>>(
+  (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+  'expected an object of fields',
+);
 
 const recordSchema = z.strictObject({
   fields: fieldsObject,
@@ -160,14 +176,20 @@ export const assetContentType: ContentTypeDefinition = {
 export function fieldsSchema(type: ContentTypeDefinition, locales: string[]): z.ZodType {
   const schemaOf = (field: FieldDefinition) => {
     const value = type.apiId === '_asset' && field.apiId === 'file' ? fileSchema : valueSchemas[field.type];
-    // A localized value: an object of the repository's locales (an object schema checks one several times faster than a record of an enum).
-    const byLocale = () => z.strictObject(Object.fromEntries(locales.map((locale) => [locale, value.nullable().optional()])));
+    // A localized value: an object of the repository's locales (an object schema checks one several times faster than a
+    // record of an enum).
+    const byLocale = () =>
+      z.strictObject(Object.fromEntries(locales.map((locale) => [locale, value.nullable().optional()])));
     return (field.localized ? byLocale() : value).nullable().optional();
   };
   const shape: Record<string, z.ZodType> = {};
   for (const slot of slotsOf(type)) {
     if (slot.section === undefined) shape[slot.field.apiId] = schemaOf(slot.field);
-    else shape[slot.section] = z.strictObject(Object.fromEntries(slot.fields.map((field) => [field.apiId, schemaOf(field)]))).nullable().optional();
+    else
+      shape[slot.section] = z
+        .strictObject(Object.fromEntries(slot.fields.map((field) => [field.apiId, schemaOf(field)])))
+        .nullable()
+        .optional();
   }
   return z.strictObject(shape);
 }
@@ -200,7 +222,8 @@ function check<T>(schema: z.ZodType<T>, value: unknown, file: string, base: Prop
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   let message = issue.message;
-  if (issue.code === 'unrecognized_keys') message = `unknown key ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+  if (issue.code === 'unrecognized_keys')
+    message = `unknown key ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
   throw new SnapshotError(file, jsonPath([...base, ...issue.path]), message);
 }
 
@@ -215,11 +238,15 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
   const localeKeys = repository.locales.map((l) => l.key);
   const seenLocales = new Set<string>();
   repository.locales.forEach((locale, i) => {
-    if (seenLocales.has(locale.key)) fail(['repository', 'locales', i, 'key'], `duplicate locale ${JSON.stringify(locale.key)}`);
+    if (seenLocales.has(locale.key))
+      fail(['repository', 'locales', i, 'key'], `duplicate locale ${JSON.stringify(locale.key)}`);
     seenLocales.add(locale.key);
   });
   if (!seenLocales.has(repository.defaultLocale)) {
-    fail(['repository', 'defaultLocale'], `${JSON.stringify(repository.defaultLocale)} is not one of the locales (${localeKeys.join(', ')})`);
+    fail(
+      ['repository', 'defaultLocale'],
+      `${JSON.stringify(repository.defaultLocale)} is not one of the locales (${localeKeys.join(', ')})`,
+    );
   }
   repository.locales.forEach((locale, i) => {
     const path = ['repository', 'locales', i, 'fallback'];
@@ -236,24 +263,39 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
       next = repository.locales.find((l) => l.key === next)?.fallback;
     }
     if (locale.fallback !== undefined && next === undefined) {
-      fail(path, `fallback chain of ${JSON.stringify(locale.key)} must end at the default locale ${repository.defaultLocale}`);
+      fail(
+        path,
+        `fallback chain of ${JSON.stringify(locale.key)} must end at the default locale ${repository.defaultLocale}`,
+      );
     }
   });
 
   const types = new Map<string, ContentTypeDefinition>();
   snapshot.contentTypes.forEach((type, i) => {
     if (type.apiId === '_asset') fail(['contentTypes', i, 'apiId'], '"_asset" is reserved for assets');
-    if (types.has(type.apiId)) fail(['contentTypes', i, 'apiId'], `duplicate content type ${JSON.stringify(type.apiId)}`);
+    if (types.has(type.apiId))
+      fail(['contentTypes', i, 'apiId'], `duplicate content type ${JSON.stringify(type.apiId)}`);
     types.set(type.apiId, type);
     // Filters, sorting and includes name a field inside a section by its own API id: unique across the type's sections.
     const names = new Set<string>();
     const sections = new Set(type.fields.flatMap((field) => field.section ?? []));
     type.fields.forEach((field, j) => {
-      if (names.has(field.apiId)) fail(['contentTypes', i, 'fields', j, 'apiId'], `duplicate field ${JSON.stringify(field.apiId)} (a field's API id is unique in its content type, across sections)`);
+      if (names.has(field.apiId))
+        fail(
+          ['contentTypes', i, 'fields', j, 'apiId'],
+          `duplicate field ${JSON.stringify(field.apiId)} (a field's API id is unique in its content type, across sections)`,
+        );
       names.add(field.apiId);
-      if (sections.has(field.apiId)) fail(['contentTypes', i, 'fields', j, 'apiId'], `${JSON.stringify(field.apiId)} is the API id of a section of this content type too`);
+      if (sections.has(field.apiId))
+        fail(
+          ['contentTypes', i, 'fields', j, 'apiId'],
+          `${JSON.stringify(field.apiId)} is the API id of a section of this content type too`,
+        );
       if (field.localized && !localizableTypes.has(field.type)) {
-        fail(['contentTypes', i, 'fields', j, 'localized'], `a ${field.type} field cannot be localized (only text, richtext, number, select and asset)`);
+        fail(
+          ['contentTypes', i, 'fields', j, 'localized'],
+          `a ${field.type} field cannot be localized (only text, richtext, number, select and asset)`,
+        );
       }
     });
   });
@@ -272,7 +314,13 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
       const slots = slotsOf(type);
       const inherited = (names: string[]) => names.filter((name) => name in Object.prototype);
       const top = inherited(slots.map((slot) => slot.section ?? slot.field.apiId));
-      const inSections = slots.flatMap((slot) => (slot.section === undefined ? [] : [{ section: slot.section, names: inherited(slot.fields.map((f) => f.apiId)) }])).filter((s) => s.names.length > 0);
+      const inSections = slots
+        .flatMap((slot) =>
+          slot.section === undefined
+            ? []
+            : [{ section: slot.section, names: inherited(slot.fields.map((f) => f.apiId)) }],
+        )
+        .filter((s) => s.names.length > 0);
       const ownOnly = (value: Record<string, unknown>, names: string[]) => {
         if (names.some((name) => !Object.hasOwn(value, name))) Object.setPrototypeOf(value, null);
       };
@@ -280,7 +328,8 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
         ownOnly(value, top);
         for (const { section, names } of inSections) {
           const held = Object.hasOwn(value, section) ? value[section] : undefined;
-          if (typeof held === 'object' && held !== null && !Array.isArray(held)) ownOnly(held as Record<string, unknown>, names);
+          if (typeof held === 'object' && held !== null && !Array.isArray(held))
+            ownOnly(held as Record<string, unknown>, names);
         }
         if (!fast(value)) check((schema ??= fieldsSchema(type, localeKeys)), value, file, [...at, 'fields']);
       };
@@ -296,33 +345,60 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
   for (const { record, path } of records) {
     const isAsset = path[0] === 'assets';
     const type = isAsset ? assetContentType : types.get(record.meta.contentType);
-    if (isAsset && record.meta.contentType !== '_asset') fail([...path, 'meta', 'contentType'], 'an asset must have contentType "_asset"');
-    if (!type) fail([...path, 'meta', 'contentType'], `unknown content type ${JSON.stringify(record.meta.contentType)}`);
-    if (ids.has(record.meta.id)) fail([...path, 'meta', 'id'], `duplicate id ${record.meta.id} (also at ${jsonPath(ids.get(record.meta.id)!)})`);
+    if (isAsset && record.meta.contentType !== '_asset')
+      fail([...path, 'meta', 'contentType'], 'an asset must have contentType "_asset"');
+    if (!type)
+      fail([...path, 'meta', 'contentType'], `unknown content type ${JSON.stringify(record.meta.contentType)}`);
+    if (ids.has(record.meta.id))
+      fail([...path, 'meta', 'id'], `duplicate id ${record.meta.id} (also at ${jsonPath(ids.get(record.meta.id)!)})`);
     ids.set(record.meta.id, path);
-    if (Date.parse(record.meta.updatedAt) < Date.parse(record.meta.createdAt)) fail([...path, 'meta', 'updatedAt'], 'is before createdAt');
+    if (Date.parse(record.meta.updatedAt) < Date.parse(record.meta.createdAt))
+      fail([...path, 'meta', 'updatedAt'], 'is before createdAt');
     checkFields(type!, record.fields, path);
   }
 
   // A reference whose target exists must name the target's real content type; dangling ones are allowed.
   const contentTypeOf = new Map<string, string>();
   for (const { record } of records) contentTypeOf.set(record.meta.id, record.meta.contentType);
-  const referenceFields = new Map([...types].map(([apiId, type]) => [apiId, type.fields.filter((field) => field.type === 'relation' || field.type === 'asset')]));
+  const referenceFields = new Map(
+    [...types].map(([apiId, type]) => [
+      apiId,
+      type.fields.filter((field) => field.type === 'relation' || field.type === 'asset'),
+    ]),
+  );
   snapshot.documents.forEach((record, i) => {
     for (const field of referenceFields.get(record.meta.contentType)!) {
-      const holder = field.section === undefined ? record.fields : (record.fields[field.section] as Record<string, unknown> | null | undefined);
+      const holder =
+        field.section === undefined
+          ? record.fields
+          : (record.fields[field.section] as Record<string, unknown> | null | undefined);
       const raw = holder?.[field.apiId];
       if (!raw) continue;
       const byLocale = field.localized && typeof raw === 'object' && !Array.isArray(raw);
       for (const locale of byLocale ? Object.keys(raw) : ['']) {
         const value = byLocale ? (raw as Record<string, unknown>)[locale] : raw;
-        const refs = (Array.isArray(value) ? value : value ? [value] : []) as { meta: { id: string; contentType: string } }[];
+        const refs = (Array.isArray(value) ? value : value ? [value] : []) as {
+          meta: { id: string; contentType: string };
+        }[];
         for (let k = 0; k < refs.length; k++) {
           const ref = refs[k]!;
           const actual = contentTypeOf.get(ref.meta.id);
           if (actual !== undefined && actual !== ref.meta.contentType) {
-            const at = ['documents', i, 'fields', ...(field.section === undefined ? [] : [field.section]), field.apiId, ...(locale ? [locale] : []), ...(Array.isArray(value) ? [k] : []), 'meta', 'contentType'];
-            fail(at, `reference to ${ref.meta.id} says ${JSON.stringify(ref.meta.contentType)} but that record is a ${JSON.stringify(actual)}`);
+            const at = [
+              'documents',
+              i,
+              'fields',
+              ...(field.section === undefined ? [] : [field.section]),
+              field.apiId,
+              ...(locale ? [locale] : []),
+              ...(Array.isArray(value) ? [k] : []),
+              'meta',
+              'contentType',
+            ];
+            fail(
+              at,
+              `reference to ${ref.meta.id} says ${JSON.stringify(ref.meta.contentType)} but that record is a ${JSON.stringify(actual)}`,
+            );
           }
         }
       }
@@ -331,7 +407,8 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
 
   const collections = new Set<string>();
   snapshot.collections.forEach((collection, i) => {
-    if (collections.has(collection.apiId)) fail(['collections', i, 'apiId'], `duplicate collection ${JSON.stringify(collection.apiId)}`);
+    if (collections.has(collection.apiId))
+      fail(['collections', i, 'apiId'], `duplicate collection ${JSON.stringify(collection.apiId)}`);
     collections.add(collection.apiId);
     if (collection.contentType && !types.has(collection.contentType)) {
       fail(['collections', i, 'contentType'], `unknown content type ${JSON.stringify(collection.contentType)}`);
@@ -340,7 +417,11 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
     const listed = new Map<string, number>();
     collection.members?.forEach((id, j) => {
       const first = listed.get(id);
-      if (first !== undefined) fail(['collections', i, 'members', j], `duplicate member ${id} (also at ${jsonPath(['collections', i, 'members', first])})`);
+      if (first !== undefined)
+        fail(
+          ['collections', i, 'members', j],
+          `duplicate member ${id} (also at ${jsonPath(['collections', i, 'members', first])})`,
+        );
       listed.set(id, j);
     });
   });

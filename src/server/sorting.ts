@@ -36,17 +36,23 @@ export function parseSorting(repository: PreparedRepository, sorting: unknown): 
     const match = /^(fields|meta)\.([^.]+)$/.exec(key);
     if (!match) {
       const inSection = /^fields\.[^.]+\.([^.]+)$/.exec(key);
-      const hint = inSection ? `; a field inside a section is named without the section, such as fields.${inSection[1]}` : '';
+      const hint = inSection
+        ? `; a field inside a section is named without the section, such as fields.${inSection[1]}`
+        : '';
       throw badRequest(`Malformed sorting key ${quote(key)}: expected fields.<name> or meta.<name>${hint}`);
     }
     const scope = match[1] as 'fields' | 'meta';
     const name = match[2]!;
     if (scope === 'meta') {
-      if (!metaKind(name)) throw badRequest(`Unknown meta name ${quote(name)} in sorting: use id, contentType, revision, createdAt or updatedAt`);
+      if (!metaKind(name))
+        throw badRequest(
+          `Unknown meta name ${quote(name)} in sorting: use id, contentType, revision, createdAt or updatedAt`,
+        );
       if (name === 'tags') throw badRequest('Cannot sort on meta.tags');
     } else {
       for (const field of repository.fieldsByName.get(name)?.values() ?? []) {
-        if (!kindOf(field.type) || field.type === 'json') throw badRequest(`Cannot sort on ${quote(key)}: ${field.type} fields are not sortable`);
+        if (!kindOf(field.type) || field.type === 'json')
+          throw badRequest(`Cannot sort on ${quote(key)}: ${field.type} fields are not sortable`);
       }
     }
     const order = parseDirection(direction, key);
@@ -76,10 +82,16 @@ export function ranks(repository: PreparedRepository, { scope, name }: ValueSour
       if (value === undefined) continue;
       const kind = kindFor(record, source)!;
       // A multiple select sorts by its values joined with ",".
-      present.push({ record, kind, value: Array.isArray(value) && kind === 'text' ? value.join(',') : (value as Comparable) });
+      present.push({
+        record,
+        kind,
+        value: Array.isArray(value) && kind === 'text' ? value.join(',') : (value as Comparable),
+      });
     }
     const order = (a: (typeof present)[number], b: (typeof present)[number]) =>
-      a.kind === b.kind ? compare(a.value, b.value, a.kind, collator) : kindOrder.indexOf(a.kind) - kindOrder.indexOf(b.kind);
+      a.kind === b.kind
+        ? compare(a.value, b.value, a.kind, collator)
+        : kindOrder.indexOf(a.kind) - kindOrder.indexOf(b.kind);
     present.sort(order);
     const result = new Int32Array(repository.documents.length).fill(-1);
     let rank = 0;
@@ -92,7 +104,12 @@ export function ranks(repository: PreparedRepository, { scope, name }: ValueSour
 }
 
 /** Sorts documents by the keys; missing values last whatever the direction, ties on `meta.id` ascending. */
-export function sortRecords(repository: PreparedRepository, records: PreparedRecord[], keys: SortKey[], view: LocaleView): PreparedRecord[] {
+export function sortRecords(
+  repository: PreparedRepository,
+  records: PreparedRecord[],
+  keys: SortKey[],
+  view: LocaleView,
+): PreparedRecord[] {
   const columns = keys.map((key) => ({ ranks: ranks(repository, key, view), direction: key.direction }));
   const idRanks = ranks(repository, { scope: 'meta', name: 'id' }, view);
   return records.sort((a, b) => {

@@ -100,8 +100,15 @@ export function column(repository: PreparedRepository, source: ValueSource, loca
       if (source.scope === 'meta') {
         const value = record.meta[source.name as MetaName];
         // Dates and ids a prepared record has parsed already (a new snapshot's first "changed since" scans them all).
-        if (typeof value === 'string' && (source.name === 'updatedAt' || source.name === 'createdAt' || source.name === 'id')) {
-          return source.name === 'id' ? record.idBig : source.name === 'updatedAt' ? record.updatedAt : record.createdAt;
+        if (
+          typeof value === 'string' &&
+          (source.name === 'updatedAt' || source.name === 'createdAt' || source.name === 'id')
+        ) {
+          return source.name === 'id'
+            ? record.idBig
+            : source.name === 'updatedAt'
+              ? record.updatedAt
+              : record.createdAt;
         }
         return normalizeStored(value, metaKind(source.name)!);
       }
@@ -158,12 +165,13 @@ export function readGiven(given: unknown, kind: Kind, what: string): Comparable 
     case 'location': {
       let parts: unknown[] | undefined;
       if (typeof given === 'string') parts = given.split(',').map((p) => (numberLike.test(p.trim()) ? Number(p) : NaN));
-      else if (given && typeof given === 'object' && !Array.isArray(given)) parts = [(given as { lat?: unknown }).lat, (given as { lng?: unknown }).lng];
-      if (!parts || parts.length !== 2 || !parts.every((p) => typeof p === 'number' && Number.isFinite(p))) return fail();
+      else if (given && typeof given === 'object' && !Array.isArray(given))
+        parts = [(given as { lat?: unknown }).lat, (given as { lng?: unknown }).lng];
+      if (parts?.length !== 2 || !parts.every((p) => typeof p === 'number' && Number.isFinite(p))) return fail();
       return [parts[0] as number, parts[1] as number] as const;
     }
     case 'json':
-      return typeof given === 'string' ? given : JSON.stringify(given) ?? fail();
+      return typeof given === 'string' ? given : (JSON.stringify(given) ?? fail());
   }
 }
 

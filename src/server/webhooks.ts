@@ -10,7 +10,11 @@ export interface WebhookTarget {
  * Sends a reload to a webhook (spec §10): `{ repository, changed, removed }`, signed with a new
  * id and the time. A failure is logged, not thrown: the reload itself has happened.
  */
-export async function sendWebhook(target: WebhookTarget, event: ReloadEvent, log: (line: string) => void): Promise<void> {
+export async function sendWebhook(
+  target: WebhookTarget,
+  event: ReloadEvent,
+  log: (line: string) => void,
+): Promise<void> {
   const body = JSON.stringify(event);
   try {
     const response = await fetch(target.url, {

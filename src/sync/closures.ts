@@ -73,12 +73,17 @@ export async function checkAhead(
   return { assetStamps: await assetStamps, absent: new Set(targets.filter((id) => !had.has(id))) };
 }
 
-const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((id, i) => id === b[i]);
+const sameList = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((id, i) => id === b[i]);
 /** Rounds are a guard: each one checks or fetches records not seen before, so they end. */
 const maxRounds = 100;
 
 /** Works out every source's closure, fetching what they lack; `members` are the members listed in this run. */
-export async function completeClosures(sources: readonly Source[], listings: ReadonlyMap<string, Listed>, context: ClosureContext): Promise<Map<string, SourceClosure>> {
+export async function completeClosures(
+  sources: readonly Source[],
+  listings: ReadonlyMap<string, Listed>,
+  context: ClosureContext,
+): Promise<Map<string, SourceClosure>> {
   const { records, intake, fetcher } = context;
   const members = new Map([...listings].map(([key, listing]) => [key, listing.ids]));
   let listed: Set<string> | undefined; // made when some included document was neither taken nor checked
@@ -86,20 +91,30 @@ export async function completeClosures(sources: readonly Source[], listings: Rea
   let worked: { version: number; closures: Map<string, SourceClosure> } | undefined;
   for (let round = 0; ; round++) {
     // Worked out again only when a round wrote or dropped a record.
-    if (worked?.version !== intake.version) worked = { version: intake.version, closures: new Map(sources.map((source) => [source.key, closureOf(source, members.get(source.key)!, context)])) };
+    if (worked?.version !== intake.version)
+      worked = {
+        version: intake.version,
+        closures: new Map(sources.map((source) => [source.key, closureOf(source, members.get(source.key)!, context)])),
+      };
     const { closures } = worked;
     const unchecked = new Set<string>();
-    const included = [...new Set([...closures.values()].flatMap((closure) => closure.included))].filter((id) => !intake.taken.has(id) && !intake.checked.has(id));
+    const included = [...new Set([...closures.values()].flatMap((closure) => closure.included))].filter(
+      (id) => !intake.taken.has(id) && !intake.checked.has(id),
+    );
     records.infos(included);
     const assets = included.filter((id) => records.info(id)?.contentType === '_asset');
     const documents = included.filter((id) => records.info(id)?.contentType !== '_asset');
     if (documents.length > 0) listed ??= new Set([...members.values()].flat());
     for (const id of documents) if (!listed!.has(id)) unchecked.add(id);
     const { incomplete, overcomplete } = misshapen(sources, members, closures, records);
-    if ((unchecked.size > 0 || assets.length > 0 || incomplete.length > 0 || overcomplete.size > 0) && round < maxRounds) {
+    if (
+      (unchecked.size > 0 || assets.length > 0 || incomplete.length > 0 || overcomplete.size > 0) &&
+      round < maxRounds
+    ) {
       await recheck([...unchecked], 'documents', context);
       await recheck(assets, 'assets', context);
-      // Stored as the masked answers make them, as a fresh sync stores them (one the server no longer has stays dropped).
+      // Stored as the masked answers make them, as a fresh sync stores them (one the server no longer has stays
+      // dropped).
       for (const ids of overcomplete.values()) for (const id of ids) intake.drop(id);
       for (const [source, ids] of overcomplete) {
         const { fields, embedAssets } = requestOptions(source);
@@ -119,11 +134,19 @@ export async function completeClosures(sources: readonly Source[], listings: Rea
 }
 
 /** Fetches the targets of references the cache lacks (assets one by one); returns the ids the server had. */
-async function fetchTargets(ids: readonly string[], references: readonly DanglingReference[], { records, fetcher }: Pick<ClosureContext, 'records' | 'fetcher'>): Promise<Set<string>> {
+async function fetchTargets(
+  ids: readonly string[],
+  references: readonly DanglingReference[],
+  { records, fetcher }: Pick<ClosureContext, 'records' | 'fetcher'>,
+): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   // Which targets are assets, as the records holding the references say.
   const nodes = records.nodes(new Set(references.map((ref) => ref.from)));
-  const assetIds = new Set(references.filter((ref) => nodes.get(ref.from)?.references.some((r) => r.id === ref.id && r.asset)).map((ref) => ref.id));
+  const assetIds = new Set(
+    references
+      .filter((ref) => nodes.get(ref.from)?.references.some((r) => r.id === ref.id && r.asset))
+      .map((ref) => ref.id),
+  );
   const found = await fetcher.byIds(ids.filter((id) => !assetIds.has(id)));
   for (const id of await fetcher.assets(ids.filter((id) => assetIds.has(id)))) found.add(id);
   return found;
@@ -135,7 +158,11 @@ function closureOf(source: Source, members: readonly string[], context: ClosureC
   if (stored && !context.intake.relinked && sameList(members, stored.members)) {
     return { included: stored.included, dangling: stored.dangling.map((ref) => ({ ...ref })), kept: true };
   }
-  const { nodes, missing } = reach(members, { includes: source.options.includes, embedAssets: source.options.embedAssets !== false }, (ids) => context.records.nodes(ids));
+  const { nodes, missing } = reach(
+    members,
+    { includes: source.options.includes, embedAssets: source.options.embedAssets !== false },
+    (ids) => context.records.nodes(ids),
+  );
   const isMember = new Set(members);
   return { included: [...nodes.keys()].filter((id) => !isMember.has(id)), dangling: missing, kept: false, nodes };
 }
@@ -153,7 +180,9 @@ async function recheck(ids: string[], kind: 'documents' | 'assets', context: Clo
   const stamps = kind === 'assets' ? await assetStamps(ids, context) : await fetcher.stampsOf(ids);
   const seen = new Set(stamps.map((stamp) => stamp.id));
   for (const id of ids) if (!seen.has(id)) intake.drop(id); // gone from the server
-  const changed = stamps.filter((stamp) => !records.sameStamps(stamp.id, stamp.updatedAt, stamp.revision)).map((stamp) => stamp.id);
+  const changed = stamps
+    .filter((stamp) => !records.sameStamps(stamp.id, stamp.updatedAt, stamp.revision))
+    .map((stamp) => stamp.id);
   if (changed.length === 0) return;
   const found = kind === 'assets' ? await fetcher.assets(changed) : await fetcher.byIds(changed);
   for (const id of changed) if (!found.has(id)) intake.drop(id); // gone since its stamps were read
@@ -167,17 +196,28 @@ async function recheck(ids: string[], kind: 'documents' | 'assets', context: Clo
  */
 async function assetStamps(ids: string[], context: ClosureContext): Promise<Stamp[]> {
   const known = new Map(context.ahead?.assetStamps);
-  for (const [id, stamp] of await embeddedAssetStamps(ids.filter((id) => !known.has(id)), context)) known.set(id, stamp);
+  for (const [id, stamp] of await embeddedAssetStamps(
+    ids.filter((id) => !known.has(id)),
+    context,
+  ))
+    known.set(id, stamp);
   const alone = ids.filter((id) => !known.has(id));
-  return [...ids.flatMap((id) => known.get(id) ?? []), ...(alone.length > 0 ? await context.fetcher.assetStamps(alone) : [])];
+  return [
+    ...ids.flatMap((id) => known.get(id) ?? []),
+    ...(alone.length > 0 ? await context.fetcher.assetStamps(alone) : []),
+  ];
 }
 
 /** The stamps of the assets of `ids` that one stored document embedding each carries (asked together); none without a mask. */
-async function embeddedAssetStamps(ids: readonly string[], { records, fetcher, assetMask }: Pick<ClosureContext, 'records' | 'fetcher' | 'assetMask'>): Promise<Map<string, Stamp>> {
+async function embeddedAssetStamps(
+  ids: readonly string[],
+  { records, fetcher, assetMask }: Pick<ClosureContext, 'records' | 'fetcher' | 'assetMask'>,
+): Promise<Map<string, Stamp>> {
   const found = new Map<string, Stamp>();
   if (!assetMask || ids.length === 0) return found;
   const wanted = new Set(ids);
-  for (const stamp of await fetcher.embeddedAssetStamps(records.assetReferrers(ids), assetMask)) if (wanted.has(stamp.id)) found.set(stamp.id, stamp);
+  for (const stamp of await fetcher.embeddedAssetStamps(records.assetReferrers(ids), assetMask))
+    if (wanted.has(stamp.id)) found.set(stamp.id, stamp);
   return found;
 }
 
@@ -186,7 +226,12 @@ async function embeddedAssetStamps(ids: readonly string[], { records, fetcher, a
  * mask needs (`incomplete`: fetched whole), and whole ones only sources with a mask need
  * (`overcomplete`, by masked source: fetched again through each mask; assets are never masked).
  */
-function misshapen(sources: readonly Source[], members: ReadonlyMap<string, readonly string[]>, closures: ReadonlyMap<string, SourceClosure>, records: Records): { incomplete: string[]; overcomplete: Map<Source, string[]> } {
+function misshapen(
+  sources: readonly Source[],
+  members: ReadonlyMap<string, readonly string[]>,
+  closures: ReadonlyMap<string, SourceClosure>,
+  records: Records,
+): { incomplete: string[]; overcomplete: Map<Source, string[]> } {
   const masked = sources.filter((source) => source.options.fields !== undefined);
   const overcomplete = new Map<Source, string[]>();
   const anyPartial = records.anyPartial();

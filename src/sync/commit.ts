@@ -26,10 +26,16 @@ export interface CommitInput {
   etags: Etags;
 }
 
-export function commitRun(tx: CacheTransaction, intake: Intake, input: CommitInput): { changeset: Changeset; cache: CacheReader } {
+export function commitRun(
+  tx: CacheTransaction,
+  intake: Intake,
+  input: CommitInput,
+): { changeset: Changeset; cache: CacheReader } {
   const { records } = tx;
   const stored = tx.sources();
-  const everyClosureKept = [...input.closures.values()].every((closure) => closure.kept) && [...stored.keys()].every((key) => input.closures.has(key));
+  const everyClosureKept =
+    [...input.closures.values()].every((closure) => closure.kept) &&
+    [...stored.keys()].every((key) => input.closures.has(key));
   if (!everyClosureKept) {
     const needed = new Set<string>();
     for (const source of input.sources) {
@@ -49,7 +55,13 @@ export function commitRun(tx: CacheTransaction, intake: Intake, input: CommitInp
     const listed = input.members.get(source.key)!;
     const storedMembers = tx.members(source.key);
     const members = storedAs(listed, storedMembers, records);
-    const row = { key: source.key, kind: source.kind, name: source.name, fingerprint: source.fingerprint, syncedAt: input.syncedAt };
+    const row = {
+      key: source.key,
+      kind: source.kind,
+      name: source.name,
+      fingerprint: source.fingerprint,
+      syncedAt: input.syncedAt,
+    };
     const included = closure.kept ? undefined : closure.included;
     const dangling = uniqueReferences(closure.dangling);
     // Stored digests count only when made with the same options.
@@ -62,7 +74,14 @@ export function commitRun(tx: CacheTransaction, intake: Intake, input: CommitInp
       continue;
     }
     const before = { ids: storedMembers.ids, digests: tx.memberDigests(source.key) };
-    const { digests, worked } = memberDigests(source, members.ids, closure, sameOptions ? before : undefined, changed, tx);
+    const { digests, worked } = memberDigests(
+      source,
+      members.ids,
+      closure,
+      sameOptions ? before : undefined,
+      changed,
+      tx,
+    );
     changeset.sources[source.key] = sourceChanges(members.ids, digests, before, same ? worked : undefined);
     const unmoved = same && members === storedMembers && digests.every((digest, i) => digest === before.digests[i]);
     tx.writeSource(row, unmoved ? undefined : { list: members, digests }, included, dangling);
@@ -76,7 +95,11 @@ export function commitRun(tx: CacheTransaction, intake: Intake, input: CommitInp
  * list one twice), only those that exist now, each with the stamps of its record as stored
  * (those listed as they were stored, with the stamps stored with them).
  */
-function storedAs(listed: Listed, stored: StoredMembers, records: Records): { ids: string[]; updatedAt: string[]; revisions: number[] } {
+function storedAs(
+  listed: Listed,
+  stored: StoredMembers,
+  records: Records,
+): { ids: string[]; updatedAt: string[]; revisions: number[] } {
   const isNew = (id: string) => listed.changed.has(id) || records.dropped.has(id);
   // Most often the members are those stored, in the same order: only those that changed have other stamps.
   if (listed.ids.length === stored.ids.length && listed.ids.every((id, i) => id === stored.ids[i])) {
@@ -124,7 +147,9 @@ function memberDigests(
   tx: CacheTransaction,
 ): { digests: string[]; worked: number[] } {
   const options = { includes: source.options.includes, embedAssets: source.options.embedAssets !== false };
-  const affected = before ? affectedBy(changed, options, (ids, assetsOnly) => tx.records.referrers(ids, assetsOnly)) : undefined;
+  const affected = before
+    ? affectedBy(changed, options, (ids, assetsOnly) => tx.records.referrers(ids, assetsOnly))
+    : undefined;
   // The stored digest of each member, by position when the list is the same (most often), else by id.
   const same = before !== undefined && before.ids === members;
   const known = before && !same ? new Map(before.ids.map((id, i) => [id, before.digests[i]!])) : undefined;
@@ -144,7 +169,12 @@ function memberDigests(
 }
 
 /** A source's added, updated and removed members against the stored ones (only the `worked` positions, when the list is the same). */
-function sourceChanges(members: readonly string[], digests: readonly string[], before: { ids: readonly string[]; digests: readonly string[] }, worked: readonly number[] | undefined): SourceChanges {
+function sourceChanges(
+  members: readonly string[],
+  digests: readonly string[],
+  before: { ids: readonly string[]; digests: readonly string[] },
+  worked: readonly number[] | undefined,
+): SourceChanges {
   const changes = emptyChanges();
   if (worked) {
     for (const i of worked) if (before.digests[i] !== digests[i]) changes.updated.push(members[i]!);
@@ -163,5 +193,7 @@ function sourceChanges(members: readonly string[], digests: readonly string[], b
 /** References once each, in order of document and field. */
 export function uniqueReferences<T extends { from: string; field: string; id: string }>(references: readonly T[]): T[] {
   const unique = new Map(references.map((d) => [`${d.from}\u0000${d.field}\u0000${d.id}`, d]));
-  return [...unique.values()].sort((a, b) => (a.from + a.field < b.from + b.field ? -1 : a.from + a.field > b.from + b.field ? 1 : 0));
+  return [...unique.values()].sort((a, b) =>
+    a.from + a.field < b.from + b.field ? -1 : a.from + a.field > b.from + b.field ? 1 : 0,
+  );
 }

@@ -10,7 +10,10 @@ import { allowedKeys, nearestKey } from './option-keys.ts';
  */
 
 const includeMapSchema: z.ZodType<IncludeMap> = z.lazy(() =>
-  z.record(z.string().regex(/^[^.]+\.fields\.[^.]+$/, 'expected <contentType|*>.fields.<name>'), z.union([z.literal(1), includeMapSchema])),
+  z.record(
+    z.string().regex(/^[^.]+\.fields\.[^.]+$/, 'expected <contentType|*>.fields.<name>'),
+    z.union([z.literal(1), includeMapSchema]),
+  ),
 );
 
 const filterConditionSchema = z.record(
@@ -27,9 +30,18 @@ const filterEntrySchema = z.union([
 export const sourceOptionsSchema = z.strictObject({
   /** Filters in the JSON form (or a `Filter` builder's `toJSON()`). */
   filters: z.array(filterEntrySchema).optional(),
-  sorting: z.record(z.string().regex(/^(fields|meta)\.[^.]+$/, 'expected fields.<name> or meta.<name>'), z.enum(['ASC', 'DESC', 'asc', 'desc', '1', '-1']).or(z.literal(1)).or(z.literal(-1))).optional(),
+  sorting: z
+    .record(
+      z.string().regex(/^(fields|meta)\.[^.]+$/, 'expected fields.<name> or meta.<name>'),
+      z.enum(['ASC', 'DESC', 'asc', 'desc', '1', '-1']).or(z.literal(1)).or(z.literal(-1)),
+    )
+    .optional(),
   /** A level from 0 to 5, or a field map. Default 1. */
-  includes: z.union([z.number().int().min(0).max(5), includeMapSchema], { error: 'expected a level from 0 to 5, or a map of fields such as { "post.fields.author": 1 }' }).optional(),
+  includes: z
+    .union([z.number().int().min(0).max(5), includeMapSchema], {
+      error: 'expected a level from 0 to 5, or a map of fields such as { "post.fields.author": 1 }',
+    })
+    .optional(),
   /** Embed asset records (default true), so images arrive with their documents. */
   embedAssets: z.boolean().optional(),
   /** A partial-response mask; the loader always adds the meta it needs. */
@@ -47,11 +59,27 @@ const querySchema = sourceOptionsSchema.extend({
 
 export const syncConfigSchema = z.strictObject({
   /** The Read API base URL. Default `https://api.cmft.io/v1`. */
-  baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as https://api.cmft.io/v1 (the integration, the Vite plugin and the CLI read CMFT_BASE_URL)' }).default(defaultBaseUrl),
+  baseUrl: z
+    .url({
+      protocol: /^https?$/,
+      error:
+        'expected an http(s) URL such as https://api.cmft.io/v1 (the integration, the Vite plugin and the CLI read CMFT_BASE_URL)',
+    })
+    .default(defaultBaseUrl),
   /** The repository's API id. */
-  repository: z.string({ error: 'expected the repository API id, such as "demo" (the integration, the Vite plugin and the CLI read CMFT_REPOSITORY)' }).min(1),
+  repository: z
+    .string({
+      error:
+        'expected the repository API id, such as "demo" (the integration, the Vite plugin and the CLI read CMFT_REPOSITORY)',
+    })
+    .min(1),
   /** A Read API key of the repository; read it from the environment. Never written anywhere. */
-  apiKey: z.string({ error: 'expected a Read API key of the repository (the integration, the Vite plugin and the CLI read CMFT_API_KEY from the environment or .env)' }).min(1, 'expected a Read API key of the repository, not an empty string'),
+  apiKey: z
+    .string({
+      error:
+        'expected a Read API key of the repository (the integration, the Vite plugin and the CLI read CMFT_API_KEY from the environment or .env)',
+    })
+    .min(1, 'expected a Read API key of the repository, not an empty string'),
   /** Collections to sync, by API id, each with its own options. */
   collections: z.record(z.string().min(1), sourceOptionsSchema).default({}),
   /** Aliases to sync: a list of API ids, or API id → options. */
@@ -75,7 +103,9 @@ export const syncConfigSchema = z.strictObject({
 });
 
 /** The integration's (and the `types` command's) map of content type → the Astro collection that holds it. */
-export const contentTypesSchema = z.record(z.string().min(1), z.string().min(1), { error: 'expected content type → collection, such as { post: "posts" }' });
+export const contentTypesSchema = z.record(z.string().min(1), z.string().min(1), {
+  error: 'expected content type → collection, such as { post: "posts" }',
+});
 
 export type SyncConfigInput = z.input<typeof syncConfigSchema>;
 export type SyncConfig = z.output<typeof syncConfigSchema> & { onError: 'fail' | 'use-cache' };
@@ -109,18 +139,28 @@ export interface OptionsPlace {
 export function configProblem(error: z.ZodError, where: OptionsPlace = {}): ConfigError {
   const { prefix = '', place = '', schema } = where;
   const issue = error.issues[0]!;
-  const pathOf = (path: readonly PropertyKey[]) => prefix + path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
+  const pathOf = (path: readonly PropertyKey[]) =>
+    prefix +
+    path
+      .map((p) => (typeof p === 'number' ? `[${p}]` : String(p)))
+      .join('.')
+      .replace(/\.\[/g, '[');
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0]!;
     const allowed = schema ? allowedKeys(schema, issue.path) : [];
     const nearest = nearestKey(key, allowed);
     const option = pathOf([...issue.path, key]);
-    const help = nearest ? `did you mean ${pathOf([...issue.path, nearest])}?` : allowed.length > 0 ? `the options there are ${allowed.join(', ')}` : 'no such option';
+    const help = nearest
+      ? `did you mean ${pathOf([...issue.path, nearest])}?`
+      : allowed.length > 0
+        ? `the options there are ${allowed.join(', ')}`
+        : 'no such option';
     return new ConfigError(option, `Unknown option ${option}${place}: ${help}`);
   }
   const option = pathOf(issue.path) || '(config)';
   let message = issue.message;
-  if (issue.code === 'invalid_value') message = `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+  if (issue.code === 'invalid_value')
+    message = `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
   // The value is shown to help, except a key's, which must never be printed.
   const shown = 'input' in issue && issue.input !== undefined && !issue.path.includes('apiKey');
   const input = shown ? ` (got ${JSON.stringify(issue.input)?.slice(0, 60)})` : '';
@@ -128,7 +168,11 @@ export function configProblem(error: z.ZodError, where: OptionsPlace = {}): Conf
 }
 
 /** Checks options against their schema; throws a ConfigError naming the option as written and, for a misspelt key, the nearest one. */
-export function checkOptions<S extends z.ZodType>(schema: S, options: unknown, where: Omit<OptionsPlace, 'schema'> = {}): z.output<S> {
+export function checkOptions<S extends z.ZodType>(
+  schema: S,
+  options: unknown,
+  where: Omit<OptionsPlace, 'schema'> = {},
+): z.output<S> {
   const result = schema.safeParse(options, { reportInput: true });
   if (!result.success) throw configProblem(result.error, { ...where, schema });
   return result.data;
@@ -137,8 +181,15 @@ export function checkOptions<S extends z.ZodType>(schema: S, options: unknown, w
 /** Validates a sync config; throws a ConfigError naming the option. */
 export function parseSyncConfig(input: unknown, prefix = ''): SyncConfig {
   const config = checkOptions(syncConfigSchema, input, { prefix });
-  const sources = Object.keys(config.collections).length + (Array.isArray(config.aliases) ? config.aliases.length : Object.keys(config.aliases).length) + Object.keys(config.queries).length;
-  if (sources === 0) throw new ConfigError(`${prefix}collections`, `Invalid option ${prefix}collections: nothing to sync; name at least one collection, alias or query`);
+  const sources =
+    Object.keys(config.collections).length +
+    (Array.isArray(config.aliases) ? config.aliases.length : Object.keys(config.aliases).length) +
+    Object.keys(config.queries).length;
+  if (sources === 0)
+    throw new ConfigError(
+      `${prefix}collections`,
+      `Invalid option ${prefix}collections: nothing to sync; name at least one collection, alias or query`,
+    );
   return { ...config, onError: config.onError ?? (process.env.CI ? 'fail' : 'use-cache') };
 }
 
@@ -164,10 +215,13 @@ export function canonicalOptions(options: SourceOptions): string {
 }
 
 function canonicalJson(value: unknown): string {
-  if (typeof (value as { toJSON?: unknown } | null)?.toJSON === 'function') value = (value as { toJSON(): unknown }).toJSON(); // a Date, as JSON.stringify sees it
+  if (typeof (value as { toJSON?: unknown } | null)?.toJSON === 'function')
+    value = (value as { toJSON(): unknown }).toJSON(); // a Date, as JSON.stringify sees it
   if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`;
   if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  const entries = Object.entries(value).filter(([, item]) => item !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const entries = Object.entries(value)
+    .filter(([, item]) => item !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`;
 }
 
@@ -183,11 +237,16 @@ export function sourcesOf(config: SyncConfig): Source[] {
     if (contentType) {
       // The content type joins every OR branch (AND binds tighter than OR).
       const only = { '*.meta.contentType': { equal: contentType } };
-      effective.filters = [only, ...(rest.filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: only }] : [entry]))];
+      effective.filters = [
+        only,
+        ...(rest.filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: only }] : [entry])),
+      ];
     }
     return { key: `${kind}:${name}`, kind, name, options: effective, fingerprint: hash(canonicalOptions(effective)) };
   };
-  const aliases = Array.isArray(config.aliases) ? Object.fromEntries(config.aliases.map((a) => [a, {}])) : config.aliases;
+  const aliases = Array.isArray(config.aliases)
+    ? Object.fromEntries(config.aliases.map((a) => [a, {}]))
+    : config.aliases;
   return [
     ...Object.entries(config.collections).map(([name, options]) => make('collection', name, options)),
     ...Object.entries(aliases).map(([name, options]) => make('alias', name, options)),
@@ -203,5 +262,7 @@ export function requestOptions(source: Source): ListOptions {
 
 /** Makes sure a mask keeps the whole `meta` scope, which the cache needs. */
 export function withMeta(mask: string): string {
-  return /(^|,)\s*meta\s*(,|$)/.test(mask) ? mask : `${mask.replace(/(^|,)\s*meta\s*\([^)]*\)/, '')},meta`.replace(/^,/, '');
+  return /(^|,)\s*meta\s*(,|$)/.test(mask)
+    ? mask
+    : `${mask.replace(/(^|,)\s*meta\s*\([^)]*\)/, '')},meta`.replace(/^,/, '');
 }

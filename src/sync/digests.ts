@@ -33,13 +33,19 @@ const h = (text: string) => hash('sha1', text, 'base64url').slice(0, 20);
 const absent = (id: string) => `!${id}`;
 
 /** The dependency digest of each of `members`, from the nodes of everything they reach (see `reach`). */
-export function dependencyDigests(members: readonly string[], options: IncludeOptions, nodes: ReadonlyMap<string, Node>): Map<string, string> {
+export function dependencyDigests(
+  members: readonly string[],
+  options: IncludeOptions,
+  nodes: ReadonlyMap<string, Node>,
+): Map<string, string> {
   const isFollowed = follows(options);
   const own = new Map<string, string>();
   const ownPart = (node: Node): string => {
     let part = own.get(node.id);
     if (part === undefined) {
-      const assets = options.embedAssets ? node.references.filter((ref) => ref.asset).map((ref) => nodes.get(ref.id)?.digest ?? absent(ref.id)) : [];
+      const assets = options.embedAssets
+        ? node.references.filter((ref) => ref.asset).map((ref) => nodes.get(ref.id)?.digest ?? absent(ref.id))
+        : [];
       own.set(node.id, (part = assets.length === 0 ? node.digest : h(`${node.digest}|${sortedJoin(assets)}`)));
     }
     return part;
@@ -66,7 +72,9 @@ export function dependencyDigests(members: readonly string[], options: IncludeOp
     const parts = Object.entries(map).map(([path, child]) => {
       const [contentType, , field] = path.split('.') as [string, string, string];
       if (contentType !== '*' && contentType !== node.contentType) return '-';
-      const reached = node.references.filter((ref) => ownName(ref.field) === field && isFollowed(ref)).map((ref) => alongMap(ref.id, typeof child === 'object' ? child : undefined));
+      const reached = node.references
+        .filter((ref) => ownName(ref.field) === field && isFollowed(ref))
+        .map((ref) => alongMap(ref.id, typeof child === 'object' ? child : undefined));
       return sortedJoin(reached);
     });
     return h(`${ownPart(node)}|${parts.join(';')}`);
@@ -86,7 +94,11 @@ export function dependencyDigests(members: readonly string[], options: IncludeOp
  * chain of references, as deep as the includes go, to one of those. `referrers` gives the
  * records referencing any of some ids (through asset references only, when asked).
  */
-export function affectedBy(changed: Iterable<string>, options: IncludeOptions, referrers: (ids: Set<string>, assetsOnly: boolean) => Set<string>): Set<string> {
+export function affectedBy(
+  changed: Iterable<string>,
+  options: IncludeOptions,
+  referrers: (ids: Set<string>, assetsOnly: boolean) => Set<string>,
+): Set<string> {
   const affected = new Set(changed);
   if (affected.size === 0) return affected;
   let frontier = new Set(affected);

@@ -85,13 +85,21 @@ export const consoleLogger: SyncLogger = {
 
 const localeLike = /^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$/;
 const transient = (error: unknown) =>
-  error instanceof NetworkError || error instanceof TimeoutError || error instanceof ServerError || error instanceof RateLimitedError;
+  error instanceof NetworkError ||
+  error instanceof TimeoutError ||
+  error instanceof ServerError ||
+  error instanceof RateLimitedError;
 
 /** What makes a cache this config's: base URL, repository, package version (never the key). */
-const fingerprintOf = (config: SyncConfig) => hash({ baseUrl: config.baseUrl.replace(/\/+$/, ''), repository: config.repository, package: packageVersion });
+const fingerprintOf = (config: SyncConfig) =>
+  hash({ baseUrl: config.baseUrl.replace(/\/+$/, ''), repository: config.repository, package: packageVersion });
 
 /** Runs one sync; see `SyncConfig` for the options. */
-export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogger = consoleLogger, hints: SyncHints = {}): Promise<SyncResult> {
+export async function sync(
+  input: SyncConfigInput | SyncConfig,
+  logger: SyncLogger = consoleLogger,
+  hints: SyncHints = {},
+): Promise<SyncResult> {
   const config = parseSyncConfig(input);
   const dir = cacheDirOf(config);
   const warnings: string[] = [];
@@ -119,7 +127,11 @@ export async function sync(input: SyncConfigInput | SyncConfig, logger: SyncLogg
 }
 
 /** One attempt: the transaction and every phase in it, or the failure policy when the server fails. */
-async function syncOnce(dir: string, config: SyncConfig, { logger, warn, hints }: Omit<RunContext, 'damaged'>): Promise<SyncResult> {
+async function syncOnce(
+  dir: string,
+  config: SyncConfig,
+  { logger, warn, hints }: Omit<RunContext, 'damaged'>,
+): Promise<SyncResult> {
   const damaged = new Set<string>();
   const tx = await CacheTransaction.begin(dir, {
     warn,
@@ -138,17 +150,30 @@ async function syncOnce(dir: string, config: SyncConfig, { logger, warn, hints }
         const stale = sourcesOf(config).map((source) => source.key);
         const lacking = lackingSources(cache, config);
         if (lacking.length > 0) {
-          throw new SyncError('server_failed', `Sync of ${config.repository} failed: ${(error as Error).message}; ${incomplete(dir, lacking)}: sync this config once the server answers`, error);
+          throw new SyncError(
+            'server_failed',
+            `Sync of ${config.repository} failed: ${(error as Error).message}; ${incomplete(dir, lacking)}: sync this config once the server answers`,
+            error,
+          );
         }
-        warn(`The server failed (${(error as Error).message}); using the cached content of ${cache.head.lastSync}, stale: ${stale.join(', ')}`);
+        warn(
+          `The server failed (${(error as Error).message}); using the cached content of ${cache.head.lastSync}, stale: ${stale.join(', ')}`,
+        );
         return cachedResult(dir, config, cache, stale, []);
       }
     }
     if (transient(error)) {
-      // Falling back was allowed, but there is nothing to fall back on (a first sync of this server, or one of another version).
+      // Falling back was allowed, but there is nothing to fall back on (a first sync of this server, or one of another
+      // version).
       const none = config.onError === 'use-cache' && tx.head?.fingerprint !== fingerprintOf(config);
-      const left = none ? `; the cache in ${dir} holds no content of ${config.baseUrl} yet, so there is no last good content to use: sync once with the server reachable` : ' (the cache was left as it was)';
-      throw new SyncError('server_failed', `Sync of ${config.repository} failed: ${(error as Error).message}${left}`, error);
+      const left = none
+        ? `; the cache in ${dir} holds no content of ${config.baseUrl} yet, so there is no last good content to use: sync once with the server reachable`
+        : ' (the cache was left as it was)';
+      throw new SyncError(
+        'server_failed',
+        `Sync of ${config.repository} failed: ${(error as Error).message}${left}`,
+        error,
+      );
     }
     throw error;
   }
@@ -159,18 +184,36 @@ async function offline(dir: string, config: SyncConfig, logger: SyncLogger, warn
   try {
     cache = openCache(dir);
   } catch (error) {
-    if (error instanceof CacheError) throw new CacheError(error.code, `${error.message}; offline mode cannot rebuild it: run a sync online first`, error);
+    if (error instanceof CacheError)
+      throw new CacheError(
+        error.code,
+        `${error.message}; offline mode cannot rebuild it: run a sync online first`,
+        error,
+      );
     throw error;
   }
   if (!cache || cache.head.fingerprint !== fingerprintOf(config)) {
-    throw new SyncError('offline_without_cache', `Offline mode needs a cache of ${config.repository}, and there is none in ${dir}: run a sync online first (mode "incremental")`);
+    throw new SyncError(
+      'offline_without_cache',
+      `Offline mode needs a cache of ${config.repository}, and there is none in ${dir}: run a sync online first (mode "incremental")`,
+    );
   }
   const lacking = lackingSources(cache, config);
-  if (lacking.length > 0) throw new SyncError('offline_without_cache', `Offline mode: ${incomplete(dir, lacking)}: sync this config online first (mode "incremental")`);
+  if (lacking.length > 0)
+    throw new SyncError(
+      'offline_without_cache',
+      `Offline mode: ${incomplete(dir, lacking)}: sync this config online first (mode "incremental")`,
+    );
   // Nothing can be fetched again offline: every record is checked now rather than found damaged while a site is built.
   const damaged = cache.verify();
-  if (damaged.length > 0) throw new CacheError('cache_damaged', `${new DamagedRecordError(dir, damaged).message}; offline mode cannot fetch them again: run a sync online`);
-  logger.info(`Offline: using the cache of ${cache.head.lastSync} (${cache.recordCount()} records, each checked against its digest)`);
+  if (damaged.length > 0)
+    throw new CacheError(
+      'cache_damaged',
+      `${new DamagedRecordError(dir, damaged).message}; offline mode cannot fetch them again: run a sync online`,
+    );
+  logger.info(
+    `Offline: using the cache of ${cache.head.lastSync} (${cache.recordCount()} records, each checked against its digest)`,
+  );
   return cachedResult(dir, config, cache, [], warnings);
 }
 
@@ -192,9 +235,27 @@ const incomplete = (dir: string, lacking: string[]) =>
   `the cache in ${dir} does not hold ${lacking.join(', ')}, so there is no last good content of ${lacking.length === 1 ? 'it' : 'them'} to use ` +
   '(if another config syncs into this folder, give each its own cacheDir)';
 
-function cachedResult(dir: string, config: SyncConfig, cache: CacheReader, stale: string[], warnings: string[]): SyncResult {
-  const changeset: Changeset = { sources: Object.fromEntries(sourcesOf(config).map((source) => [source.key, emptyChanges()])), records: emptyChanges(), empty: true };
-  return { changeset, cacheDir: dir, cache, stale, dangling: cache.dangling(), warnings, stats: { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 } };
+function cachedResult(
+  dir: string,
+  config: SyncConfig,
+  cache: CacheReader,
+  stale: string[],
+  warnings: string[],
+): SyncResult {
+  const changeset: Changeset = {
+    sources: Object.fromEntries(sourcesOf(config).map((source) => [source.key, emptyChanges()])),
+    records: emptyChanges(),
+    empty: true,
+  };
+  return {
+    changeset,
+    cacheDir: dir,
+    cache,
+    stale,
+    dangling: cache.dangling(),
+    warnings,
+    stats: { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 },
+  };
 }
 
 /** ETags of the repository, alias and asset answers, with their bodies, kept in the cache (never list pages). */
@@ -219,7 +280,12 @@ interface RunContext {
 }
 
 /** One sync inside its transaction: every phase, then the commit. */
-async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logger, warn, hints, damaged }: RunContext): Promise<SyncResult> {
+async function run(
+  tx: CacheTransaction,
+  config: SyncConfig,
+  dir: string,
+  { logger, warn, hints, damaged }: RunContext,
+): Promise<SyncResult> {
   const started = Date.now();
   const fingerprint = fingerprintOf(config);
   let head = tx.head;
@@ -268,7 +334,15 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
 
   // Listings by stamps need no locales: they are asked with the repository.
   const members = new Map<string, Listed>();
-  const context = { fetcher, intake, records: tx.records, safetyMarginMs: config.safetyMarginMs, progress: (message: string) => logger.info(message), stored: (key: string) => tx.members(key), localesKnown };
+  const context = {
+    fetcher,
+    intake,
+    records: tx.records,
+    safetyMarginMs: config.safetyMarginMs,
+    progress: (message: string) => logger.info(message),
+    stored: (key: string) => tx.members(key),
+    localesKnown,
+  };
   const listed = settleAll(plans.map(async (plan) => members.set(plan.source.key, await listSource(plan, context))));
   // Once the listings are asked, what the last sync's closures hold is checked meanwhile.
   await new Promise((resolve) => setImmediate(resolve));
@@ -276,7 +350,12 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
   const ahead = checkAhead(
     incremental.flatMap((key) => tx.included(key)),
     incremental.flatMap((key) => tx.dangling(key)),
-    { records: tx.records, fetcher, localesKnown, assetMask: assetStampsMask(model, head?.locales.locales.map((locale) => locale.key) ?? []) },
+    {
+      records: tx.records,
+      fetcher,
+      localesKnown,
+      assetMask: assetStampsMask(model, head?.locales.locales.map((locale) => locale.key) ?? []),
+    },
   );
   // None is left running when one fails; the repository's failure is the one told first.
   await settleAll<unknown>([localesKnown, listed, ahead]);
@@ -297,10 +376,18 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
     ahead: await ahead,
     stored: (source) => {
       if (stored.get(source.key)?.fingerprint !== source.fingerprint || config.mode === 'fresh') return undefined;
-      return { members: tx.members(source.key).ids, included: tx.included(source.key), dangling: tx.dangling(source.key) };
+      return {
+        members: tx.members(source.key).ids,
+        included: tx.included(source.key),
+        dangling: tx.dangling(source.key),
+      };
     },
   });
-  for (const id of damaged) if (!repair.has(id)) warn(`Record ${id} in the cache was damaged (its stored bytes no longer matched its digest); it was fetched again`);
+  for (const id of damaged)
+    if (!repair.has(id))
+      warn(
+        `Record ${id} in the cache was damaged (its stored bytes no longer matched its digest); it was fetched again`,
+      );
 
   locales ??= guessLocales(head, intake, warn);
   const newHead: Omit<CacheHead, 'records'> = {
@@ -312,7 +399,14 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
     locales,
     model,
   };
-  const { changeset, cache } = commitRun(tx, intake, { sources, members, closures, syncedAt, head: newHead, etags: etags.entries });
+  const { changeset, cache } = commitRun(tx, intake, {
+    sources,
+    members,
+    closures,
+    syncedAt,
+    head: newHead,
+    etags: etags.entries,
+  });
   const dropped = [...stored.keys()].filter((key) => !sources.some((source) => source.key === key));
   if (dropped.length > 0) {
     warn(
@@ -321,7 +415,10 @@ async function run(tx: CacheTransaction, config: SyncConfig, dir: string, { logg
     );
   }
   const dangling = cache.dangling();
-  for (const ref of dangling) warn(`Dangling reference: document ${ref.from}, field ${ref.field} points to ${ref.id}, which the server does not have`);
+  for (const ref of dangling)
+    warn(
+      `Dangling reference: document ${ref.from}, field ${ref.field} points to ${ref.id}, which the server does not have`,
+    );
   stats.written = intake.written;
   stats.ms = Date.now() - started;
   const { added, updated, removed } = changeset.records;
@@ -336,7 +433,13 @@ function guessLocales(head: CacheHead | undefined, intake: Intake, warn: (messag
   const before = head?.locales.source === 'data' ? head.locales : undefined;
   const seen = [...intake.localeCounts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([key]) => key);
   const keys = [...new Set([...(before?.locales.map((l) => l.key) ?? []), ...seen])];
-  const locales: Locales = { defaultLocale: before?.defaultLocale ?? keys[0] ?? 'en_US', locales: keys.map((key) => ({ key })), source: 'data' };
-  warn(`The server did not list the repository's locales; using the locale keys seen in the data (${keys.join(', ') || 'none'}), default ${locales.defaultLocale}, without fallbacks`);
+  const locales: Locales = {
+    defaultLocale: before?.defaultLocale ?? keys[0] ?? 'en_US',
+    locales: keys.map((key) => ({ key })),
+    source: 'data',
+  };
+  warn(
+    `The server did not list the repository's locales; using the locale keys seen in the data (${keys.join(', ') || 'none'}), default ${locales.defaultLocale}, without fallbacks`,
+  );
   return locales;
 }

@@ -37,7 +37,11 @@ export const assetFileSchema = imageSchema.omit({ width: true, height: true }).e
 export type AssetFile = z.infer<typeof assetFileSchema>;
 
 /** An asset that was not synced: its id, as the document refers to it. */
-export const unresolvedAssetSchema = z.object({ kind: z.literal('unresolved'), id: z.string(), contentType: z.string() });
+export const unresolvedAssetSchema = z.object({
+  kind: z.literal('unresolved'),
+  id: z.string(),
+  contentType: z.string(),
+});
 export type UnresolvedAsset = z.infer<typeof unresolvedAssetSchema>;
 
 /** A value of an asset field: narrow it on `kind` (`images.find((asset) => asset.kind === 'image')`). */
@@ -86,7 +90,10 @@ export function entrySchemaFor(model: Model, contentType: string) {
     const shape: Record<string, z.ZodType> = {};
     for (const [name, field] of Object.entries(fields)) {
       const kind = field.kind ?? 'json';
-      let schema: z.ZodType = kind === 'section' ? shapeOf(field.fields ?? {}) : (fieldValueSchemas[kind as keyof typeof fieldValueSchemas] ?? z.unknown());
+      let schema: z.ZodType =
+        kind === 'section'
+          ? shapeOf(field.fields ?? {})
+          : (fieldValueSchemas[kind as keyof typeof fieldValueSchemas] ?? z.unknown());
       if (kind === 'select') schema = field.multiple ? z.array(z.string()) : z.string();
       if (kind === 'relation') schema = field.multiple ? z.array(referenceSchema) : referenceSchema;
       shape[name] = schema.nullable().optional();
@@ -98,14 +105,27 @@ export function entrySchemaFor(model: Model, contentType: string) {
 
 /** Whether a value is a relation as an entry holds it: `{ id, contentType }`, nothing else. */
 const isRef = (value: unknown): value is EntryReference =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 2 && typeof (value as EntryReference).id === 'string' && typeof (value as EntryReference).contentType === 'string';
+  typeof value === 'object' &&
+  value !== null &&
+  !Array.isArray(value) &&
+  Object.keys(value).length === 2 &&
+  typeof (value as EntryReference).id === 'string' &&
+  typeof (value as EntryReference).contentType === 'string';
 
 /**
  * An entry's fields with each relation (a field the model knows as one, inside sections too)
  * replaced by what `convert` makes of each reference in it; `field` is its path (`seo.author`).
  */
-export function mapRelations(fields: Record<string, unknown>, typeModel: TypeModel | undefined, convert: (ref: EntryReference, field: string) => unknown): Record<string, unknown> {
-  const map = (values: Record<string, unknown>, models: TypeModel | undefined, prefix: string): Record<string, unknown> => {
+export function mapRelations(
+  fields: Record<string, unknown>,
+  typeModel: TypeModel | undefined,
+  convert: (ref: EntryReference, field: string) => unknown,
+): Record<string, unknown> {
+  const map = (
+    values: Record<string, unknown>,
+    models: TypeModel | undefined,
+    prefix: string,
+  ): Record<string, unknown> => {
     const out: Record<string, unknown> = { ...values };
     for (const [name, value] of Object.entries(out)) {
       const model = models?.[name];
@@ -120,11 +140,13 @@ export function mapRelations(fields: Record<string, unknown>, typeModel: TypeMod
   return map(fields, typeModel, '');
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A value with each list of asset references in it (inside sections too) made assets; a new object only where one changed. */
 function withAssets(value: unknown, asset: (ref: EntryReference) => Asset): unknown {
-  if (Array.isArray(value)) return value.length > 0 && value.every((v) => isRef(v) && v.contentType === '_asset') ? value.map(asset) : value;
+  if (Array.isArray(value))
+    return value.length > 0 && value.every((v) => isRef(v) && v.contentType === '_asset') ? value.map(asset) : value;
   if (!isPlainObject(value) || isRef(value)) return value;
   let out: Record<string, unknown> | undefined;
   for (const [name, inner] of Object.entries(value)) {
@@ -141,21 +163,34 @@ function withAssets(value: unknown, asset: (ref: EntryReference) => Asset): unkn
  *
  * @example entryOf(cache.record('1001')!, 'de_CH', cache.head.locales, (id) => cache.record(id), cache.head.model)
  */
-export function entryOf(record: StoredRecord, locale: string, locales: Locales, assets: (id: string) => StoredRecord | undefined, model?: Model): Entry {
+export function entryOf(
+  record: StoredRecord,
+  locale: string,
+  locales: Locales,
+  assets: (id: string) => StoredRecord | undefined,
+  model?: Model,
+): Entry {
   const chain = fallbackChains(locales).get(locale) ?? [locale, locales.defaultLocale];
   const { fields, fallbacks } = localizeRecord(record, chain, model?.[record.contentType]);
   const asset = (ref: EntryReference): Asset => {
     const stored = assets(ref.id);
     if (!stored) return { kind: 'unresolved', id: ref.id, contentType: ref.contentType }; // dangling, or beyond the includes
     const { fields: assetFields } = localizeRecord(stored, chain);
-    const file = (assetFields.file ?? {}) as { url?: string; width?: number; height?: number; mimeType?: string; fileName?: string };
+    const file = (assetFields.file ?? {}) as {
+      url?: string;
+      width?: number;
+      height?: number;
+      mimeType?: string;
+      fileName?: string;
+    };
     const about = {
       alt: (assetFields.description || assetFields.title || '') as string,
       ...(file.mimeType ? { mimeType: file.mimeType } : {}),
       ...(file.fileName ? { fileName: file.fileName } : {}),
     };
     const { width, height } = file;
-    if (typeof width === 'number' && typeof height === 'number' && width > 0 && height > 0) return { kind: 'image', id: stored.id, src: file.url ?? '', width, height, ...about };
+    if (typeof width === 'number' && typeof height === 'number' && width > 0 && height > 0)
+      return { kind: 'image', id: stored.id, src: file.url ?? '', width, height, ...about };
     return { kind: 'file', id: stored.id, src: file.url ?? '', ...about };
   };
   for (const [name, value] of Object.entries(fields)) fields[name] = withAssets(value, asset);
@@ -170,16 +205,28 @@ export function entryOf(record: StoredRecord, locale: string, locales: Locales, 
 }
 
 /** The entries of some documents in every locale (or those given), read from the cache in one batch with the assets they embed. */
-export function loadEntries(cache: CacheReader, ids: Iterable<string>, locales: Locales, localeKeys = locales.locales.map((l) => l.key)): Entry[] {
+export function loadEntries(
+  cache: CacheReader,
+  ids: Iterable<string>,
+  locales: Locales,
+  localeKeys = locales.locales.map((l) => l.key),
+): Entry[] {
   const wanted = [...ids];
   const records = cache.records(wanted);
-  const assets = cache.records([...records.values()].flatMap((record) => referenceList(record).filter((ref) => ref.asset).map((ref) => ref.id)));
+  const assets = cache.records(
+    [...records.values()].flatMap((record) =>
+      referenceList(record)
+        .filter((ref) => ref.asset)
+        .map((ref) => ref.id),
+    ),
+  );
   const { model } = cache.head;
   const out: Entry[] = [];
   for (const id of wanted) {
     const record = records.get(id);
     if (!record || record.contentType === '_asset') continue;
-    for (const locale of localeKeys) out.push(entryOf(record, locale, locales, (assetId) => assets.get(assetId), model));
+    for (const locale of localeKeys)
+      out.push(entryOf(record, locale, locales, (assetId) => assets.get(assetId), model));
   }
   return out;
 }

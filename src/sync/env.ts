@@ -20,7 +20,11 @@ export const envOptions = {
 type EnvOption = (typeof envOptions)[keyof typeof envOptions];
 
 /** The `CMFT_*` variables of the environment and of the `.env` files of `dir` for `mode` (none read when `dir` is false). */
-export function readEnv(dir: string | false, mode: string, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function readEnv(
+  dir: string | false,
+  mode: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const found: Record<string, string> = {};
   const files = dir === false ? [] : ['.env', '.env.local', `.env.${mode}`, `.env.${mode}.local`];
   for (const name of files) {
@@ -37,7 +41,11 @@ export function readEnv(dir: string | false, mode: string, env: NodeJS.ProcessEn
 }
 
 /** The options with those they leave out (undefined) taken from the variables; `only` limits which. */
-export function withEnv<T extends object>(options: T, env: Record<string, string>, only: readonly EnvOption[] = Object.values(envOptions)): T & Partial<Record<EnvOption, string>> {
+export function withEnv<T extends object>(
+  options: T,
+  env: Record<string, string>,
+  only: readonly EnvOption[] = Object.values(envOptions),
+): T & Partial<Record<EnvOption, string>> {
   const filled = { ...options } as Record<string, unknown>;
   for (const [name, option] of Object.entries(envOptions)) {
     if (only.includes(option) && filled[option] === undefined && env[name] !== undefined) filled[option] = env[name];

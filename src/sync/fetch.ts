@@ -51,7 +51,11 @@ export function assetStampsMask(model: Model, localeKeys: readonly string[]): st
   for (const [contentType, fields] of Object.entries(model)) if (contentType !== '_asset') add(top, fields);
   const render = (terms: Map<string, Term>): string[] =>
     [...terms].flatMap(([name, { plain, localized, inner }]) => {
-      const parts = [...(plain ? [listing] : []), ...(localized ? localeKeys.map((key) => `${key}(${listing})`) : []), ...render(inner)];
+      const parts = [
+        ...(plain ? [listing] : []),
+        ...(localized ? localeKeys.map((key) => `${key}(${listing})`) : []),
+        ...render(inner),
+      ];
       return parts.length > 0 ? [`${name}(${parts.join(',')})`] : [];
     });
   const terms = render(top);
@@ -69,7 +73,8 @@ export function embeddedStamps(record: { fields?: Record<string, unknown> }): St
     if (Array.isArray(value)) {
       for (const item of value) {
         const meta = (item as { meta?: Stamp } | null)?.meta;
-        if (typeof meta?.id === 'string' && (meta.updatedAt !== undefined || meta.revision !== undefined)) stamps.push(meta);
+        if (typeof meta?.id === 'string' && (meta.updatedAt !== undefined || meta.revision !== undefined))
+          stamps.push(meta);
       }
     } else if (value && typeof value === 'object' && depth < maxDepth) {
       // A map of locales, or a section: the arrays are further in.
@@ -95,9 +100,15 @@ export async function settleAll<T>(tasks: Promise<T>[]): Promise<T[]> {
 }
 
 /** Adds a condition to every OR branch of a filter list. */
-export function andEveryBranch(filters: FilterEntry[] | undefined, condition: Record<string, Record<string, unknown>>): FilterEntry[] {
+export function andEveryBranch(
+  filters: FilterEntry[] | undefined,
+  condition: Record<string, Record<string, unknown>>,
+): FilterEntry[] {
   const only = condition as FilterEntry;
-  return [only, ...(filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: condition } as FilterEntry] : [entry]))];
+  return [
+    only,
+    ...(filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: condition } as FilterEntry] : [entry])),
+  ];
 }
 
 /**
@@ -107,9 +118,11 @@ export function andEveryBranch(filters: FilterEntry[] | undefined, condition: Re
  */
 const wholePageSize = 250;
 
-const listOf = (source: Source): 'documents' | { collection: string } => (source.kind === 'collection' ? { collection: source.name } : 'documents');
+const listOf = (source: Source): 'documents' | { collection: string } =>
+  source.kind === 'collection' ? { collection: source.name } : 'documents';
 const isMasked = (source: Source) => source.options.fields !== undefined;
-const chunks = <T>(items: readonly T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+const chunks = <T>(items: readonly T[], size: number): T[][] =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 
 export class Fetcher {
   readonly #client: ReadApiClient;
@@ -139,7 +152,11 @@ export class Fetcher {
     const options = requestOptions(source);
     const withoutIncludes = source.options.embedAssets !== false && !isMasked(source);
     const pages = { pageSize: this.#wholePageSize, lookahead: 3 }; // three asked ahead keep the server busy
-    for await (const page of this.#client.pages(listOf(source), { ...options, ...(withoutIncludes ? { includes: 0 } : {}), ...pages })) {
+    for await (const page of this.#client.pages(listOf(source), {
+      ...options,
+      ...(withoutIncludes ? { includes: 0 } : {}),
+      ...pages,
+    })) {
       members.push(...this.#intake.acceptPage(page, isMasked(source)));
       progress(members.length, page.meta.total);
     }
@@ -149,7 +166,11 @@ export class Fetcher {
   /** The stamps of a source's members, page by page, in the source's order. */
   async *stamps(source: Source): AsyncGenerator<Stamp[]> {
     const { includes: _includes, embedAssets: _embed, fields: _fields, ...selection } = requestOptions(source);
-    for await (const page of this.#client.pages(listOf(source), { ...selection, fields: listing, pageSize: this.#pageSize })) {
+    for await (const page of this.#client.pages(listOf(source), {
+      ...selection,
+      fields: listing,
+      pageSize: this.#pageSize,
+    })) {
       yield (page.data as unknown as { meta: Stamp }[]).map((record) => record.meta);
     }
   }
@@ -160,8 +181,15 @@ export class Fetcher {
    */
   async changedSince(source: Source, since: string): Promise<void> {
     const options = requestOptions(source);
-    const filters = andEveryBranch(options.filters as FilterEntry[] | undefined, { '*.meta.updatedAt': { greaterThanEqual: since } });
-    for await (const page of this.#client.pages(listOf(source), { ...options, includes: 0, filters, pageSize: this.#pageSize })) {
+    const filters = andEveryBranch(options.filters as FilterEntry[] | undefined, {
+      '*.meta.updatedAt': { greaterThanEqual: since },
+    });
+    for await (const page of this.#client.pages(listOf(source), {
+      ...options,
+      includes: 0,
+      filters,
+      pageSize: this.#pageSize,
+    })) {
       this.#intake.acceptPage(page, isMasked(source));
     }
   }
@@ -169,7 +197,12 @@ export class Fetcher {
   /** The document an alias points to, with its includes. */
   async alias(source: Source): Promise<string[]> {
     const { includes, embedAssets, fields, locale } = requestOptions(source);
-    const answer = (await this.#client.alias(source.name, { includes, embedAssets, fields, locale } as ListOptions)) as ApiRecord & AnsweredPage;
+    const answer = (await this.#client.alias(source.name, {
+      includes,
+      embedAssets,
+      fields,
+      locale,
+    } as ListOptions)) as ApiRecord & AnsweredPage;
     return this.#intake.acceptPage({ data: [answer], includes: answer.includes }, fields !== undefined);
   }
 
@@ -224,16 +257,32 @@ export class Fetcher {
   }
 
   /** Documents by id, `size` ids a request, asked together; `take` hears each answer as it comes. */
-  async #eachById(ids: readonly string[], options: ListOptions, size: number, take: (page: ListAnswer) => void): Promise<void> {
+  async #eachById(
+    ids: readonly string[],
+    options: ListOptions,
+    size: number,
+    take: (page: ListAnswer) => void,
+  ): Promise<void> {
     await settleAll(
       chunks(ids, size).map(async (chunk) => {
-        take((await this.#client.documents({ ...options, filters: [{ '*.meta.id': { in: chunk } }], limit: chunk.length, offset: 0 })) as ListAnswer);
+        take(
+          (await this.#client.documents({
+            ...options,
+            filters: [{ '*.meta.id': { in: chunk } }],
+            limit: chunk.length,
+            offset: 0,
+          })) as ListAnswer,
+        );
       }),
     );
   }
 
   /** Assets by id (`/assets/<id>`), one request each; `take` hears each answer with the id asked. An asset the server does not have is skipped. */
-  async #eachAsset(ids: readonly string[], options: ListOptions, take: (answer: ApiRecord, id: string) => void): Promise<void> {
+  async #eachAsset(
+    ids: readonly string[],
+    options: ListOptions,
+    take: (answer: ApiRecord, id: string) => void,
+  ): Promise<void> {
     await settleAll(
       ids.map(async (id) => {
         let answer: ApiRecord;

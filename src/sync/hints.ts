@@ -37,7 +37,14 @@ export function hintSettings(shared: SharedSync): HintSettings | undefined {
   try {
     const { baseUrl, repository, cacheDir, apiKey, onError } = shared.config();
     // The cacheDir option holds a cache per origin (see cache/origins.ts): a hint names the option.
-    return { baseUrl, repository, cacheDir: cacheDir && cacheRootOf(cacheDir), apiKey, onError, snapshot: shared.snapshot };
+    return {
+      baseUrl,
+      repository,
+      cacheDir: cacheDir && cacheRootOf(cacheDir),
+      apiKey,
+      onError,
+      snapshot: shared.snapshot,
+    };
   } catch {
     return undefined;
   }
@@ -57,7 +64,11 @@ export function rootOf(error: Error): Error & { code?: HintedCode; url?: string 
 }
 
 /** The hint for an error (its root, see `rootOf`), or undefined when it is none a user fixes in the options. */
-export function hintFor(error: { code?: HintedCode; url?: string }, settings: HintSettings, site: OptionsSite): string | undefined {
+export function hintFor(
+  error: { code?: HintedCode; url?: string },
+  settings: HintSettings,
+  site: OptionsSite,
+): string | undefined {
   const { baseUrl, cacheDir } = settings;
   const folder = `Check the cacheDir option of comfortable() (${cacheDir ?? `default: ${site.cacheFolder}/comfortable`})`;
   // In CI a failing CMS fails the build by default: say how to build from the last content instead.
@@ -65,7 +76,9 @@ export function hintFor(error: { code?: HintedCode; url?: string }, settings: Hi
     settings.onError === 'fail' && process.env.CI
       ? ` In CI (the CI variable is set) a build fails when the CMS does; with onError: 'use-cache' in comfortable() it builds from the content of the last sync instead, with a warning (keep ${site.cacheFolder} between runs).`
       : '';
-  const sourceOptions = site.loaders ? `of ${site.loaders.name}() in ${site.loaders.file}, and the collections, aliases and queries of comfortable()` : `the collections, aliases and queries of ${site.options}`;
+  const sourceOptions = site.loaders
+    ? `of ${site.loaders.name}() in ${site.loaders.file}, and the collections, aliases and queries of comfortable()`
+    : `the collections, aliases and queries of ${site.options}`;
   switch (error.code) {
     case 'authentication':
       return `The Read API at ${baseUrl} refused the API key. Check the apiKey option of ${site.options}, and the environment variable it is read from (CMFT_API_KEY by default): it must be a Read API key of the repository "${settings.repository}".`;
@@ -112,7 +125,8 @@ function notFoundHint(url: string, { baseUrl, repository, snapshot }: HintSettin
     const option = named.kind === 'collection' ? 'collection: …' : 'aliases: […]';
     return `The repository "${repository}" has no ${named.kind} "${named.apiId}". Check the ${named.kind} API id in ${site.loaders.file} (${site.loaders.name}({ ${option} })) and in the options of comfortable().`;
   }
-  if (named) return `The repository "${repository}" has no ${named.kind} "${named.apiId}". Check the ${named.kind} API id in ${whereNamed}.`;
+  if (named)
+    return `The repository "${repository}" has no ${named.kind} "${named.apiId}". Check the ${named.kind} API id in ${whereNamed}.`;
   if (!/\/v\d+\/?$/.test(new URL(baseUrl).pathname)) {
     return `Check the baseUrl option of comfortable() (${baseUrl}, CMFT_BASE_URL by default): the Read API's base URL ends in its version, such as https://api.cmft.io/v1. Then check the repository option ("${repository}").`;
   }

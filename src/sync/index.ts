@@ -4,7 +4,13 @@ export { parseSyncConfig, syncConfigSchema, sourceOptionsSchema, sourcesOf, Conf
 export type { SyncConfig, SyncConfigInput, SourceOptions, Source } from './config.ts';
 export type { Changeset, SourceChanges } from './changeset.ts';
 export { openCache, clearCache, CacheReader, CacheError, DamagedRecordError } from '../cache/index.ts';
-export type { CacheHead, Member, Reference as RecordReference, StoredSource, DanglingReference } from '../cache/index.ts';
+export type {
+  CacheHead,
+  Member,
+  Reference as RecordReference,
+  StoredSource,
+  DanglingReference,
+} from '../cache/index.ts';
 export { fallbackChains, localizeRecord } from './locales.ts';
 export type { Locales, LocalizedFields } from './locales.ts';
 export { normalizeRecord, referencesOf, referenceList, digestOf } from './records.ts';

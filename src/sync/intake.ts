@@ -1,6 +1,15 @@
 import type { Records } from '../cache/records.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
-import { digestOf, embeddedIn, isLocaleMap, mergePartial, type Model, normalizeRecord, referenceList, type StoredRecord } from './records.ts';
+import {
+  digestOf,
+  embeddedIn,
+  isLocaleMap,
+  mergePartial,
+  type Model,
+  normalizeRecord,
+  referenceList,
+  type StoredRecord,
+} from './records.ts';
 import { isSection } from './sections.ts';
 
 /** Which keys are locale keys: the repository's, or (when it does not list them) anything shaped like one. */
@@ -36,7 +45,12 @@ export class Intake {
   readonly localeCounts = new Map<string, number>();
   #countLocales: boolean;
 
-  constructor(records: Records, model: Model, locales: LocaleKeys, options: { refetch: ReadonlySet<string>; countLocales: boolean }) {
+  constructor(
+    records: Records,
+    model: Model,
+    locales: LocaleKeys,
+    options: { refetch: ReadonlySet<string>; countLocales: boolean },
+  ) {
     this.#records = records;
     this.#model = model;
     this.#locales = locales;
@@ -49,7 +63,10 @@ export class Intake {
     // What the page names is looked up at once, not record by record.
     if (!this.#records.startedEmpty) {
       const named = [...page.data, ...Object.values(page.includes ?? {}).flat()];
-      this.#records.infos([...named.map((record) => record.meta.id), ...named.flatMap((record) => embeddedIn(record, this.#locales).map((child) => child.meta.id))]);
+      this.#records.infos([
+        ...named.map((record) => record.meta.id),
+        ...named.flatMap((record) => embeddedIn(record, this.#locales).map((child) => child.meta.id)),
+      ]);
     }
     for (const record of page.data) this.accept(record, masked);
     for (const group of Object.values(page.includes ?? {})) {
@@ -119,14 +136,16 @@ export class Intake {
   #mergeMasked(answer: StoredRecord): { record: StoredRecord; partial: boolean } {
     const info = this.#records.info(answer.id);
     const stored = info && this.#records.body(answer.id);
-    const base = stored && stored.updatedAt === answer.updatedAt && stored.revision === answer.revision ? stored : undefined;
+    const base =
+      stored && stored.updatedAt === answer.updatedAt && stored.revision === answer.revision ? stored : undefined;
     return { record: mergePartial(base, answer), partial: !base || info?.partial === true };
   }
 
   #count(answer: ApiRecord): void {
     const count = (fields: Record<string, unknown>): void => {
       for (const value of Object.values(fields)) {
-        if (isLocaleMap(value, this.#locales)) for (const key of Object.keys(value)) this.localeCounts.set(key, (this.localeCounts.get(key) ?? 0) + 1);
+        if (isLocaleMap(value, this.#locales))
+          for (const key of Object.keys(value)) this.localeCounts.set(key, (this.localeCounts.get(key) ?? 0) + 1);
         else if (isSection(value, this.#locales)) count(value); // the localized fields of a section
       }
     };

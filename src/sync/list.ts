@@ -67,7 +67,13 @@ export async function listSource(plan: SourcePlan, context: ListContext): Promis
       for (const { id, updatedAt = '', revision = 0 } of answer.value) {
         let at: number | undefined = ids.push(id) - 1;
         if (stored.ids[at] !== id) at = (storedAt ??= new Map(stored.ids.map((member, i) => [member, i]))).get(id);
-        if (at === undefined || stored.updatedAt[at] !== updatedAt || stored.revisions[at] !== revision || context.records.dropped.has(id)) changed.add(id);
+        if (
+          at === undefined ||
+          stored.updatedAt[at] !== updatedAt ||
+          stored.revisions[at] !== revision ||
+          context.records.dropped.has(id)
+        )
+          changed.add(id);
       }
       if (changed.size > 0 && !changedSince) {
         changedSince = context.localesKnown.then(() => fetcher.changedSince(source, since));

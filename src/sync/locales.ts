@@ -14,9 +14,16 @@ export interface Locales {
 }
 
 /** The locales a repository lists (`meta.locales`, `meta.defaultLocale` of its answer); undefined when it lists none. */
-export function repositoryLocales(meta: { defaultLocale?: string | undefined; locales?: { key: string; fallback?: string | null | undefined }[] | undefined }): Locales | undefined {
+export function repositoryLocales(meta: {
+  defaultLocale?: string | undefined;
+  locales?: { key: string; fallback?: string | null | undefined }[] | undefined;
+}): Locales | undefined {
   if (!meta.defaultLocale || !meta.locales?.length) return undefined;
-  return { defaultLocale: meta.defaultLocale, locales: meta.locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })), source: 'repository' };
+  return {
+    defaultLocale: meta.defaultLocale,
+    locales: meta.locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })),
+    source: 'repository',
+  };
 }
 
 /** Locale → the keys to try in order: the locale, its fallback, …, ending at the default locale. */
@@ -34,7 +41,8 @@ function computeChains(locales: Locales): Map<string, string[]> {
   const chains = new Map<string, string[]>();
   for (const { key } of locales.locales) {
     const chain = [key];
-    for (let next = byKey.get(key)?.fallback; next && !chain.includes(next); next = byKey.get(next)?.fallback) chain.push(next);
+    for (let next = byKey.get(key)?.fallback; next && !chain.includes(next); next = byKey.get(next)?.fallback)
+      chain.push(next);
     if (!chain.includes(locales.defaultLocale)) chain.push(locales.defaultLocale);
     chains.set(key, chain);
   }
@@ -66,9 +74,14 @@ export function localizeRecord(record: StoredRecord, chain: readonly string[], f
   const holders = localized.some((path) => path.includes('.')) ? sectionsOf(localized) : undefined;
   const absent = (field: FieldModel, path: string): void => {
     if (field.localized) fallbacks[path] = null;
-    else if (field.kind === 'section') for (const [name, inner] of Object.entries(field.fields ?? {})) absent(inner, `${path}.${name}`);
+    else if (field.kind === 'section')
+      for (const [name, inner] of Object.entries(field.fields ?? {})) absent(inner, `${path}.${name}`);
   };
-  const see = (values: Record<string, unknown>, models: TypeModel | undefined, prefix: string): Record<string, unknown> => {
+  const see = (
+    values: Record<string, unknown>,
+    models: TypeModel | undefined,
+    prefix: string,
+  ): Record<string, unknown> => {
     const out: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(values)) {
       const path = prefix === '' ? name : prefix + name;
@@ -83,7 +96,8 @@ export function localizeRecord(record: StoredRecord, chain: readonly string[], f
         out[name] = null;
         fallbacks[path] = null;
       } else if (model?.kind === 'section' || holders?.has(path)) {
-        if (value !== null && typeof value === 'object' && !Array.isArray(value)) out[name] = see(value as Record<string, unknown>, model?.fields, `${path}.`);
+        if (value !== null && typeof value === 'object' && !Array.isArray(value))
+          out[name] = see(value as Record<string, unknown>, model?.fields, `${path}.`);
         else {
           out[name] = value;
           if (model) absent(model, path);
@@ -101,4 +115,6 @@ export function localizeRecord(record: StoredRecord, chain: readonly string[], f
 }
 
 const isEmpty = (value: unknown): boolean =>
-  value === null || value === undefined || (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0);
+  value === null ||
+  value === undefined ||
+  (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0);

@@ -6,7 +6,16 @@ import type { z } from 'zod';
  * integration, a loader, its request options, the Vite plugin).
  */
 
-type Def = { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; valueType?: z.ZodType; options?: z.ZodType[]; getter?: () => z.ZodType; in?: z.ZodType; element?: z.ZodType };
+type Def = {
+  type: string;
+  shape?: Record<string, z.ZodType>;
+  innerType?: z.ZodType;
+  valueType?: z.ZodType;
+  options?: z.ZodType[];
+  getter?: () => z.ZodType;
+  in?: z.ZodType;
+  element?: z.ZodType;
+};
 
 const defOf = (schema: z.ZodType) => (schema as unknown as { def: Def }).def;
 
@@ -56,7 +65,8 @@ function distance(a: string, b: string): number {
     for (let j = 1; j <= t.length; j++) {
       const cost = s[i - 1] === t[j - 1] ? 0 : 1;
       let best = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && s[i - 1] === t[j - 2] && s[i - 2] === t[j - 1]) best = Math.min(best, rows[i - 2]![j - 2]! + 1);
+      if (i > 1 && j > 1 && s[i - 1] === t[j - 2] && s[i - 2] === t[j - 1])
+        best = Math.min(best, rows[i - 2]![j - 2]! + 1);
       rows[i]![j] = best;
     }
   }
@@ -71,7 +81,9 @@ export function nearestKey(key: string, allowed: readonly string[]): string | un
   let best: { key: string; score: number } | undefined;
   for (const candidate of allowed) {
     const edits = distance(key, candidate);
-    const prefix = key.length >= 4 && (candidate.toLowerCase().startsWith(key.toLowerCase()) || key.toLowerCase().startsWith(candidate.toLowerCase()));
+    const prefix =
+      key.length >= 4 &&
+      (candidate.toLowerCase().startsWith(key.toLowerCase()) || key.toLowerCase().startsWith(candidate.toLowerCase()));
     const limit = Math.min(key.length, candidate.length) <= 4 ? 1 : 2;
     const score = edits <= limit ? edits : prefix ? limit + 0.5 : Number.POSITIVE_INFINITY;
     if (score < (best?.score ?? Number.POSITIVE_INFINITY)) best = { key: candidate, score };

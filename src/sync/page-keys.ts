@@ -38,7 +38,11 @@ class KeyGraph {
     let near = this.#near.get(id);
     if (near === undefined) {
       const link = this.#links.get(id);
-      near = link ? digestOf(`${id}:${link.digest}>${link.targets.map((t) => `${t}:${this.#links.get(t)?.digest ?? '-'}`).join(',')}`) : `${id}:-`;
+      near = link
+        ? digestOf(
+            `${id}:${link.digest}>${link.targets.map((t) => `${t}:${this.#links.get(t)?.digest ?? '-'}`).join(',')}`,
+          )
+        : `${id}:-`;
       this.#near.set(id, near);
     }
     return near;
@@ -49,7 +53,9 @@ class KeyGraph {
     if (key === undefined) {
       const targets = this.#links.get(id)?.targets ?? [];
       const referrers = this.#referrers.get(id) ?? [];
-      key = digestOf(`${this.#nearDigest(id)}>${targets.map((t) => this.#nearDigest(t)).join(',')}<${referrers.map((r) => this.#nearDigest(r)).join(',')}`);
+      key = digestOf(
+        `${this.#nearDigest(id)}>${targets.map((t) => this.#nearDigest(t)).join(',')}<${referrers.map((r) => this.#nearDigest(r)).join(',')}`,
+      );
       this.#keys.set(id, key);
     }
     return key;
@@ -73,7 +79,13 @@ export function cacheKeys(cache: CacheReader, ids: Iterable<string>, salt = ''):
 }
 
 /** Anything `pageKey` takes: an entry of a collection, an entry of a virtual module, a key, or lists of those. */
-export type KeyPart = string | { cacheKey: string } | { data: { cacheKey: string } } | readonly KeyPart[] | null | undefined;
+export type KeyPart =
+  | string
+  | { cacheKey: string }
+  | { data: { cacheKey: string } }
+  | readonly KeyPart[]
+  | null
+  | undefined;
 
 /**
  * The `cacheKey` of a page that shows several entries (a list, a tag page, a home page with
@@ -96,7 +108,10 @@ export function pageKey(...parts: KeyPart[]): string {
     else if (Array.isArray(part)) for (const inner of part) add(inner);
     else if ('cacheKey' in part && typeof part.cacheKey === 'string') keys.push(part.cacheKey);
     else if ('data' in part && typeof part.data?.cacheKey === 'string') keys.push(part.data.cacheKey);
-    else throw new TypeError('pageKey() takes entries of comfortableLoader() collections or of virtual:comfortable modules, their keys, or lists of those');
+    else
+      throw new TypeError(
+        'pageKey() takes entries of comfortableLoader() collections or of virtual:comfortable modules, their keys, or lists of those',
+      );
   };
   for (const part of parts) add(part);
   return digestOf(`${keys.length}:${keys.join(',')}`);

@@ -14,7 +14,11 @@ export interface SourcePlan {
   syncedAt?: string;
 }
 
-export function planSources(sources: readonly Source[], stored: ReadonlyMap<string, StoredSource>, fresh: boolean): SourcePlan[] {
+export function planSources(
+  sources: readonly Source[],
+  stored: ReadonlyMap<string, StoredSource>,
+  fresh: boolean,
+): SourcePlan[] {
   return sources.map((source) => {
     if (source.kind === 'alias') return { source, how: 'alias' };
     const before = stored.get(source.key);

@@ -33,7 +33,8 @@ export function reach(starts: readonly string[], options: IncludeOptions, read: 
   const nodes = new Map<string, Node>();
   const missing = new Map<string, DanglingReference>();
   const isFollowed = follows(options);
-  const note = (from: string, field: string, id: string) => missing.set(`${from}\u0000${field}\u0000${id}`, { from, field, id });
+  const note = (from: string, field: string, id: string) =>
+    missing.set(`${from}\u0000${field}\u0000${id}`, { from, field, id });
 
   /** Reads the records of `ids` not read yet, adds them with their assets, and returns those that exist. */
   const visit = (links: Link[]): Node[] => {
@@ -95,7 +96,8 @@ type Link = { from?: string; field?: string; id: string };
 /** A link for each reference of `from` that `keep` accepts, in order (a loop: this runs for every record of a first sync). */
 function linksOf(from: Iterable<Node>, keep: (ref: Reference) => boolean): Required<Link>[] {
   const links: Required<Link>[] = [];
-  for (const node of from) for (const ref of node.references) if (keep(ref)) links.push({ from: node.id, field: ref.field, id: ref.id });
+  for (const node of from)
+    for (const ref of node.references) if (keep(ref)) links.push({ from: node.id, field: ref.field, id: ref.id });
   return links;
 }
 
@@ -105,5 +107,7 @@ const unique = (nodes: Iterable<Node>): Node[] => [...new Map([...nodes].map((no
 export function includeDepth(includes: number | IncludeMap | undefined): number {
   if (includes === undefined) return 0;
   if (typeof includes === 'number') return includes;
-  return 1 + Math.max(0, ...Object.values(includes).map((child) => (typeof child === 'object' ? includeDepth(child) : 0)));
+  return (
+    1 + Math.max(0, ...Object.values(includes).map((child) => (typeof child === 'object' ? includeDepth(child) : 0)))
+  );
 }

@@ -62,7 +62,11 @@ export function normalizeRecord(
     }
     return value;
   };
-  const normalizeFields = (values: Record<string, unknown>, fieldModels: TypeModel, prefix: string): Record<string, unknown> => {
+  const normalizeFields = (
+    values: Record<string, unknown>,
+    fieldModels: TypeModel,
+    prefix: string,
+  ): Record<string, unknown> => {
     const fields: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(values)) {
       const field = (fieldModels[name] ??= { localized: false });
@@ -70,11 +74,16 @@ export function normalizeRecord(
       if (section) {
         seeSection(field);
         // A field the data shows otherwise too is json in the model; its values are still read as a section's.
-        fields[name] = normalizeFields(section, field.kind === 'section' ? (field.fields ??= {}) : {}, `${prefix}${name}.`);
+        fields[name] = normalizeFields(
+          section,
+          field.kind === 'section' ? (field.fields ??= {}) : {},
+          `${prefix}${name}.`,
+        );
         continue;
       }
       // An empty `{}` is a localized field without any value when the field is known to be localized.
-      const isLocalized = isLocaleMap(value, locales) || (field.localized && isObject(value) && Object.keys(value).length === 0);
+      const isLocalized =
+        isLocaleMap(value, locales) || (field.localized && isObject(value) && Object.keys(value).length === 0);
       if (isLocalized) {
         field.localized = true;
         localized.push(prefix + name);
@@ -88,7 +97,8 @@ export function normalizeRecord(
         fields[name] = own;
       } else {
         // A section without any field ({}) is still a section.
-        if (!(field.kind === 'section' && isObject(value) && Object.keys(value).length === 0)) see(field, kindOfValue(value));
+        if (!(field.kind === 'section' && isObject(value) && Object.keys(value).length === 0))
+          see(field, kindOfValue(value));
         if (Array.isArray(value) && field.kind === 'select') field.multiple = true;
         if (field.kind === 'relation' && Array.isArray(value)) field.multiple = true;
         fields[name] = normalizeValue(value ?? null);
@@ -210,14 +220,28 @@ export function mergePartial(previous: StoredRecord | undefined, next: StoredRec
   const take = (from: StoredRecord, path: string) => {
     for (const p of from.localized) if (p === path || p.startsWith(`${path}.`)) localized.push(p);
   };
-  const isSectionIn = (record: StoredRecord, value: unknown, path: string) => isObject(value) && !isStoredReference(value) && !record.localized.includes(path);
-  const merge = (before: Record<string, unknown>, after: Record<string, unknown>, prefix: string): Record<string, unknown> => {
+  const isSectionIn = (record: StoredRecord, value: unknown, path: string) =>
+    isObject(value) && !isStoredReference(value) && !record.localized.includes(path);
+  const merge = (
+    before: Record<string, unknown>,
+    after: Record<string, unknown>,
+    prefix: string,
+  ): Record<string, unknown> => {
     const fields = { ...before, ...after };
     for (const name of Object.keys(fields)) {
       const path = prefix + name;
       const inNext = Object.hasOwn(after, name);
-      if (inNext && Object.hasOwn(before, name) && isSectionIn(previous, before[name], path) && isSectionIn(next, after[name], path)) {
-        fields[name] = merge(before[name] as Record<string, unknown>, after[name] as Record<string, unknown>, `${path}.`);
+      if (
+        inNext &&
+        Object.hasOwn(before, name) &&
+        isSectionIn(previous, before[name], path) &&
+        isSectionIn(next, after[name], path)
+      ) {
+        fields[name] = merge(
+          before[name] as Record<string, unknown>,
+          after[name] as Record<string, unknown>,
+          `${path}.`,
+        );
       } else take(inNext ? next : previous, path);
     }
     return fields;

@@ -23,7 +23,11 @@ export function isSection(value: unknown, locales: { has(key: string): boolean }
   const fields = value as Record<string, unknown>;
   // Richtext or a location with more than its keys is still one, not a section of fields named so
   // (whose map of locales would else be turned into a section).
-  if ((typeof fields.html === 'string' && typeof fields.plain === 'string') || (typeof fields.lat === 'number' && typeof fields.lng === 'number')) return false;
+  if (
+    (typeof fields.html === 'string' && typeof fields.plain === 'string') ||
+    (typeof fields.lat === 'number' && typeof fields.lng === 'number')
+  )
+    return false;
   return kindOfValue(fields) === 'json' && Object.keys(fields).length > 0;
 }
 
@@ -35,11 +39,15 @@ export function isSection(value: unknown, locales: { has(key: string): boolean }
  * that is not localized, which such a map would repeat in each locale: it keeps its plain value.
  * Field values keep the order of their locales; fields, the order they first appear in.
  */
-export function sectionByField(value: unknown, locales: { has(key: string): boolean }): Record<string, unknown> | undefined {
+export function sectionByField(
+  value: unknown,
+  locales: { has(key: string): boolean },
+): Record<string, unknown> | undefined {
   if (!isLocaleMap(value, locales)) return undefined;
   let sections = 0;
   for (const inLocale of Object.values(value)) {
-    if (inLocale === null || inLocale === undefined || (isObject(inLocale) && Object.keys(inLocale).length === 0)) continue;
+    if (inLocale === null || inLocale === undefined || (isObject(inLocale) && Object.keys(inLocale).length === 0))
+      continue;
     if (!isSection(inLocale, locales)) return undefined;
     sections++;
   }
@@ -55,7 +63,8 @@ export function sectionByField(value: unknown, locales: { has(key: string): bool
   for (const [name, byLocale] of Object.entries(byField)) {
     const values = Object.values(byLocale);
     const first = JSON.stringify(values[0]);
-    section[name] = held > 1 && values.length === held && values.every((v) => JSON.stringify(v) === first) ? values[0] : byLocale;
+    section[name] =
+      held > 1 && values.length === held && values.every((v) => JSON.stringify(v) === first) ? values[0] : byLocale;
   }
   return section;
 }

@@ -9,13 +9,29 @@ export interface Ref {
 }
 
 export type FieldKind =
-  | 'text' | 'richtext' | 'number' | 'date' | 'boolean' | 'location' | 'select' | 'color' | 'relation' | 'asset' | 'json';
+  | 'text'
+  | 'richtext'
+  | 'number'
+  | 'date'
+  | 'boolean'
+  | 'location'
+  | 'select'
+  | 'color'
+  | 'relation'
+  | 'asset'
+  | 'json';
 
-export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** `{ meta: { id, contentType } }`, optionally with `fields` (an embedded record). */
 export function isApiReference(value: unknown): value is { meta: Ref; fields?: Record<string, unknown> } {
-  return isObject(value) && isObject(value.meta) && typeof value.meta.id === 'string' && typeof value.meta.contentType === 'string';
+  return (
+    isObject(value) &&
+    isObject(value.meta) &&
+    typeof value.meta.id === 'string' &&
+    typeof value.meta.contentType === 'string'
+  );
 }
 
 const isoDate = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
@@ -25,7 +41,8 @@ export function kindOfValue(value: unknown): FieldKind | undefined {
   if (value === null || value === undefined) return undefined;
   if (typeof value === 'number') return 'number';
   if (typeof value === 'boolean') return 'boolean';
-  if (typeof value === 'string') return isoDate.test(value) ? 'date' : /^#[0-9a-fA-F]{6}$/.test(value) ? 'color' : 'text';
+  if (typeof value === 'string')
+    return isoDate.test(value) ? 'date' : /^#[0-9a-fA-F]{6}$/.test(value) ? 'color' : 'text';
   if (Array.isArray(value)) {
     if (value.length === 0) return undefined;
     if (value.every(isApiReference)) return value.every((v) => v.meta.contentType === '_asset') ? 'asset' : 'relation';
@@ -34,8 +51,10 @@ export function kindOfValue(value: unknown): FieldKind | undefined {
   }
   if (isApiReference(value)) return value.meta.contentType === '_asset' ? 'asset' : 'relation';
   if (!isObject(value)) return 'json';
-  if (typeof value.html === 'string' && typeof value.plain === 'string' && Object.keys(value).length === 2) return 'richtext';
-  if (typeof value.lat === 'number' && typeof value.lng === 'number' && Object.keys(value).length === 2) return 'location';
+  if (typeof value.html === 'string' && typeof value.plain === 'string' && Object.keys(value).length === 2)
+    return 'richtext';
+  if (typeof value.lat === 'number' && typeof value.lng === 'number' && Object.keys(value).length === 2)
+    return 'location';
   return 'json';
 }
 

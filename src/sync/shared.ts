@@ -14,7 +14,8 @@ import { sync, type SyncHints, type SyncLogger, type SyncResult } from './engine
  */
 
 export type SourceKind = 'collection' | 'alias' | 'query';
-export type SharedConfig = Omit<SyncConfigInput, 'collections' | 'aliases' | 'queries'> & Partial<Pick<SyncConfigInput, 'collections' | 'aliases' | 'queries'>>;
+export type SharedConfig = Omit<SyncConfigInput, 'collections' | 'aliases' | 'queries'> &
+  Partial<Pick<SyncConfigInput, 'collections' | 'aliases' | 'queries'>>;
 
 interface RegisteredSource {
   kind: SourceKind;
@@ -51,11 +52,25 @@ export class SharedSync {
     this.#config = config;
     this.#logger = logger;
     this.#snapshot = snapshot;
-    const aliases = Array.isArray(config.aliases) ? Object.fromEntries(config.aliases.map((a) => [a, {}])) : (config.aliases ?? {});
+    const aliases = Array.isArray(config.aliases)
+      ? Object.fromEntries(config.aliases.map((a) => [a, {}]))
+      : (config.aliases ?? {});
     const sources: RegisteredSource[] = [
-      ...Object.entries(config.collections ?? {}).map(([name, options]) => ({ kind: 'collection' as const, name, options: options as SourceOptions })),
-      ...Object.entries(aliases).map(([name, options]) => ({ kind: 'alias' as const, name, options: options as SourceOptions })),
-      ...Object.entries(config.queries ?? {}).map(([name, options]) => ({ kind: 'query' as const, name, options: options as SourceOptions })),
+      ...Object.entries(config.collections ?? {}).map(([name, options]) => ({
+        kind: 'collection' as const,
+        name,
+        options: options as SourceOptions,
+      })),
+      ...Object.entries(aliases).map(([name, options]) => ({
+        kind: 'alias' as const,
+        name,
+        options: options as SourceOptions,
+      })),
+      ...Object.entries(config.queries ?? {}).map(([name, options]) => ({
+        kind: 'query' as const,
+        name,
+        options: options as SourceOptions,
+      })),
     ];
     this.#configSources = new Map(sources.map((source) => [`${source.kind}:${source.name}`, source]));
     this.#round = undefined;
@@ -97,18 +112,27 @@ export class SharedSync {
   /** The sync config of the next round: the configured options plus every registered source. */
   config(): SyncConfig {
     if (!this.#config) {
-      throw new Error('comfortable-loader is not configured: add the comfortable() integration to astro.config (or the comfortable() Vite plugin), with CMFT_REPOSITORY and CMFT_API_KEY in .env or the environment (or the repository and apiKey options)');
+      throw new Error(
+        'comfortable-loader is not configured: add the comfortable() integration to astro.config (or the comfortable() Vite plugin), with CMFT_REPOSITORY and CMFT_API_KEY in .env or the environment (or the repository and apiKey options)',
+      );
     }
     // A loader's options for a source win over the configuration's.
     const sources = new Map([...this.#configSources, ...this.#loaderSources]);
-    const pick = (kind: SourceKind) => Object.fromEntries([...sources.values()].filter((s) => s.kind === kind).map((s) => [s.name, s.options]));
-    return parseSyncConfig({ ...this.#config, collections: pick('collection'), aliases: pick('alias'), queries: pick('query') });
+    const pick = (kind: SourceKind) =>
+      Object.fromEntries([...sources.values()].filter((s) => s.kind === kind).map((s) => [s.name, s.options]));
+    return parseSyncConfig({
+      ...this.#config,
+      collections: pick('collection'),
+      aliases: pick('alias'),
+      queries: pick('query'),
+    });
   }
 
   /** The current round's result for a consumer; starts a round when this consumer already had the current one. */
   acquire(consumer: string): Promise<SyncResult> {
     this.#consumers.add(consumer);
-    if (!this.#round || this.#round.consumed.has(consumer)) this.#round = this.#start(() => sync(this.config(), this.#logger));
+    if (!this.#round || this.#round.consumed.has(consumer))
+      this.#round = this.#start(() => sync(this.config(), this.#logger));
     this.#round.consumed.add(consumer);
     return this.#round.promise;
   }
@@ -162,7 +186,8 @@ export class SharedSync {
     const config = this.#config;
     const held = this.#held;
     const promise = (held ? Promise.reject(held) : run()).then((result) => {
-      // A round of a configuration replaced meanwhile (a restarted dev server) is not told to listeners, which serve the new one.
+      // A round of a configuration replaced meanwhile (a restarted dev server) is not told to listeners, which serve
+      // the new one.
       if (this.#config === config) for (const listener of this.#listeners) listener(result);
       return result;
     });

@@ -9,7 +9,7 @@ import type { z } from 'zod';
 /** Prints a zod schema of the kinds used here as a TypeScript type. */
 export function toTypeScript(schema: z.ZodType, indent = ''): string {
   const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
-  const inner = indent + '  ';
+  const inner = `${indent}  `;
   switch (def.type) {
     case 'string':
       return 'string';
@@ -36,7 +36,8 @@ export function toTypeScript(schema: z.ZodType, indent = ''): string {
     case 'object': {
       const shape = def.shape as Record<string, z.ZodType>;
       const lines = Object.entries(shape).map(([key, value]) => {
-        const optional = (value as unknown as { _zod: { def: { type: string } } })._zod.def.type === 'optional' ? '?' : '';
+        const optional =
+          (value as unknown as { _zod: { def: { type: string } } })._zod.def.type === 'optional' ? '?' : '';
         return `${inner}${JSON.stringify(key)}${optional}: ${toTypeScript(value, inner)};`;
       });
       return `{\n${lines.join('\n')}\n${indent}}`;

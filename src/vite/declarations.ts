@@ -49,7 +49,9 @@ export function sourceDeclarations(cache: CacheReader, from: string): string {
   let text = '';
   for (const { key, kind, name } of cache.sources()) {
     // A module's entries are the sync's, with a page's cacheKey: relations are { id, contentType }.
-    const variants = cache.contentTypes([key]).map((type) => toTypeScript(entrySchemaFor(cache.head.model, type).extend({ cacheKey: z.string() }), '  '));
+    const variants = cache
+      .contentTypes([key])
+      .map((type) => toTypeScript(entrySchemaFor(cache.head.model, type).extend({ cacheKey: z.string() }), '  '));
     const entryType = variants.length ? variants.map((v) => `(${v})`).join(' | ') : `import('${from}').VirtualEntry`;
     const common = `  type Entry = ${entryType};\n  export const locales: string[];\n  export const defaultLocale: string;\n`;
     const exports =

@@ -1,5 +1,12 @@
 import '../node-check.ts';
-export { comfortableVite, comfortableVite as comfortable, comfortableVite as default, virtualModule, parseVirtualId, virtualPrefix } from './plugin.ts';
+export {
+  comfortableVite,
+  comfortableVite as comfortable,
+  comfortableVite as default,
+  virtualModule,
+  parseVirtualId,
+  virtualPrefix,
+} from './plugin.ts';
 export type { ComfortableViteApi, ComfortableViteOptions } from './plugin.ts';
 export { ComfortableViteError } from './errors.ts';
 export type { ModuleData } from './module.ts';

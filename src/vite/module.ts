@@ -6,7 +6,8 @@ import { fileLinks } from '../astro/copy-files.ts';
 /**
  * The `virtual:comfortable/...` modules: which source and locale an id names, the entries it
  * gives from a sync's result, and its code.
- * - `virtual:comfortable/collections/<apiId>` (and `queries/<name>`): `entries` in every locale, `getEntry(id, locale?)`, `locales`;
+ * - `virtual:comfortable/collections/<apiId>` (and `queries/<name>`): `entries` in every locale, `getEntry(id,
+ * locale?)`, `locales`;
  * - `virtual:comfortable/collections/<apiId>/<locale>`: the entries of one locale, `getEntry(id)`;
  * - `virtual:comfortable/aliases/<apiId>`: the entry in the default locale, `entries` by locale,
  *   `getEntry(locale?)`; `.../<locale>`: the entry in that locale.
@@ -34,20 +35,30 @@ export interface ModuleData {
 /** The data of the module `id` (`virtual:comfortable/collections/posts`); throws for a source the sync has not or a locale the repository has not. */
 export function moduleData(result: SyncResult, id: string): ModuleData {
   const parsed = parseVirtualId(id);
-  if (!parsed) throw new Error(`${id}: not a module of comfortable-loader; expected virtual:comfortable/collections/<apiId>, aliases/<apiId> or queries/<name>, with /<locale> or not`);
+  if (!parsed)
+    throw new Error(
+      `${id}: not a module of comfortable-loader; expected virtual:comfortable/collections/<apiId>, aliases/<apiId> or queries/<name>, with /<locale> or not`,
+    );
   const sourceKey = `${kinds[parsed.kind]}:${parsed.name}`;
   const { cache } = result;
   if (!cache.sources().some((source) => source.key === sourceKey)) {
-    throw new Error(`${id}: "${parsed.name}" is not synced; add it to the ${parsed.kind} option of the comfortable integration or Vite plugin`);
+    throw new Error(
+      `${id}: "${parsed.name}" is not synced; add it to the ${parsed.kind} option of the comfortable integration or Vite plugin`,
+    );
   }
   const { locales } = cache.head;
   const all = locales.locales.map((l) => l.key);
-  if (parsed.locale && !all.includes(parsed.locale)) throw new Error(`${id}: unknown locale "${parsed.locale}"; the repository has ${all.join(', ')}`);
+  if (parsed.locale && !all.includes(parsed.locale))
+    throw new Error(`${id}: unknown locale "${parsed.locale}"; the repository has ${all.join(', ')}`);
   const ids = cache.members(sourceKey).map((member) => member.id);
   const keys = cacheKeys(cache, ids);
   // In an Astro site built from a copy, its files are files of the site (see astro/copy-files.ts).
   const links = fileLinks();
-  const entries = loadEntries(cache, ids, locales, parsed.locale ? [parsed.locale] : all).map((entry) => ({ ...entry, fields: links.fields(entry.fields), cacheKey: keys.get(entry.id)! }));
+  const entries = loadEntries(cache, ids, locales, parsed.locale ? [parsed.locale] : all).map((entry) => ({
+    ...entry,
+    fields: links.fields(entry.fields),
+    cacheKey: keys.get(entry.id)!,
+  }));
   return { entries, locales: all, defaultLocale: locales.defaultLocale };
 }
 

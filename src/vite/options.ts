@@ -33,8 +33,15 @@ export const optionsPrefix = 'comfortable.';
 const viteOptionsSchema = syncConfigSchema
   .extend({
     refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
-    refreshPath: z.string().regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh').optional(),
-    dts: z.union([z.string().min(1), z.literal(false)], { error: 'expected the path of a .d.ts file, such as comfortable.d.ts, or false' }).optional(),
+    refreshPath: z
+      .string()
+      .regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh')
+      .optional(),
+    dts: z
+      .union([z.string().min(1), z.literal(false)], {
+        error: 'expected the path of a .d.ts file, such as comfortable.d.ts, or false',
+      })
+      .optional(),
   })
   .partial({ collections: true, aliases: true, queries: true });
 
@@ -70,7 +77,11 @@ export interface ResolvedViteOptions {
  * connection included, and that they name something to sync); the cache goes inside Vite's
  * cache folder unless `cacheDir` says otherwise. Throws a ConfigError naming the option.
  */
-export function resolveViteOptions(options: ComfortableViteOptions, env: Record<string, string>, vite: { root: string; cacheDir: string }): ResolvedViteOptions {
+export function resolveViteOptions(
+  options: ComfortableViteOptions,
+  env: Record<string, string>,
+  vite: { root: string; cacheDir: string },
+): ResolvedViteOptions {
   const filled = withEnv(options, env, ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
   checkOptions(viteOptionsSchema, filled, { prefix: optionsPrefix });
   const { refreshSecret, refreshPath, dts = 'comfortable.d.ts', ...config } = filled;

@@ -25,7 +25,8 @@ export interface ComfortableViteApi {
    * The entries `virtual:comfortable/<path>` gives, synced first if they are not yet: a
    * collection's or query's in every locale (`collections/posts`) or in one
    * (`collections/posts/de_DE`), an alias's one per locale (`aliases/home`).
-   * @example for (const post of await content.api.entries('collections/posts/en_US')) this.emitFile({ type: 'asset', fileName: `posts/${post.id}.html`, source: page(post) });
+   * @example for (const post of await content.api.entries('collections/posts/en_US')) this.emitFile({ type: 'asset',
+   * fileName: `posts/${post.id}.html`, source: page(post) });
    */
   entries(path: string): Promise<VirtualEntry[]>;
 }
@@ -68,7 +69,9 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
       await mkdir(dirname(dts), { recursive: true });
       await writeFile(dts, text);
     } catch (error) {
-      vite?.logger.warn(`comfortable-loader could not write the declarations to ${dts} (${(error as Error).message}): set the dts option of comfortable() to another file, or to false`);
+      vite?.logger.warn(
+        `comfortable-loader could not write the declarations to ${dts} (${(error as Error).message}): set the dts option of comfortable() to another file, or to false`,
+      );
     }
   };
 
@@ -96,17 +99,27 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
   return {
     name: 'comfortable-loader',
     api: {
-      entries: (path) => told(async () => shared.read(await current(), (result) => moduleData(result, `${virtualPrefix}${path}`).entries)),
+      entries: (path) =>
+        told(async () =>
+          shared.read(await current(), (result) => moduleData(result, `${virtualPrefix}${path}`).entries),
+        ),
     },
     configResolved(config) {
       vite = config;
       if (!options) return;
       try {
-        const { config: syncConfig, warning, ...own } = resolveViteOptions(options, readEnv(config.envDir, config.mode), config);
+        const {
+          config: syncConfig,
+          warning,
+          ...own
+        } = resolveViteOptions(options, readEnv(config.envDir, config.mode), config);
         resolved = own;
         if (warning) config.logger.warn(warning);
         // Replaces the sources, connection and round of the last config, a restarted server's included.
-        shared.configure(syncConfig, { info: (message) => config.logger.info(message), warn: (message) => config.logger.warn(message) });
+        shared.configure(syncConfig, {
+          info: (message) => config.logger.info(message),
+          warn: (message) => config.logger.warn(message),
+        });
       } catch (error) {
         throw userFacing(error as Error);
       }
@@ -155,7 +168,8 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
         );
       }
       // Content is synced as the server starts, so the declaration file is there before the first page.
-      if (options) void told(current).catch((error: Error) => server.config.logger.error(error.message, { timestamp: true }));
+      if (options)
+        void told(current).catch((error: Error) => server.config.logger.error(error.message, { timestamp: true }));
     },
     closeBundle() {
       // In dev, Vite closes each environment of a server that closes or restarts with this hook.

@@ -33,14 +33,22 @@ function answer(response: ServerResponse, status: number, body: unknown): void {
 }
 
 /** Connect middleware for the refresh endpoint; `run` does the refresh and returns what to answer. */
-export function refreshMiddleware(options: { secret: string; path?: string; run: (payload: unknown) => Promise<unknown> }) {
+export function refreshMiddleware(options: {
+  secret: string;
+  path?: string;
+  run: (payload: unknown) => Promise<unknown>;
+}) {
   const path = options.path ?? defaultRefreshPath;
   const verifier = new WebhookVerifier(options.secret);
   return (request: IncomingMessage, response: ServerResponse, next: () => void): void => {
-    if ((request.url ?? '').split('?')[0] !== path) return next();
+    if ((request.url ?? '').split('?')[0] !== path) {
+      next();
+      return;
+    }
     if (request.method !== 'POST') {
       response.setHeader('allow', 'POST');
-      return answer(response, 405, { error: 'POST a signed webhook here' });
+      answer(response, 405, { error: 'POST a signed webhook here' });
+      return;
     }
     void (async () => {
       const body = await readBody(request);

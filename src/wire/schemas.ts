@@ -50,7 +50,9 @@ export const maskedRecordSchema = z.looseObject({
   fields: z.record(z.string(), z.unknown()).optional(),
   meta: metaSchema.partial().optional(),
 });
-export const maskedDocumentAnswerSchema = maskedRecordSchema.extend({ includes: z.record(z.string(), z.array(maskedRecordSchema)).optional() });
+export const maskedDocumentAnswerSchema = maskedRecordSchema.extend({
+  includes: z.record(z.string(), z.array(maskedRecordSchema)).optional(),
+});
 export const maskedListAnswerSchema = listAnswerSchema.extend({
   data: z.array(maskedRecordSchema),
   includes: z.record(z.string(), z.array(maskedRecordSchema)).optional(),

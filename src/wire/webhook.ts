@@ -12,7 +12,11 @@ import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
  * sent again: a stale timestamp, or an id it has accepted before.
  */
 
-export const webhookHeaders = { id: 'x-webhook-id', timestamp: 'x-webhook-timestamp', signature: 'x-webhook-signature' } as const;
+export const webhookHeaders = {
+  id: 'x-webhook-id',
+  timestamp: 'x-webhook-timestamp',
+  signature: 'x-webhook-signature',
+} as const;
 
 /** How far a delivery's timestamp may be from the receiver's clock. */
 export const webhookToleranceSeconds = 5 * 60;
@@ -71,11 +75,14 @@ export class WebhookVerifier {
     const id = header(headers, webhookHeaders.id);
     const timestamp = header(headers, webhookHeaders.timestamp);
     const given = /^sha256=([0-9a-f]{64})$/i.exec(header(headers, webhookHeaders.signature))?.[1];
-    if (!given || !idPattern.test(id) || !timestampPattern.test(timestamp)) return `missing or invalid ${signatureHeaders}`;
-    if (!timingSafeEqual(Buffer.from(given, 'hex'), signature(this.#secret, id, timestamp, body))) return `missing or invalid ${signatureHeaders}`;
+    if (!given || !idPattern.test(id) || !timestampPattern.test(timestamp))
+      return `missing or invalid ${signatureHeaders}`;
+    if (!timingSafeEqual(Buffer.from(given, 'hex'), signature(this.#secret, id, timestamp, body)))
+      return `missing or invalid ${signatureHeaders}`;
     const now = this.#now();
     const sent = Number(timestamp) * 1000;
-    if (Math.abs(now - sent) > webhookToleranceSeconds * 1000) return 'stale X-Webhook-Timestamp: more than 5 minutes from this clock';
+    if (Math.abs(now - sent) > webhookToleranceSeconds * 1000)
+      return 'stale X-Webhook-Timestamp: more than 5 minutes from this clock';
     this.#forgetStale(now);
     if (this.#seen.has(id)) return 'replayed X-Webhook-Id: this delivery was accepted before';
     if (this.#seen.size >= this.#maxIds) this.#seen.delete(this.#seen.keys().next().value!);

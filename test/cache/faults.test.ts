@@ -12,7 +12,18 @@ import { loadEntries } from '../../src/sync/entries.ts';
 import { SharedSync } from '../../src/sync/shared.ts';
 import { tryRun } from '../helpers/cache-processes.ts';
 import { syncProcess } from '../helpers/cli.ts';
-import { cacheContent, configFor, docOf, key, recorder, recordsOf, serve, startProxy, tempDir, touch } from '../helpers/magazine.ts';
+import {
+  cacheContent,
+  configFor,
+  docOf,
+  key,
+  recorder,
+  recordsOf,
+  serve,
+  startProxy,
+  tempDir,
+  touch,
+} from '../helpers/magazine.ts';
 
 /**
  * Faults of the cache, as they happen to users: a sync killed at any point, a damaged database
@@ -62,7 +73,9 @@ function holdWriteLock(dir: string): Promise<ChildProcessByStdio<Writable, Reada
     console.log('held');
     process.stdin.on('data', () => { db.exec('ROLLBACK'); console.log('released'); });
     process.stdin.resume();`;
-  const child = spawn(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   return new Promise((resolve) => createInterface({ input: child.stdout }).once('line', () => resolve(child)));
 }
 
@@ -106,7 +119,15 @@ describe('a sync killed (SIGKILL) leaves the old content or the new, never a mix
     const served = await serve(undefined, [snapshot]);
     const proxy = await startProxy(served.server);
     const dir = await tempDir();
-    const config = { baseUrl: proxy.url, repository: 'big', apiKey: key, cacheDir: dir, onError: 'fail' as const, pageSize: 250, collections: { latest: {}, authors: {} } };
+    const config = {
+      baseUrl: proxy.url,
+      repository: 'big',
+      apiKey: key,
+      cacheDir: dir,
+      onError: 'fail' as const,
+      pageSize: 250,
+      collections: { latest: {}, authors: {} },
+    };
     proxy.hold = /\/collections\/authors/;
     // A page cache of 1 MB: the transaction outgrows it and goes to the write-ahead log.
     const killed = syncProcess(config, { COMFORTABLE_CACHE_MEMORY_MB: '1' });
@@ -150,7 +171,10 @@ describe('a damaged database file is rebuilt from the server, with a warning tha
     rmSync(`${file(dir)}-wal`, { force: true });
     rmSync(`${file(dir)}-shm`, { force: true });
     const result = await sync(configFor(server.url, dir), recorder());
-    expect(result.warnings.some((w) => /damaged/.test(w) && /rebuild/.test(w)), result.warnings.join('\n')).toBe(true);
+    expect(
+      result.warnings.some((w) => /damaged/.test(w) && /rebuild/.test(w)),
+      result.warnings.join('\n'),
+    ).toBe(true);
     expect(contentOf(dir)).toEqual(expected);
   });
 
@@ -165,7 +189,10 @@ describe('a damaged database file is rebuilt from the server, with a warning tha
     closeSync(handle);
     const log = recorder();
     const result = await sync(configFor(server.url, dir), log);
-    expect(result.warnings.some((w) => /damaged/.test(w)), result.warnings.join('\n')).toBe(true);
+    expect(
+      result.warnings.some((w) => /damaged/.test(w)),
+      result.warnings.join('\n'),
+    ).toBe(true);
     expect(contentOf(dir)).toEqual(expected);
   });
 });
@@ -196,7 +223,9 @@ describe('a record whose stored bytes no longer match its digest is never served
     tamper(dir, '1002', 'Banana boats', 'Banana coats');
     // An incremental sync does not read it; the reader that does finds it.
     expect(openCache(dir)!.verify()).toEqual(['1002']);
-    const entries = await shared.read(first, ({ cache }) => loadEntries(cache, ['1002'], cache.head.locales, ['en_US']));
+    const entries = await shared.read(first, ({ cache }) =>
+      loadEntries(cache, ['1002'], cache.head.locales, ['en_US']),
+    );
     expect(entries[0]!.fields.title).toBe('Banana boats');
     expect(log.warns.some((w) => /damaged records \(1002\)/.test(w))).toBe(true);
     expect(log.warns.some((w) => /Records damaged in the cache are fetched again: 1002/.test(w))).toBe(true);
@@ -216,14 +245,21 @@ describe('a record whose stored bytes no longer match its digest is never served
   it('a masked source that merges onto it does not take it in, and says so', async () => {
     const served = await serve();
     const dir = await tempDir();
-    const config = configFor(served.server.url, dir, { collections: { articles: { fields: 'fields(title)' } }, aliases: [], queries: {} });
+    const config = configFor(served.server.url, dir, {
+      collections: { articles: { fields: 'fields(title)' } },
+      aliases: [],
+      queries: {},
+    });
     await sync(config, recorder());
     tamper(dir, '1002', 'Banana boats', 'Banana coats');
     (docOf(served.snapshot, '1002').fields.title as Record<string, string>).de_DE = 'Bananenboote';
     touch(docOf(served.snapshot, '1002'));
     await served.publish();
     const result = await sync(config, recorder());
-    expect(result.warnings.some((w) => /Record 1002 in the cache was damaged/.test(w)), result.warnings.join('\n')).toBe(true);
+    expect(
+      result.warnings.some((w) => /Record 1002 in the cache was damaged/.test(w)),
+      result.warnings.join('\n'),
+    ).toBe(true);
     expect(recordsOf(result).get('1002')!.fields.title).toEqual({ en_US: 'Banana boats', de_DE: 'Bananenboote' });
     expect(openCache(dir)!.verify()).toEqual([]);
   });
@@ -245,7 +281,9 @@ describe('a cache folder that cannot be written', () => {
       expect(error).toMatchObject({ code: 'cache_unwritable' });
       expect((error as Error).message).toContain(dir);
       expect((error as Error).message).toMatch(/cannot be (written|created)/);
-      await expect(sync(configFor(server.url, join(dir, 'none')), recorder())).rejects.toMatchObject({ code: 'cache_unwritable' });
+      await expect(sync(configFor(server.url, join(dir, 'none')), recorder())).rejects.toMatchObject({
+        code: 'cache_unwritable',
+      });
       expect(cacheContent(writable)).toEqual(before);
     } finally {
       tryRun('umount', ['-l', dir]);
@@ -259,13 +297,23 @@ describe('a full disk', () => {
     const served = await serve(undefined, [snapshot]);
     const mount = join(await tempDir(), 'mount');
     mkdirSync(mount);
-    if (!tryRun('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', mount])) return context.skip('mounting a file system needs root');
+    if (!tryRun('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', mount]))
+      return context.skip('mounting a file system needs root');
     try {
       const dir = join(mount, 'cache');
-      const config = { baseUrl: served.server.url, repository: 'big', apiKey: key, cacheDir: dir, onError: 'fail' as const, collections: { authors: {} } };
+      const config = {
+        baseUrl: served.server.url,
+        repository: 'big',
+        apiKey: key,
+        cacheDir: dir,
+        onError: 'fail' as const,
+        collections: { authors: {} },
+      };
       await sync(config, recorder());
       const before = cacheContent(dir);
-      const error = await sync({ ...config, collections: { latest: {}, authors: {} } }, recorder()).catch((e: unknown) => e);
+      const error = await sync({ ...config, collections: { latest: {}, authors: {} } }, recorder()).catch(
+        (e: unknown) => e,
+      );
       expect(error).toMatchObject({ code: 'cache_full' });
       expect((error as Error).message).toMatch(/full/);
       expect(cacheContent(dir)).toEqual(before);

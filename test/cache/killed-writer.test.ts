@@ -69,7 +69,9 @@ describe('a reader opened after a sync killed (SIGKILL) while it wrote', () => {
     await killed.exited;
     proxy.release();
     const opened = await openCacheInProcess(dir);
-    expect(opened).toMatchObject({ cache: { records: 7, members: ['1001', '1002', '1003', '2001', '2002'], damaged: [] } });
+    expect(opened).toMatchObject({
+      cache: { records: 7, members: ['1001', '1002', '1003', '2001', '2002'], damaged: [] },
+    });
     expect(opened).toMatchObject({ cache: { titleOf1001: { en_US: 'Apple harvest' } } });
   });
 

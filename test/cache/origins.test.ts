@@ -1,4 +1,14 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -37,8 +47,15 @@ describe('a folder per origin', () => {
 
   it('says in each folder whose cache it is, and never holds a key', () => {
     const dir = originCacheDir(root, { baseUrl: 'https://api.cmft.io/v1', repository: 'kitchen' });
-    expect(JSON.parse(readFileSync(join(dir, 'origin.json'), 'utf8'))).toEqual({ baseUrl: 'https://api.cmft.io/v1', repository: 'kitchen' });
-    expect(JSON.parse(readFileSync(join(originCacheDir(root, { snapshot: 'content\\kitchen.json' }), 'origin.json'), 'utf8'))).toEqual({ snapshot: 'content/kitchen.json' });
+    expect(JSON.parse(readFileSync(join(dir, 'origin.json'), 'utf8'))).toEqual({
+      baseUrl: 'https://api.cmft.io/v1',
+      repository: 'kitchen',
+    });
+    expect(
+      JSON.parse(
+        readFileSync(join(originCacheDir(root, { snapshot: 'content\\kitchen.json' }), 'origin.json'), 'utf8'),
+      ),
+    ).toEqual({ snapshot: 'content/kitchen.json' });
   });
 
   it('gives the cacheDir option back from an origin folder, and leaves another folder as it is', () => {
@@ -46,7 +63,7 @@ describe('a folder per origin', () => {
     expect(cacheRootOf(root)).toBe(root);
   });
 
-  it('fails for nothing: a folder that cannot be made is the sync\'s to report', () => {
+  it("fails for nothing: a folder that cannot be made is the sync's to report", () => {
     const file = join(root, 'a-file');
     writeFileSync(file, '');
     expect(originCacheDir(file, { snapshot: 'content/kitchen.json' })).toMatch(new RegExp(`^${file}/copy-kitchen-`));
@@ -81,7 +98,11 @@ describe(`caches not used for ${pruneAfterDays} days`, () => {
     age(join(root, 'mine'), now - 400 * day);
     mkdirSync(join(root, 'copy-half-made-0123456789')); // no marker yet: being made by another process
     originCacheDir(root, { snapshot: 'content/kitchen.json' }, now);
-    expect(readdirSync(root).sort()).toEqual([expect.stringMatching(/^copy-half-made-/), expect.stringMatching(/^copy-kitchen-/), 'mine']);
+    expect(readdirSync(root).sort()).toEqual([
+      expect.stringMatching(/^copy-half-made-/),
+      expect.stringMatching(/^copy-kitchen-/),
+      'mine',
+    ]);
   });
 
   it('keep a cache of the earlier layout used lately, its database or its log', () => {

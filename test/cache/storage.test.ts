@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openCache } from '../../src/cache/index.ts';
 import { DamagedRecordError } from '../../src/cache/reader.ts';
-import { type Reference } from '../../src/cache/records.ts';
+import type { Reference } from '../../src/cache/records.ts';
 import { DatabaseSync, withoutSqliteWarning } from '../../src/cache/sqlite.ts';
 import type { CacheHead } from '../../src/cache/head.ts';
 import { CacheTransaction } from '../../src/cache/transaction.ts';
@@ -18,7 +18,11 @@ import { configFor, recorder, serve, sorted, tempDir } from '../helpers/magazine
  * is no cache of this format, and the read interface every consumer uses.
  */
 
-const events = (warnings: string[] = []) => ({ warn: (m: string) => warnings.push(m), waiting: () => {}, damaged: () => {} });
+const events = (warnings: string[] = []) => ({
+  warn: (m: string) => warnings.push(m),
+  waiting: () => {},
+  damaged: () => {},
+});
 
 const record = (id: string, contentType: string, fields: Record<string, unknown> = {}, revision = 1): StoredRecord => ({
   id,
@@ -31,7 +35,12 @@ const record = (id: string, contentType: string, fields: Record<string, unknown>
   localized: [],
 });
 
-function put(tx: CacheTransaction, stored: StoredRecord, references: Reference[] = [], digest = `d-${stored.id}-${stored.revision}-${JSON.stringify(stored.fields).length}`) {
+function put(
+  tx: CacheTransaction,
+  stored: StoredRecord,
+  references: Reference[] = [],
+  digest = `d-${stored.id}-${stored.revision}-${JSON.stringify(stored.fields).length}`,
+) {
   return tx.records.put(stored, JSON.stringify(stored), digest, false, references);
 }
 
@@ -51,14 +60,26 @@ async function small(dir: string): Promise<void> {
   const tx = await CacheTransaction.begin(dir, events());
   // Digests as `put` sends them (of the JSON), so a read checks out.
   const { digestOfJson } = await import('../../src/cache/records.ts');
-  const save = (stored: StoredRecord, refs: Reference[] = []) => tx.records.put(stored, JSON.stringify(stored), digestOfJson(JSON.stringify(stored)), false, refs);
-  save(record('1', 'article', { author: { id: '2', contentType: 'author' }, cover: [{ id: '3', contentType: '_asset' }] }), [
-    { field: 'author', id: '2', asset: false },
-    { field: 'cover', id: '3', asset: true },
-  ]);
+  const save = (stored: StoredRecord, refs: Reference[] = []) =>
+    tx.records.put(stored, JSON.stringify(stored), digestOfJson(JSON.stringify(stored)), false, refs);
+  save(
+    record('1', 'article', { author: { id: '2', contentType: 'author' }, cover: [{ id: '3', contentType: '_asset' }] }),
+    [
+      { field: 'author', id: '2', asset: false },
+      { field: 'cover', id: '3', asset: true },
+    ],
+  );
   save(record('2', 'author', { name: 'Ada' }));
   save(record('3', '_asset', { file: { url: 'x.png' } }));
-  tx.writeSource({ key: 'collection:a', kind: 'collection', name: 'a', fingerprint: 'fp', syncedAt: head.lastSync }, { list: { ids: ['1', '2'], updatedAt: ['2024-02-01T00:00:00.000Z', '2024-02-01T00:00:00.000Z'], revisions: [1, 1] }, digests: ['x1', 'x2'] }, ['3'], [{ from: '1', field: 'related', id: '9' }]);
+  tx.writeSource(
+    { key: 'collection:a', kind: 'collection', name: 'a', fingerprint: 'fp', syncedAt: head.lastSync },
+    {
+      list: { ids: ['1', '2'], updatedAt: ['2024-02-01T00:00:00.000Z', '2024-02-01T00:00:00.000Z'], revisions: [1, 1] },
+      digests: ['x1', 'x2'],
+    },
+    ['3'],
+    [{ from: '1', field: 'related', id: '9' }],
+  );
   tx.commit(head, {});
 }
 
@@ -107,9 +128,21 @@ describe('a transaction', () => {
     const tx = await CacheTransaction.begin(dir, events());
     expect(put(tx, record('4', 'article'))).toEqual({ added: true, changed: true, relinked: true });
     const author = tx.records.body('2')!;
-    expect(put(tx, author, [], tx.records.info('2')!.digest)).toEqual({ added: false, changed: false, relinked: false }); // stored so already
-    expect(put(tx, record('2', 'author', { name: 'Ada L.' }, 2))).toEqual({ added: false, changed: true, relinked: false });
-    expect(put(tx, record('3', '_asset', {}, 2), [{ field: 'x', id: '1', asset: false }])).toEqual({ added: false, changed: true, relinked: true });
+    expect(put(tx, author, [], tx.records.info('2')!.digest)).toEqual({
+      added: false,
+      changed: false,
+      relinked: false,
+    }); // stored so already
+    expect(put(tx, record('2', 'author', { name: 'Ada L.' }, 2))).toEqual({
+      added: false,
+      changed: true,
+      relinked: false,
+    });
+    expect(put(tx, record('3', '_asset', {}, 2), [{ field: 'x', id: '1', asset: false }])).toEqual({
+      added: false,
+      changed: true,
+      relinked: true,
+    });
     tx.records.drop('1');
     put(tx, record('5', 'article'));
     tx.records.drop('5'); // added and removed in the same transaction: no change
@@ -155,7 +188,9 @@ describe('a record whose stored JSON no longer matches its digest', () => {
     expect(damaged).toEqual(['2']);
     const original = record('2', 'author', { name: 'Ada' });
     const { digestOfJson } = await import('../../src/cache/records.ts');
-    expect(tx.records.put(original, JSON.stringify(original), digestOfJson(JSON.stringify(original)), false, []).changed).toBe(true);
+    expect(
+      tx.records.put(original, JSON.stringify(original), digestOfJson(JSON.stringify(original)), false, []).changed,
+    ).toBe(true);
     tx.commit(head, {});
     expect(reader.verify()).toEqual([]);
     expect(reader.record('2')!.fields.name).toBe('Ada');
@@ -166,7 +201,8 @@ describe('what is no cache of this format is rebuilt, with a warning that says w
   it('a cache of format 4 (a manifest, index files, segments and a lock file)', async () => {
     const { server } = await serve();
     const dir = await tempDir();
-    for (const name of ['manifest.json', 'index-1.json', 'records-1.jsonl', 'sync.lock']) writeFileSync(join(dir, name), name === 'sync.lock' ? '' : '{}');
+    for (const name of ['manifest.json', 'index-1.json', 'records-1.jsonl', 'sync.lock'])
+      writeFileSync(join(dir, name), name === 'sync.lock' ? '' : '{}');
     const result = await sync(configFor(server.url, dir), recorder());
     expect(result.warnings.some((w) => /older format \(format 4 or earlier\)/.test(w))).toBe(true);
     expect(readdirSync(dir).filter((name) => !name.startsWith('cache.sqlite'))).toEqual([]);
@@ -180,7 +216,9 @@ describe('what is no cache of this format is rebuilt, with a warning that says w
     db.exec("CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine')");
     db.close();
     const result = await sync(configFor(server.url, dir), recorder());
-    expect(result.warnings.some((w) => /cannot be used: it is not a cache of this package/.test(w) && /rebuilding/.test(w))).toBe(true);
+    expect(
+      result.warnings.some((w) => /cannot be used: it is not a cache of this package/.test(w) && /rebuilding/.test(w)),
+    ).toBe(true);
     expect(result.cache.recordCount()).toBe(7);
   });
 
@@ -197,9 +235,9 @@ describe('what is no cache of this format is rebuilt, with a warning that says w
     expect(result.stats.written).toBe(7);
   });
 
-  it("a cache whose members of a source no longer read back (not JSON, or fewer than it says)", async () => {
+  it('a cache whose members of a source no longer read back (not JSON, or fewer than it says)', async () => {
     const { server } = await serve();
-    for (const damage of ["ids = 'not json'", "updated_at = '[]'", "dependency_digests = '[\"x\"]'"]) {
+    for (const damage of ["ids = 'not json'", "updated_at = '[]'", 'dependency_digests = \'["x"]\'']) {
       const dir = await tempDir();
       await sync(configFor(server.url, dir), recorder());
       const db = new DatabaseSync(join(dir, 'cache.sqlite'));
@@ -207,11 +245,17 @@ describe('what is no cache of this format is rebuilt, with a warning that says w
       db.close();
       if (damage.startsWith('dependency')) {
         // Only the readers read the digests of a source whose members did not change.
-        expect(() => openCache(dir)!.members('collection:articles')).toThrow(/the members of collection:articles do not read back/);
+        expect(() => openCache(dir)!.members('collection:articles')).toThrow(
+          /the members of collection:articles do not read back/,
+        );
         continue;
       }
       const result = await sync(configFor(server.url, dir), recorder());
-      expect(result.warnings.some((w) => /the members of collection:articles do not read back; rebuilding it from the server/.test(w))).toBe(true);
+      expect(
+        result.warnings.some((w) =>
+          /the members of collection:articles do not read back; rebuilding it from the server/.test(w),
+        ),
+      ).toBe(true);
       expect(result.cache.members('collection:articles').map((member) => member.id)).toEqual(['1001', '1003', '1002']);
     }
   });
@@ -234,7 +278,9 @@ describe('the read interface', () => {
     const dir = await tempDir();
     await small(dir);
     const reader = openCache(dir)!;
-    expect(reader.sources()).toEqual([{ key: 'collection:a', kind: 'collection', name: 'a', fingerprint: 'fp', syncedAt: head.lastSync }]);
+    expect(reader.sources()).toEqual([
+      { key: 'collection:a', kind: 'collection', name: 'a', fingerprint: 'fp', syncedAt: head.lastSync },
+    ]);
     expect(reader.members('collection:a')).toEqual([
       { id: '1', contentType: 'article', digest: expect.any(String), dependencyDigest: 'x1' },
       { id: '2', contentType: 'author', digest: expect.any(String), dependencyDigest: 'x2' },
@@ -247,7 +293,12 @@ describe('the read interface', () => {
       { field: 'author', id: '2', asset: false },
       { field: 'cover', id: '3', asset: true },
     ]);
-    expect(reader.referenceTargets('article')).toEqual(new Map([['author', ['author']], ['cover', ['_asset']]]));
+    expect(reader.referenceTargets('article')).toEqual(
+      new Map([
+        ['author', ['author']],
+        ['cover', ['_asset']],
+      ]),
+    );
     expect(reader.dangling()).toEqual([{ from: '1', field: 'related', id: '9' }]);
     expect(reader.dangling('collection:none')).toEqual([]);
     expect(reader.recordCount()).toBe(3);
@@ -262,11 +313,20 @@ describe('the read interface', () => {
     const file = (url: string) => ({ url, fileName: 'a.png' });
     put(tx, record('4', '_asset', { file: file('https://cdn.example.com/a/b.png?w=1') }));
     put(tx, record('5', '_asset', { file: file('https://CDN.example.com:443/c.png') }));
-    put(tx, { ...record('6', '_asset', { file: { en_US: file('http://127.0.0.1:4010/files/d.png'), de_DE: file('https://images.example.org') } }), localized: ['file'] });
+    put(tx, {
+      ...record('6', '_asset', {
+        file: { en_US: file('http://127.0.0.1:4010/files/d.png'), de_DE: file('https://images.example.org') },
+      }),
+      localized: ['file'],
+    });
     put(tx, record('7', 'article', { file: file('https://not-an-asset.example.com/e.png') }));
     put(tx, record('8', '_asset', { file: file('ftp://files.example.com/f.png') }));
     tx.commit(head, {});
-    expect(openCache(dir)!.assetOrigins()).toEqual(['http://127.0.0.1:4010', 'https://cdn.example.com', 'https://images.example.org']);
+    expect(openCache(dir)!.assetOrigins()).toEqual([
+      'http://127.0.0.1:4010',
+      'https://cdn.example.com',
+      'https://images.example.org',
+    ]);
   });
 
   it('finds no cache in an empty folder, nor in a folder that does not exist', async () => {
@@ -303,7 +363,15 @@ describe('loading node:sqlite', () => {
   });
 
   it('prints nothing on stderr when a process loads the cache module', () => {
-    const child = spawnSync(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(new URL('../../src/cache/index.ts', import.meta.url).href)});`], { encoding: 'utf8' });
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `await import(${JSON.stringify(new URL('../../src/cache/index.ts', import.meta.url).href)});`,
+      ],
+      { encoding: 'utf8' },
+    );
     expect(child.status).toBe(0);
     expect(child.stderr).toBe('');
   });

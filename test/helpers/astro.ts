@@ -23,17 +23,27 @@ export async function copyFixture(fixture: string, name: string): Promise<{ dir:
 
 /** The environment of a user's shell: without vitest's own variables (Astro's dev server serves no pages under VITEST) and CI. */
 function childEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
-  const rest = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(VITEST.*|TEST|NODE_ENV|CI)$/.test(key)));
+  const rest = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !/^(VITEST.*|TEST|NODE_ENV|CI)$/.test(key)),
+  );
   return { ...rest, ASTRO_TELEMETRY_DISABLED: '1', ASTRO_DISABLE_UPDATE_CHECK: 'true', NO_COLOR: '1', ...env };
 }
 
 /** Runs `astro <args>` in a project; the output is stdout and stderr as they came. */
-export function runAstro(root: string, args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number | null; output: string }> {
+export function runAstro(
+  root: string,
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<{ code: number | null; output: string }> {
   return run(process.execPath, [astroCli, ...args], { cwd: root, env });
 }
 
 /** Runs a command; the output is stdout and stderr as they came. */
-export function run(command: string, args: string[], options: { cwd?: string; env?: Record<string, string | undefined> } = {}): Promise<{ code: number | null; output: string }> {
+export function run(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string | undefined> } = {},
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: options.cwd, env: childEnv(options.env ?? {}) });
     let output = '';
@@ -54,17 +64,40 @@ export interface AstroDev {
 }
 
 /** Starts `astro dev` on a port and resolves when it serves. */
-export function startAstroDev(root: string, port: number, env: Record<string, string | undefined> = {}): Promise<AstroDev> {
-  return serve(root, [astroCli, 'dev', '--port', String(port), '--host', '127.0.0.1'], env, /Local\s+(http:\/\/\S+?)\/?\s/);
+export function startAstroDev(
+  root: string,
+  port: number,
+  env: Record<string, string | undefined> = {},
+): Promise<AstroDev> {
+  return serve(
+    root,
+    [astroCli, 'dev', '--port', String(port), '--host', '127.0.0.1'],
+    env,
+    /Local\s+(http:\/\/\S+?)\/?\s/,
+  );
 }
 
 /** Starts the server `astro build` made with `@astrojs/node` in standalone mode, as a host runs it, and resolves when it serves. */
-export function startBuiltServer(root: string, port: number, env: Record<string, string | undefined> = {}): Promise<AstroDev> {
-  return serve(root, [join(root, 'dist/server/entry.mjs')], { ...env, HOST: '127.0.0.1', PORT: String(port) }, /Server listening on (http:\/\/\S+?)\/?\s/);
+export function startBuiltServer(
+  root: string,
+  port: number,
+  env: Record<string, string | undefined> = {},
+): Promise<AstroDev> {
+  return serve(
+    root,
+    [join(root, 'dist/server/entry.mjs')],
+    { ...env, HOST: '127.0.0.1', PORT: String(port) },
+    /Server listening on (http:\/\/\S+?)\/?\s/,
+  );
 }
 
 /** Runs a Node process in `root` and resolves once its output shows the URL `listening` captures. */
-function serve(root: string, args: string[], env: Record<string, string | undefined>, listening: RegExp): Promise<AstroDev> {
+function serve(
+  root: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  listening: RegExp,
+): Promise<AstroDev> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: root, env: childEnv(env) });
     let output = '';

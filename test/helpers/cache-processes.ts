@@ -39,12 +39,30 @@ export function canTrace(): boolean {
  * SIGKILL the instant it first removes `path`, before the file is gone: the one moment a
  * timer in the test cannot hit. Resolves with the exit, the lines printed and the signal.
  */
-export function syncKilledWhenRemoving(config: object, path: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string }> {
+export function syncKilledWhenRemoving(
+  config: object,
+  path: string,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string }> {
   const script = fileURLToPath(new URL('./sync-process.ts', import.meta.url));
-  const traced = ['-f', '-qq', '-o', '/dev/null', '-P', path, '-e', 'trace=unlink,unlinkat', '-e', 'inject=unlink,unlinkat:error=EIO:signal=KILL:when=1'];
+  const traced = [
+    '-f',
+    '-qq',
+    '-o',
+    '/dev/null',
+    '-P',
+    path,
+    '-e',
+    'trace=unlink,unlinkat',
+    '-e',
+    'inject=unlink,unlinkat:error=EIO:signal=KILL:when=1',
+  ];
   return new Promise((resolve) => {
     const child = execFile('strace', [...traced, process.execPath, script, JSON.stringify(config)], (error, stdout) => {
-      resolve({ code: child.exitCode, signal: child.signalCode ?? (error as { signal?: NodeJS.Signals } | null)?.signal ?? null, stdout });
+      resolve({
+        code: child.exitCode,
+        signal: child.signalCode ?? (error as { signal?: NodeJS.Signals } | null)?.signal ?? null,
+        stdout,
+      });
     });
   });
 }

@@ -16,7 +16,10 @@ export interface CliRun {
 
 /** Runs `comfortable-loader <args>` in a process of its own, with `env` added to this one's. */
 export function runCli(args: string[], env: Record<string, string> = {}): CliRun {
-  const child = spawn(process.execPath, [cli, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [cli, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   const lines: string[] = [];
   const waiting: ((line: string) => void)[] = [];
   createInterface({ input: child.stdout }).on('line', (line) => {
@@ -31,7 +34,8 @@ export function runCli(args: string[], env: Record<string, string> = {}): CliRun
   );
   return {
     child,
-    nextLine: () => (lines.length > 0 ? Promise.resolve(lines.shift()!) : new Promise<string>((resolve) => waiting.push(resolve))),
+    nextLine: () =>
+      lines.length > 0 ? Promise.resolve(lines.shift()!) : new Promise<string>((resolve) => waiting.push(resolve)),
     exit: async () => ({ ...(await exited), rest: lines, stderr }),
   };
 }
@@ -49,8 +53,13 @@ export interface ServeProcess {
 }
 
 /** Starts `serve` (on the tiny fixture unless `paths` are given) on a free port, in a process of its own. */
-export async function serveProcess(options: { paths?: string[]; flags?: string[]; env?: Record<string, string> } = {}): Promise<ServeProcess> {
-  const started = runCli(['serve', ...(options.paths ?? [fixture('tiny.json')]), '--port', '0', ...(options.flags ?? [])], options.env);
+export async function serveProcess(
+  options: { paths?: string[]; flags?: string[]; env?: Record<string, string> } = {},
+): Promise<ServeProcess> {
+  const started = runCli(
+    ['serve', ...(options.paths ?? [fixture('tiny.json')]), '--port', '0', ...(options.flags ?? [])],
+    options.env,
+  );
   const firstLine = await Promise.race([
     started.nextLine(),
     started.exit().then(({ code, stderr }) => {
@@ -79,7 +88,11 @@ export async function serveProcess(options: { paths?: string[]; flags?: string[]
  * process, the client measures the server, not the work of the process that runs the test.
  */
 export async function startProbe(url: string, authorization: string): Promise<{ stop(): Promise<number[]> }> {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./probe-child.ts', import.meta.url)), url, authorization], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(new URL('./probe-child.ts', import.meta.url)), url, authorization],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   if ((await lines.next()).value !== 'ready') throw new Error('the probe did not start');
   return {
@@ -103,7 +116,11 @@ export interface SyncProcess {
 
 /** Runs `sync(config)` in a process of its own (test/helpers/sync-process.ts), as a sync in CI or a second terminal would. */
 export function syncProcess(config: object, env: Record<string, string> = {}): SyncProcess {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./sync-process.ts', import.meta.url)), JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(new URL('./sync-process.ts', import.meta.url)), JSON.stringify(config)],
+    { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } },
+  );
   const lines: string[] = [];
   const waiters: { pattern: RegExp; resolve(line: string): void }[] = [];
   createInterface({ input: child.stdout }).on('line', (line) => {
@@ -117,8 +134,8 @@ export function syncProcess(config: object, env: Record<string, string> = {}): S
   });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; lines: string[]; stderr: string }>((resolve) =>
-    child.on('close', (code, signal) => resolve({ code, signal, lines, stderr })),
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; lines: string[]; stderr: string }>(
+    (resolve) => child.on('close', (code, signal) => resolve({ code, signal, lines, stderr })),
   );
   return {
     child,

@@ -62,9 +62,20 @@ export const listBody = JSON.stringify({
 });
 
 /** Answers with a JSON body (a string is sent as it is). */
-export function json(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function json(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers }).end(text);
+  response
+    .writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(text)),
+      ...headers,
+    })
+    .end(text);
 }
 
 export const errorBody = (status: number, message: string) => ({ status, message, error: { code: 'x', message } });
@@ -72,8 +83,19 @@ export const errorBody = (status: number, message: string) => ({ status, message
 export const fastRetry = { attempts: 3, baseDelayMs: 1, maxDelayMs: 5, budgetMs: 10_000 };
 
 /** A client of `url` with quick retries, that pushes each response event onto `events`. */
-export function clientOf(url: string, options: Partial<ClientOptions> = {}, events: ResponseEvent[] = []): ReadApiClient {
-  return createClient({ baseUrl: url, repository: 'tiny', apiKey: 'fault-key', retry: fastRetry, onResponse: (event) => events.push(event), ...options });
+export function clientOf(
+  url: string,
+  options: Partial<ClientOptions> = {},
+  events: ResponseEvent[] = [],
+): ReadApiClient {
+  return createClient({
+    baseUrl: url,
+    repository: 'tiny',
+    apiKey: 'fault-key',
+    retry: fastRetry,
+    onResponse: (event) => events.push(event),
+    ...options,
+  });
 }
 
 /** A port nothing listens on. */

@@ -1,5 +1,12 @@
 import { afterAll, expect } from 'vitest';
-import { type ClientOptions, closeAllPools, createClient, type ReadApiClient, type ResponseEvent, Sorting } from '../../src/api/index.ts';
+import {
+  type ClientOptions,
+  closeAllPools,
+  createClient,
+  type ReadApiClient,
+  type ResponseEvent,
+  Sorting,
+} from '../../src/api/index.ts';
 import { type ReadApiServer, startServer } from '../../src/server/index.ts';
 import { demoKey, demoSnapshot, fixture, servedForFile, tinyKey } from './server.ts';
 
@@ -40,7 +47,11 @@ export function expectForm(event: ResponseEvent, form: Form): void {
 /** Clients of the server `server()` gives. */
 function clientsOf(server: () => ReadApiServer) {
   /** A client of `tiny` (or `demo`) that records what it sent. */
-  const clientOf = (repository: 'tiny' | 'demo', options: Partial<ClientOptions> = {}, events: ResponseEvent[] = []): ReadApiClient =>
+  const clientOf = (
+    repository: 'tiny' | 'demo',
+    options: Partial<ClientOptions> = {},
+    events: ResponseEvent[] = [],
+  ): ReadApiClient =>
     createClient({
       baseUrl: server().url,
       repository,
@@ -54,7 +65,11 @@ function clientsOf(server: () => ReadApiServer) {
    * Runs one call in each form, checks each went out in its form and that every answer is the same,
    * and returns that answer.
    */
-  const inEveryForm = async <T>(call: (client: ReadApiClient) => Promise<T>, forms: Form[] = everyForm, repository: 'tiny' | 'demo' = 'tiny'): Promise<T> => {
+  const inEveryForm = async <T>(
+    call: (client: ReadApiClient) => Promise<T>,
+    forms: Form[] = everyForm,
+    repository: 'tiny' | 'demo' = 'tiny',
+  ): Promise<T> => {
     const answers: T[] = [];
     for (const form of forms) {
       const events: ResponseEvent[] = [];
@@ -69,7 +84,8 @@ function clientsOf(server: () => ReadApiServer) {
 }
 
 /** The records' ids, in order. */
-export const ids = (answer: { data: { meta?: { id?: string } }[] }): string[] => answer.data.map((record) => record.meta!.id!);
+export const ids = (answer: { data: { meta?: { id?: string } }[] }): string[] =>
+  answer.data.map((record) => record.meta!.id!);
 /** Included records' ids by group. */
 export const includedIds = (includes: Record<string, { meta?: { id?: string } }[]> | undefined) =>
   Object.fromEntries(Object.entries(includes ?? {}).map(([group, records]) => [group, records.map((r) => r.meta!.id)]));

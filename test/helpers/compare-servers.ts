@@ -56,7 +56,14 @@ export async function fetchAnswer(target: Target, request: BatteryRequest): Prom
     return {
       status: response.status,
       contentType: response.headers.get('content-type') ?? '',
-      body: raw ? bytes : Buffer.from([target.origin, ...(target.alsoOrigins ?? [])].reduce((text, origin) => text.replaceAll(origin, '<origin>'), bytes.toString('utf8'))),
+      body: raw
+        ? bytes
+        : Buffer.from(
+            [target.origin, ...(target.alsoOrigins ?? [])].reduce(
+              (text, origin) => text.replaceAll(origin, '<origin>'),
+              bytes.toString('utf8'),
+            ),
+          ),
     };
   } catch (error) {
     return { status: -1, contentType: '', body: Buffer.from(`request failed: ${(error as Error).message}`) };
@@ -73,7 +80,13 @@ const excerpt = (body: Buffer, at: number, raw: boolean): string => {
 /** How `compareServers` compares two answers; undefined when they are the same. */
 export function compareAnswers(request: BatteryRequest, a: Answer, b: Answer): Difference | undefined {
   const base = { name: request.name, method: request.method, path: request.path };
-  if (a.status !== b.status) return { ...base, what: 'status', a: `${a.status} ${a.body.toString('utf8').slice(0, 160)}`, b: `${b.status} ${b.body.toString('utf8').slice(0, 160)}` };
+  if (a.status !== b.status)
+    return {
+      ...base,
+      what: 'status',
+      a: `${a.status} ${a.body.toString('utf8').slice(0, 160)}`,
+      b: `${b.status} ${b.body.toString('utf8').slice(0, 160)}`,
+    };
   if (a.contentType !== b.contentType) return { ...base, what: 'content-type', a: a.contentType, b: b.contentType };
   if (a.body.equals(b.body)) return undefined;
   let at = 0;

@@ -16,7 +16,18 @@ import { Random } from '../../bench/random.ts';
  * it sees sees every field with a value.
  */
 
-export type CoverFieldType = 'text' | 'richtext' | 'number' | 'date' | 'boolean' | 'location' | 'select' | 'color' | 'relation' | 'asset' | 'json';
+export type CoverFieldType =
+  | 'text'
+  | 'richtext'
+  | 'number'
+  | 'date'
+  | 'boolean'
+  | 'location'
+  | 'select'
+  | 'color'
+  | 'relation'
+  | 'asset'
+  | 'json';
 export interface CoverField {
   apiId: string;
   type: CoverFieldType;
@@ -77,17 +88,74 @@ export interface CoverSnapshot {
 export const coverApiId = 'cover';
 export const coverKey = 'cover-read-key-5f0c1e2d3b4a6978';
 
-const locales = [{ key: 'en_US' }, { key: 'de_DE', fallback: 'en_US' }, { key: 'de_CH', fallback: 'de_DE' }, { key: 'fr_FR', fallback: 'en_US' }];
+const locales = [
+  { key: 'en_US' },
+  { key: 'de_DE', fallback: 'en_US' },
+  { key: 'de_CH', fallback: 'de_DE' },
+  { key: 'fr_FR', fallback: 'en_US' },
+];
 type Locale = 'en_US' | 'de_DE' | 'de_CH' | 'fr_FR';
 const localeKeys = locales.map((l) => l.key as Locale);
 /** How often a locale has its own value in a document that is not a full one. */
 const localeChance: Record<Locale, number> = { en_US: 0.85, de_DE: 0.6, de_CH: 0.25, fr_FR: 0.45 };
 
 const words: Record<Locale, string[]> = {
-  en_US: ['apple', 'harbor', 'winter', 'garden', 'river', 'market', 'summer', 'forest', 'bridge', 'lantern', 'orchard', 'meadow'],
-  de_DE: ['Apfel', 'Hafen', 'Winter', 'Garten', 'Fluss', 'Markt', 'Sommer', 'Wald', 'Brücke', 'Laterne', 'Äpfel', 'Öfen'],
-  de_CH: ['Velo', 'Znüni', 'Rüebli', 'Chuchichäschtli', 'Grüezi', 'Trottoir', 'Glace', 'Natel', 'Poulet', 'Zmorge', 'Gipfeli', 'Müesli'],
-  fr_FR: ['pomme', 'port', 'hiver', 'jardin', 'rivière', 'marché', 'été', 'forêt', 'pont', 'lanterne', 'verger', 'prairie'],
+  en_US: [
+    'apple',
+    'harbor',
+    'winter',
+    'garden',
+    'river',
+    'market',
+    'summer',
+    'forest',
+    'bridge',
+    'lantern',
+    'orchard',
+    'meadow',
+  ],
+  de_DE: [
+    'Apfel',
+    'Hafen',
+    'Winter',
+    'Garten',
+    'Fluss',
+    'Markt',
+    'Sommer',
+    'Wald',
+    'Brücke',
+    'Laterne',
+    'Äpfel',
+    'Öfen',
+  ],
+  de_CH: [
+    'Velo',
+    'Znüni',
+    'Rüebli',
+    'Chuchichäschtli',
+    'Grüezi',
+    'Trottoir',
+    'Glace',
+    'Natel',
+    'Poulet',
+    'Zmorge',
+    'Gipfeli',
+    'Müesli',
+  ],
+  fr_FR: [
+    'pomme',
+    'port',
+    'hiver',
+    'jardin',
+    'rivière',
+    'marché',
+    'été',
+    'forêt',
+    'pont',
+    'lanterne',
+    'verger',
+    'prairie',
+  ],
 };
 const categories: Record<Locale, string[]> = {
   en_US: ['news', 'guide', 'review'],
@@ -182,7 +250,12 @@ export function tinyPng(width: number, height: number, seed: number): Buffer {
   header.writeUInt32BE(height, 4);
   header.set([8, 2, 0, 0, 0], 8); // 8 bits per channel, RGB, deflate, no filter, no interlace
   const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-  return Buffer.concat([signature, chunk('IHDR', header), chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    signature,
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(rows)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 const ref = (id: string, contentType: string) => ({ meta: { id, contentType } });
@@ -215,7 +288,9 @@ export function coverSnapshot(options: { seed?: number; documents?: number } = {
   // Creation times: random over a year, every seventh one equal to the one before (ties break on ids).
   let previous = Date.UTC(2023, 0, 1);
   const stamps = (): { createdAt: string; updatedAt: string } => {
-    const created = rng.chance(1 / 7) ? previous : Date.UTC(2023, 0, 1) + rng.int(0, 365) * 86_400_000 + rng.int(0, 86_399_999);
+    const created = rng.chance(1 / 7)
+      ? previous
+      : Date.UTC(2023, 0, 1) + rng.int(0, 365) * 86_400_000 + rng.int(0, 86_399_999);
     previous = created;
     const updated = rng.chance(0.2) ? created : created + rng.int(1, 30 * 86_400_000);
     return { createdAt: new Date(created).toISOString(), updatedAt: new Date(updated).toISOString() };
@@ -234,16 +309,33 @@ export function coverSnapshot(options: { seed?: number; documents?: number } = {
     const path = `images/${name}.png`;
     files[path] = tinyPng(width, height, 1000 + i + (options.seed ?? 1));
     const fields: Record<string, unknown> = {};
-    const title = localizedValue(rng, i === 0, (locale) => `${capital(words[locale][i]!)} ${locale === 'en_US' ? 'picture' : 'Bild'}`);
+    const title = localizedValue(
+      rng,
+      i === 0,
+      (locale) => `${capital(words[locale][i]!)} ${locale === 'en_US' ? 'picture' : 'Bild'}`,
+    );
     if (title !== undefined) fields.title = title;
-    const description = localizedValue(rng, i === 0, (locale) => `${words[locale][(i + 3) % 12]} ${words[locale][(i + 5) % 12]}`);
+    const description = localizedValue(
+      rng,
+      i === 0,
+      (locale) => `${words[locale][(i + 3) % 12]} ${words[locale][(i + 5) % 12]}`,
+    );
     if (description !== undefined) fields.description = description;
-    fields.file = { url: path, fileName: `${name}.png`, mimeType: 'image/png', size: files[path]!.length, width, height };
+    fields.file = {
+      url: path,
+      fileName: `${name}.png`,
+      mimeType: 'image/png',
+      size: files[path]!.length,
+      width,
+      height,
+    };
     assets.push({ fields, meta: meta(assetIds[i]!, '_asset', i === 0) });
   });
 
-  const assetRef = (): object => (rng.chance(0.08) ? ref(danglingIds.asset, '_asset') : ref(rng.pick(assetIds), '_asset'));
-  const assetList = (full: boolean) => (full ? [ref(assetIds[0]!, '_asset'), ref(assetIds[1]!, '_asset')] : Array.from({ length: rng.int(0, 2) }, assetRef));
+  const assetRef = (): object =>
+    rng.chance(0.08) ? ref(danglingIds.asset, '_asset') : ref(rng.pick(assetIds), '_asset');
+  const assetList = (full: boolean) =>
+    full ? [ref(assetIds[0]!, '_asset'), ref(assetIds[1]!, '_asset')] : Array.from({ length: rng.int(0, 2) }, assetRef);
   const words2 = (locale: Locale) => `${capital(rng.pick(words[locale]))} ${rng.pick(words[locale])}`;
   const richtext = (locale: Locale, full: boolean) => {
     const heading = words2(locale);
@@ -253,7 +345,8 @@ export function coverSnapshot(options: { seed?: number; documents?: number } = {
     const img = image ? `<img src="images/${image}.png" alt="${image}">` : '';
     return { html: `<${tag}>${heading}</${tag}><p>${sentence}</p>${img}`, plain: `${heading}\n${sentence}` };
   };
-  const date = () => new Date(Date.UTC(2022, 0, 1) + rng.int(0, 900) * 86_400_000 + rng.int(0, 86_399_999)).toISOString();
+  const date = () =>
+    new Date(Date.UTC(2022, 0, 1) + rng.int(0, 900) * 86_400_000 + rng.int(0, 86_399_999)).toISOString();
   const location = () => ({ lat: rng.int(-900_000, 900_000) / 10_000, lng: rng.int(-1_800_000, 1_800_000) / 10_000 });
   const color = () => `#${pad(rng.int(0, 0xffffff).toString(16), 6)}`;
   const json = () =>
@@ -286,7 +379,12 @@ export function coverSnapshot(options: { seed?: number; documents?: number } = {
       avatar: () => (!full && rng.chance(0.1) ? [] : [assetRef()]),
       born: date,
       active: () => rng.chance(0.5) || full,
-      mentor: () => (i === 0 ? ref(authorIds[1]!, 'author') : rng.chance(0.15) ? ref(danglingIds.author, 'author') : ref(rng.pick(authorIds), 'author')),
+      mentor: () =>
+        i === 0
+          ? ref(authorIds[1]!, 'author')
+          : rng.chance(0.15)
+            ? ref(danglingIds.author, 'author')
+            : ref(rng.pick(authorIds), 'author'),
       links: json,
     });
   });
@@ -305,7 +403,9 @@ export function coverSnapshot(options: { seed?: number; documents?: number } = {
       accent: color,
       author: () => (rng.chance(0.1) ? ref(danglingIds.author, 'author') : ref(rng.pick(authorIds), 'author')),
       related: () => [
-        ...Array.from({ length: rng.int(full ? 2 : 0, 3) }, () => ref(rng.pick(articleIds.filter((a) => a !== id)), 'article')),
+        ...Array.from({ length: rng.int(full ? 2 : 0, 3) }, () =>
+          ref(rng.pick(articleIds.filter((a) => a !== id)), 'article'),
+        ),
         ...(full || rng.chance(0.1) ? [ref(danglingIds.article, 'article')] : []),
       ],
       images: localized(full, () => assetList(full)),
@@ -329,11 +429,20 @@ export function coverSnapshot(options: { seed?: number; documents?: number } = {
     });
   });
   // A localized field that is there with no locale at all: null in every locale, {} for locale=all.
-  const gap = documents.find((d) => d.meta.contentType === 'article' && d.meta.id !== articleIds[0] && d.fields.category !== undefined);
+  const gap = documents.find(
+    (d) => d.meta.contentType === 'article' && d.meta.id !== articleIds[0] && d.fields.category !== undefined,
+  );
   if (gap) gap.fields.category = {};
 
   const snapshot: SnapshotJson = {
-    repository: { id: '700000000000000001', apiId: coverApiId, name: 'Cover', defaultLocale: 'en_US', locales, apiKeys: [coverKey] },
+    repository: {
+      id: '700000000000000001',
+      apiId: coverApiId,
+      name: 'Cover',
+      defaultLocale: 'en_US',
+      locales,
+      apiKeys: [coverKey],
+    },
     contentTypes: coverContentTypes,
     documents,
     assets,
@@ -367,7 +476,11 @@ function plainValue(rng: Random, full: boolean, make: () => unknown): unknown {
 }
 
 /** A localized field: locale → value, some locales absent or null; in a document that is not full, now and then absent or null. */
-function localizedValue(rng: Random, full: boolean, make: (locale: Locale) => unknown): Record<string, unknown> | null | undefined {
+function localizedValue(
+  rng: Random,
+  full: boolean,
+  make: (locale: Locale) => unknown,
+): Record<string, unknown> | null | undefined {
   if (!full) {
     const draw = rng.next();
     if (draw < 0.06) return undefined;
@@ -382,7 +495,11 @@ function localizedValue(rng: Random, full: boolean, make: (locale: Locale) => un
 }
 
 /** Writes a snapshot as `<dir>/<apiId>.json` and its files beside it; returns the snapshot file's path. */
-export async function writeSnapshot(dir: string, snapshot: SnapshotJson, files: Record<string, Buffer>): Promise<string> {
+export async function writeSnapshot(
+  dir: string,
+  snapshot: SnapshotJson,
+  files: Record<string, Buffer>,
+): Promise<string> {
   const file = join(dir, `${snapshot.repository.apiId}.json`);
   await mkdir(dir, { recursive: true });
   await writeFile(file, `${JSON.stringify(snapshot, null, 2)}\n`);
@@ -394,7 +511,10 @@ export async function writeSnapshot(dir: string, snapshot: SnapshotJson, files: 
 }
 
 /** Writes the cover snapshot (see `coverSnapshot`) into `dir`; returns the snapshot file's path and the API key, and what was written. */
-export async function writeCoverSnapshot(dir: string, options: { seed?: number; documents?: number } = {}): Promise<CoverSnapshot & { file: string }> {
+export async function writeCoverSnapshot(
+  dir: string,
+  options: { seed?: number; documents?: number } = {},
+): Promise<CoverSnapshot & { file: string }> {
   const cover = coverSnapshot(options);
   return { ...cover, file: await writeSnapshot(dir, cover.snapshot, cover.files) };
 }

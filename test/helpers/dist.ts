@@ -11,5 +11,7 @@ export async function tree(site: string): Promise<Map<string, Buffer>> {
 
 /** Paths that differ between two trees (present in one only, or with other bytes). */
 export function differences(a: Map<string, Buffer>, b: Map<string, Buffer>): string[] {
-  return [...new Set([...a.keys(), ...b.keys()])].filter((path) => !a.get(path)?.equals(b.get(path) ?? Buffer.alloc(0))).sort();
+  return [...new Set([...a.keys(), ...b.keys()])]
+    .filter((path) => !a.get(path)?.equals(b.get(path) ?? Buffer.alloc(0)))
+    .sort();
 }

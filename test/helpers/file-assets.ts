@@ -15,13 +15,25 @@ import { fixture, tinySnapshot } from './server.ts';
 export const pdf = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
 
 /** The relative paths of the files beside the snapshot, as its assets name them. */
-export const paths = { pdf: 'docs/printable-card.pdf', plain: 'images/plain.svg', apples: 'images/apples.svg', ada: 'images/ada.svg' } as const;
+export const paths = {
+  pdf: 'docs/printable-card.pdf',
+  plain: 'images/plain.svg',
+  apples: 'images/apples.svg',
+  ada: 'images/ada.svg',
+} as const;
 
 const svg = () => readFileSync(fixture('images/apples.svg'));
 
 const asset = (id: string, url: string, file: Record<string, unknown>, title: string) => ({
   fields: { title: { en_US: title }, file: { url, fileName: url.split('/').pop(), ...file } },
-  meta: { id, contentType: '_asset', revision: 1, tags: [], createdAt: '2023-11-03T00:00:00.000Z', updatedAt: '2023-11-03T00:00:00.000Z' },
+  meta: {
+    id,
+    contentType: '_asset',
+    revision: 1,
+    tags: [],
+    createdAt: '2023-11-03T00:00:00.000Z',
+    updatedAt: '2023-11-03T00:00:00.000Z',
+  },
 });
 
 /** Writes the snapshot and its files into a new folder; returns the snapshot's path. */
@@ -37,7 +49,13 @@ export function tinyWithFileAssets(): string {
   write(paths.plain, svg());
   write(paths.pdf, pdf);
   const ada = snapshot.assets.find((a: { meta: { id: string } }) => a.meta.id === '301');
-  ada.fields.file = { ...ada.fields.file, url: paths.ada, fileName: 'ada.svg', mimeType: 'image/svg+xml', size: svg().length };
+  ada.fields.file = {
+    ...ada.fields.file,
+    url: paths.ada,
+    fileName: 'ada.svg',
+    mimeType: 'image/svg+xml',
+    size: svg().length,
+  };
   snapshot.assets.push(
     asset('302', paths.pdf, { mimeType: 'application/pdf', size: pdf.length }, 'Printable card'),
     asset('303', paths.plain, { mimeType: 'image/svg+xml', size: svg().length }, 'Plain'),

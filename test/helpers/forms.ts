@@ -39,9 +39,13 @@ export const nordic = {
 export function bracketed(options: Options): string {
   const pairs: string[] = [];
   const walk = (name: string, value: unknown): void => {
-    if (Array.isArray(value) && value.some((v) => typeof v === 'object' && v !== null)) value.forEach((v, i) => walk(`${name}[${i}]`, v));
+    if (Array.isArray(value) && value.some((v) => typeof v === 'object' && v !== null))
+      value.forEach((v, i) => {
+        walk(`${name}[${i}]`, v);
+      });
     else if (Array.isArray(value)) pairs.push(`${name}=${encodeURIComponent(value.join(','))}`);
-    else if (typeof value === 'object' && value !== null) for (const [k, v] of Object.entries(value)) walk(`${name}[${k}]`, v);
+    else if (typeof value === 'object' && value !== null)
+      for (const [k, v] of Object.entries(value)) walk(`${name}[${k}]`, v);
     else pairs.push(`${name}=${encodeURIComponent(String(value))}`);
   };
   for (const [name, value] of Object.entries(options)) walk(name, value);
@@ -56,7 +60,13 @@ export function everyWay(server: ReadApiServer, path: string, options: Options) 
     getJson(server, `${path}?${bracketed(options)}`),
     getJson(server, `${path}?query=${encodeURIComponent(JSON.stringify(options))}`),
     ...(isList(path)
-      ? [getJson(server, path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(options) })]
+      ? [
+          getJson(server, path, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(options),
+          }),
+        ]
       : []),
   ]);
 }

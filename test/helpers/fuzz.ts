@@ -13,7 +13,13 @@ import { startTiny, tinyKey } from './server.ts';
  */
 
 export const seed = 20240531;
-export const codes: Record<number, string> = { 400: 'bad_request', 401: 'unauthorized', 404: 'not_found', 405: 'method_not_allowed', 413: 'payload_too_large' };
+export const codes: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  413: 'payload_too_large',
+};
 
 /** What a repository offers the generators: names of real items and of fields of each kind. */
 export interface Target {
@@ -31,13 +37,31 @@ export interface Target {
 }
 
 export const tiny: Target = {
-  repo: 'tiny', key: tinyKey, collection: 'goodNews', document: '100', asset: '300', alias: 'home',
-  text: 'title', number: 'rating', date: 'date', relation: 'author', assetField: 'images',
+  repo: 'tiny',
+  key: tinyKey,
+  collection: 'goodNews',
+  document: '100',
+  asset: '300',
+  alias: 'home',
+  text: 'title',
+  number: 'rating',
+  date: 'date',
+  relation: 'author',
+  assetField: 'images',
 };
 export const benchSnapshot = generateSnapshot({ documents: 200, seed: 11, apiId: 'fuzz', key: 'fuzz-key' });
 export const generated: Target = {
-  repo: 'fuzz', key: 'fuzz-key', collection: 'technology', document: benchSnapshot.documents[0]!.meta.id, asset: benchSnapshot.assets[0]!.meta.id,
-  alias: 'imprint', text: 'title', number: 'readingTime', date: 'publishedAt', relation: 'related', assetField: 'cover',
+  repo: 'fuzz',
+  key: 'fuzz-key',
+  collection: 'technology',
+  document: benchSnapshot.documents[0]!.meta.id,
+  asset: benchSnapshot.assets[0]!.meta.id,
+  alias: 'imprint',
+  text: 'title',
+  number: 'readingTime',
+  date: 'publishedAt',
+  relation: 'related',
+  assetField: 'cover',
 };
 export const targets = [tiny, generated];
 
@@ -89,52 +113,185 @@ export interface Samples {
 export function jsonSamples(t: Target): Record<OptionName, Samples> {
   const integer: Samples = {
     valid: ['0', '3', '"7"', '1000', '5000', '-0', '" 2 "', '2.0'],
-    invalid: ['-1', '1.5', '"1.5"', '""', '"ten"', '"1e3"', '"0x10"', '"-1"', 'true', 'null', '[]', '{}', '[1]', '1e400', '{"valueOf":5}'],
+    invalid: [
+      '-1',
+      '1.5',
+      '"1.5"',
+      '""',
+      '"ten"',
+      '"1e3"',
+      '"0x10"',
+      '"-1"',
+      'true',
+      'null',
+      '[]',
+      '{}',
+      '[1]',
+      '1e400',
+      '{"valueOf":5}',
+    ],
   };
-  const tags: Samples = { valid: ['"a,b"', '["featured"]', '[]', '""', '"__proto__"'], invalid: ['1', 'null', 'true', '{}', '[1]', '[null]', '[["a"]]'] };
+  const tags: Samples = {
+    valid: ['"a,b"', '["featured"]', '[]', '""', '"__proto__"'],
+    invalid: ['1', 'null', 'true', '{}', '[1]', '[null]', '[["a"]]'],
+  };
   return {
     limit: integer,
     offset: integer,
-    locale: { valid: ['"en_US"', '"de_DE"', '"de_CH"', '"all"'], invalid: ['"fr_FR"', '""', '"EN_US"', '"__proto__"', '"constructor"', '"toString"', '1', 'null', 'true', '["en_US"]', '{}'] },
-    includes: {
-      valid: ['0', '1', '5', '"2"', `{"*.fields.${t.relation}":1}`, `{"*.fields.${t.relation}":{"*.fields.${t.relation}":"1"}}`, `{"*.fields.${t.relation}":true}`, '{"*.fields.__proto__":1}', '{"__proto__.fields.author":1}'],
+    locale: {
+      valid: ['"en_US"', '"de_DE"', '"de_CH"', '"all"'],
       invalid: [
-        '6', '-1', '1.5', '"x"', '"1.5"', '1e400', 'true', 'null', '[]', '{}', '[1]', '{"__proto__":1}', '{"bad":1}', '{"*.meta.id":1}',
-        `{"*.fields.${t.relation}":2}`, `{"*.fields.${t.relation}":"yes"}`, `{"*.fields.${t.relation}":{"__proto__":1}}`,
+        '"fr_FR"',
+        '""',
+        '"EN_US"',
+        '"__proto__"',
+        '"constructor"',
+        '"toString"',
+        '1',
+        'null',
+        'true',
+        '["en_US"]',
+        '{}',
+      ],
+    },
+    includes: {
+      valid: [
+        '0',
+        '1',
+        '5',
+        '"2"',
+        `{"*.fields.${t.relation}":1}`,
+        `{"*.fields.${t.relation}":{"*.fields.${t.relation}":"1"}}`,
+        `{"*.fields.${t.relation}":true}`,
+        '{"*.fields.__proto__":1}',
+        '{"__proto__.fields.author":1}',
+      ],
+      invalid: [
+        '6',
+        '-1',
+        '1.5',
+        '"x"',
+        '"1.5"',
+        '1e400',
+        'true',
+        'null',
+        '[]',
+        '{}',
+        '[1]',
+        '{"__proto__":1}',
+        '{"bad":1}',
+        '{"*.meta.id":1}',
+        `{"*.fields.${t.relation}":2}`,
+        `{"*.fields.${t.relation}":"yes"}`,
+        `{"*.fields.${t.relation}":{"__proto__":1}}`,
         `${`{"*.fields.${t.relation}":`.repeat(6)}1${'}'.repeat(6)}`,
       ],
     },
-    embedAssets: { valid: ['true', 'false', '1', '0', '"true"', '"0"'], invalid: ['"yes"', '2', 'null', '[]', '{}', '"TRUE"', '""'] },
+    embedAssets: {
+      valid: ['true', 'false', '1', '0', '"true"', '"0"'],
+      invalid: ['"yes"', '2', 'null', '[]', '{}', '"TRUE"', '""'],
+    },
     filters: {
       valid: [
-        '[]', `[{"*.fields.${t.text}":{"equal":"x"}}]`, `[{"*.fields.${t.text}":{"equal":5}}]`,
+        '[]',
+        `[{"*.fields.${t.text}":{"equal":"x"}}]`,
+        `[{"*.fields.${t.text}":{"equal":5}}]`,
         `[{"*.fields.${t.number}":{"greaterThan":"2"}},{"or":{"*.meta.id":{"in":[1,"2"]}}}]`,
-        `{"0":{"*.fields.${t.text}":{"like":"a%"}}}`, '[{"*.fields.__proto__":{"equal":1}}]', '[{"OR":{"*.meta.tags":{"empty":null}}}]',
+        `{"0":{"*.fields.${t.text}":{"like":"a%"}}}`,
+        '[{"*.fields.__proto__":{"equal":1}}]',
+        '[{"OR":{"*.meta.tags":{"empty":null}}}]',
         '[{"*.meta.revision":{"lessThan":3}}]',
       ],
       invalid: [
-        '"x"', '1', 'true', 'null', '{}', '[1]', '[null]', '[[]]', '[{}]', `[{"*.fields.${t.text}":"x"}]`, '[{"bad":{"equal":1}}]',
-        `[{"*.fields.${t.text}":{"nope":1}}]`, `[{"*.fields.${t.relation}":{"equal":"1"}}]`, `[{"*.fields.${t.assetField}":{"empty":1}}]`,
-        `[{"*.fields.${t.number}":{"equal":"abc"}}]`, `[{"*.fields.${t.number}":{"greaterThan":1e400}}]`, `[{"*.fields.${t.date}":{"lessThan":"yesterday"}}]`,
-        '[{"and":1}]', '[{"*.meta.id":{"equal":1.5}}]', '[{"*.meta.revision":{"equal":1.5}}]', '[{"*.meta.__proto__":{"equal":1}}]',
-        `[{"*.fields.${t.text}":{"__proto__":1}}]`, '[{"__proto__":{"equal":1}}]', `[{"*.fields.${t.text}":{"in":[]}}]`,
-        `[{"*.fields.${t.text}":{"in":[{}]}}]`, `[{"*.fields.${t.text}":{"like":{}}}]`, `[{"*.fields.${t.text}":{"equal":{"toJSON":1}}}]`,
+        '"x"',
+        '1',
+        'true',
+        'null',
+        '{}',
+        '[1]',
+        '[null]',
+        '[[]]',
+        '[{}]',
+        `[{"*.fields.${t.text}":"x"}]`,
+        '[{"bad":{"equal":1}}]',
+        `[{"*.fields.${t.text}":{"nope":1}}]`,
+        `[{"*.fields.${t.relation}":{"equal":"1"}}]`,
+        `[{"*.fields.${t.assetField}":{"empty":1}}]`,
+        `[{"*.fields.${t.number}":{"equal":"abc"}}]`,
+        `[{"*.fields.${t.number}":{"greaterThan":1e400}}]`,
+        `[{"*.fields.${t.date}":{"lessThan":"yesterday"}}]`,
+        '[{"and":1}]',
+        '[{"*.meta.id":{"equal":1.5}}]',
+        '[{"*.meta.revision":{"equal":1.5}}]',
+        '[{"*.meta.__proto__":{"equal":1}}]',
+        `[{"*.fields.${t.text}":{"__proto__":1}}]`,
+        '[{"__proto__":{"equal":1}}]',
+        `[{"*.fields.${t.text}":{"in":[]}}]`,
+        `[{"*.fields.${t.text}":{"in":[{}]}}]`,
+        `[{"*.fields.${t.text}":{"like":{}}}]`,
+        `[{"*.fields.${t.text}":{"equal":{"toJSON":1}}}]`,
         '{"__proto__":{"*.fields.title":{"equal":"x"}}}',
       ],
     },
     includeTags: tags,
     excludeTags: tags,
     sorting: {
-      valid: ['{"meta.id":"asc"}', '{}', `{"fields.${t.text}":-1}`, '{"fields.nothing":"DESC"}', `{"fields.${t.number}":"1","meta.createdAt":"desc"}`, '{"fields.__proto__":"asc"}'],
+      valid: [
+        '{"meta.id":"asc"}',
+        '{}',
+        `{"fields.${t.text}":-1}`,
+        '{"fields.nothing":"DESC"}',
+        `{"fields.${t.number}":"1","meta.createdAt":"desc"}`,
+        '{"fields.__proto__":"asc"}',
+      ],
       invalid: [
-        '"x"', '1', 'null', '[]', 'true', '{"meta.id":"up"}', `{"fields.${t.relation}":"asc"}`, `{"fields.${t.assetField}":"asc"}`, '{"fields.extra":"asc"}',
-        '{"meta.tags":"asc"}', '{"x":"asc"}', '{"__proto__":"asc"}', '{"meta.__proto__":"asc"}', '{"meta.constructor":"asc"}',
-        '{"meta.id":null}', '{"meta.id":{}}', '{"meta.id":["asc"]}', '{"meta.id":2}', '{"fields.a.b":"asc"}',
+        '"x"',
+        '1',
+        'null',
+        '[]',
+        'true',
+        '{"meta.id":"up"}',
+        `{"fields.${t.relation}":"asc"}`,
+        `{"fields.${t.assetField}":"asc"}`,
+        '{"fields.extra":"asc"}',
+        '{"meta.tags":"asc"}',
+        '{"x":"asc"}',
+        '{"__proto__":"asc"}',
+        '{"meta.__proto__":"asc"}',
+        '{"meta.constructor":"asc"}',
+        '{"meta.id":null}',
+        '{"meta.id":{}}',
+        '{"meta.id":["asc"]}',
+        '{"meta.id":2}',
+        '{"fields.a.b":"asc"}',
       ],
     },
     fields: {
-      valid: ['"fields(title)"', '"meta"', '"*"', '"fields/title,meta/id"', '"meta(id,tags)"', '"__proto__"', '"constructor(prototype)"', '"includes"'],
-      invalid: ['""', '"("', '"a("', '"a)"', '"a,,b"', '"a//b"', '"fields(title"', '1', 'null', '[]', '{}', 'true', '{"toString":"meta"}'],
+      valid: [
+        '"fields(title)"',
+        '"meta"',
+        '"*"',
+        '"fields/title,meta/id"',
+        '"meta(id,tags)"',
+        '"__proto__"',
+        '"constructor(prototype)"',
+        '"includes"',
+      ],
+      invalid: [
+        '""',
+        '"("',
+        '"a("',
+        '"a)"',
+        '"a,,b"',
+        '"a//b"',
+        '"fields(title"',
+        '1',
+        'null',
+        '[]',
+        '{}',
+        'true',
+        '{"toString":"meta"}',
+      ],
     },
     search: { valid: ['"apple"', '""', '5', '"  "', '"__proto__"'], invalid: ['null', '[]', '{}', 'true', '["a"]'] },
   };
@@ -144,7 +301,17 @@ export function jsonSamples(t: Target): Record<OptionName, Samples> {
 export function bracketSamples(t: Target): Record<OptionName, Samples> {
   const integer = (name: string): Samples => ({
     valid: [`${name}=0`, `${name}=7`, `${name}=%207%20`, `${name}=5000`, `${name}=+3`],
-    invalid: [`${name}=-1`, `${name}=1.5`, `${name}=`, `${name}=ten`, `${name}=1e3`, `${name}[]=1`, `${name}[a]=1`, `${name}=0x10`, `${name}=2.0`],
+    invalid: [
+      `${name}=-1`,
+      `${name}=1.5`,
+      `${name}=`,
+      `${name}=ten`,
+      `${name}=1e3`,
+      `${name}[]=1`,
+      `${name}[a]=1`,
+      `${name}=0x10`,
+      `${name}=2.0`,
+    ],
   });
   const tags = (name: string): Samples => ({
     valid: [`${name}=a,b`, `${name}[]=a&${name}[]=b`, `${name}=`, `${name}[]=1`],
@@ -154,38 +321,82 @@ export function bracketSamples(t: Target): Record<OptionName, Samples> {
   return {
     limit: integer('limit'),
     offset: integer('offset'),
-    locale: { valid: ['locale=de_CH', 'locale=all'], invalid: ['locale=xx', 'locale=', 'locale[]=en_US', 'locale[a]=b', 'locale=__proto__'] },
+    locale: {
+      valid: ['locale=de_CH', 'locale=all'],
+      invalid: ['locale=xx', 'locale=', 'locale[]=en_US', 'locale[a]=b', 'locale=__proto__'],
+    },
     includes: {
       valid: ['includes=2', 'includes=0', `includes[${rel}]=1`, `includes[${rel}][${rel}]=1`, `includes[${rel}]=true`],
-      invalid: ['includes=6', 'includes=-1', 'includes=1.5', 'includes=', 'includes=x', `includes[${rel}]=2`, 'includes[__proto__]=1', 'includes[]=1', `includes${`[${rel}]`.repeat(6)}=1`],
+      invalid: [
+        'includes=6',
+        'includes=-1',
+        'includes=1.5',
+        'includes=',
+        'includes=x',
+        `includes[${rel}]=2`,
+        'includes[__proto__]=1',
+        'includes[]=1',
+        `includes${`[${rel}]`.repeat(6)}=1`,
+      ],
     },
-    embedAssets: { valid: ['embedAssets=1', 'embedAssets=false'], invalid: ['embedAssets=yes', 'embedAssets=', 'embedAssets[]=1'] },
+    embedAssets: {
+      valid: ['embedAssets=1', 'embedAssets=false'],
+      invalid: ['embedAssets=yes', 'embedAssets=', 'embedAssets[]=1'],
+    },
     filters: {
       valid: [
-        `filters[0][*.fields.${t.text}][equal]=x`, `filters[0][*.fields.${t.number}][lessThan]=3&filters[1][or][*.meta.id][in]=1,2`,
-        `filters[][*.fields.${t.text}][like]=%25a%25`, `filters[*.fields.${t.text}][notEmpty]=`,
+        `filters[0][*.fields.${t.text}][equal]=x`,
+        `filters[0][*.fields.${t.number}][lessThan]=3&filters[1][or][*.meta.id][in]=1,2`,
+        `filters[][*.fields.${t.text}][like]=%25a%25`,
+        `filters[*.fields.${t.text}][notEmpty]=`,
       ],
       invalid: [
-        'filters=x', 'filters[0]=x', `filters[0][*.fields.${t.text}]=x`, 'filters[0][bad][equal]=1', `filters[0][*.fields.${t.text}][nope]=1`,
-        `filters[0][*.fields.${t.relation}][equal]=1`, `filters[0][*.fields.${t.number}][equal]=abc`, `filters[0][*.fields.${t.date}][lessThan]=yesterday`,
-        'filters[0][*.meta.id][equal]=1.5', 'filters[0][__proto__][equal]=1', 'filters[__proto__][x]=1', `filters[0][*.fields.${t.text}][__proto__]=1`, 'filters[0][and]=1',
+        'filters=x',
+        'filters[0]=x',
+        `filters[0][*.fields.${t.text}]=x`,
+        'filters[0][bad][equal]=1',
+        `filters[0][*.fields.${t.text}][nope]=1`,
+        `filters[0][*.fields.${t.relation}][equal]=1`,
+        `filters[0][*.fields.${t.number}][equal]=abc`,
+        `filters[0][*.fields.${t.date}][lessThan]=yesterday`,
+        'filters[0][*.meta.id][equal]=1.5',
+        'filters[0][__proto__][equal]=1',
+        'filters[__proto__][x]=1',
+        `filters[0][*.fields.${t.text}][__proto__]=1`,
+        'filters[0][and]=1',
       ],
     },
     includeTags: tags('includeTags'),
     excludeTags: tags('excludeTags'),
     sorting: {
-      valid: ['sorting[meta.id]=asc', `sorting[fields.${t.text}]=-1`, 'sorting[meta.createdAt]=DESC&sorting[meta.id]=1'],
+      valid: [
+        'sorting[meta.id]=asc',
+        `sorting[fields.${t.text}]=-1`,
+        'sorting[meta.createdAt]=DESC&sorting[meta.id]=1',
+      ],
       invalid: [
-        'sorting=x', 'sorting[meta.id]=up', 'sorting[meta.tags]=asc', `sorting[fields.${t.relation}]=asc`, 'sorting[fields.extra]=asc', 'sorting[__proto__]=asc',
-        'sorting[meta.__proto__]=asc', 'sorting[meta.id][]=asc', 'sorting[meta.id][x]=1', 'sorting[]=meta.id',
+        'sorting=x',
+        'sorting[meta.id]=up',
+        'sorting[meta.tags]=asc',
+        `sorting[fields.${t.relation}]=asc`,
+        'sorting[fields.extra]=asc',
+        'sorting[__proto__]=asc',
+        'sorting[meta.__proto__]=asc',
+        'sorting[meta.id][]=asc',
+        'sorting[meta.id][x]=1',
+        'sorting[]=meta.id',
       ],
     },
-    fields: { valid: ['fields=fields(title)', 'fields=meta/id', 'fields=*'], invalid: ['fields=', 'fields=(', 'fields=a)', 'fields[]=meta', 'fields[a]=b'] },
+    fields: {
+      valid: ['fields=fields(title)', 'fields=meta/id', 'fields=*'],
+      invalid: ['fields=', 'fields=(', 'fields=a)', 'fields[]=meta', 'fields[a]=b'],
+    },
     search: { valid: ['search=apple', 'search=', 'search=a+b'], invalid: ['search[]=a', 'search[a]=b'] },
   };
 }
 
-export const jsonObject = (entries: [string, string][]): string => `{${entries.map(([name, value]) => `${JSON.stringify(name)}:${value}`).join(',')}}`;
+export const jsonObject = (entries: [string, string][]): string =>
+  `{${entries.map(([name, value]) => `${JSON.stringify(name)}:${value}`).join(',')}}`;
 export const auth = (t: Target) => ({ authorization: t.key });
 
 // ---------------------------------------------------------------------------------------------
@@ -213,7 +424,8 @@ export function problems(c: Case, answer: Answer): string[] {
   if (status >= 500) return [`answered ${status}: ${answer.text.slice(0, 200)}`];
   if (c.expect === 'ok' && status !== 200) out.push(`expected 200, got ${status}: ${answer.text.slice(0, 200)}`);
   if (c.expect === 'error' && (status < 400 || status > 499)) out.push(`expected a 4xx, got ${status}`);
-  if (c.status !== undefined && status !== c.status) out.push(`expected ${c.status}, got ${status}: ${answer.text.slice(0, 200)}`);
+  if (c.status !== undefined && status !== c.status)
+    out.push(`expected ${c.status}, got ${status}: ${answer.text.slice(0, 200)}`);
   if (status !== 200 && status !== 304 && (status < 400 || status > 499)) out.push(`unexpected status ${status}`);
   if (answer.headers['access-control-allow-origin'] !== '*') out.push('no Access-Control-Allow-Origin: *');
   if (c.method === 'HEAD' || status === 304) {
@@ -249,7 +461,8 @@ export function problems(c: Case, answer: Answer): string[] {
     typeof body.error?.message === 'string' &&
     body.error.message !== '';
   if (!shapeOk) out.push(`not the spec's error shape for ${status}: ${answer.text.slice(0, 200)}`);
-  if (!String(answer.headers['content-type']).startsWith('application/json')) out.push('an error that is not application/json');
+  if (!String(answer.headers['content-type']).startsWith('application/json'))
+    out.push('an error that is not application/json');
   return out;
 }
 
@@ -324,7 +537,6 @@ export function useFuzzServer(): void {
     await pool?.close();
     await server?.close();
   });
-
 }
 
 export function decodeURIComponentSafe(text: string): string {
@@ -350,7 +562,9 @@ export function stillServesAsBefore(minimum: number): void {
           expect(answer.text, path).toBe(baseline.get(`${t.repo} ${path}`));
         }
       }
-      const home = JSON.parse((await send({ label: '', path: '/v1/tiny/alias/home?locale=de_DE', headers: auth(tiny), expect: 'ok' })).text);
+      const home = JSON.parse(
+        (await send({ label: '', path: '/v1/tiny/alias/home?locale=de_DE', headers: auth(tiny), expect: 'ok' })).text,
+      );
       expect(home.fields.title).toBe('Apfelernte');
     });
 

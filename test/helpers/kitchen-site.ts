@@ -15,16 +15,23 @@ import { kitchenKey, writeKitchen } from './kitchen.ts';
 
 /** The loaders of src/content.config.ts, by collection: the options as they are written there. */
 export const defaultLoaders: Record<string, string> = {
-  recipes: "{ collection: 'recipes', options: { includes: 1 }, entryId: ({ locale, fields }) => `${lang(locale)}/${fields.slug}` }",
+  recipes:
+    "{ collection: 'recipes', options: { includes: 1 }, entryId: ({ locale, fields }) => `${lang(locale)}/${fields.slug}` }",
   chefs: "{ contentType: 'chef', entryId: ({ locale, fields }) => `${lang(locale)}/${fields.slug}` }",
   cuisines: "{ contentType: 'cuisine' }",
   pages: "{ aliases: ['home', 'about'], entryId: ({ locale, fields }) => `${lang(locale)}/${fields.slug}` }",
 };
 
 /** The text of src/content.config.ts with these loaders, in this order; `schemas` get a loose schema of their own. */
-export function contentConfig(loaders: Record<string, string>, order = Object.keys(loaders), schemas: string[] = []): string {
+export function contentConfig(
+  loaders: Record<string, string>,
+  order = Object.keys(loaders),
+  schemas: string[] = [],
+): string {
   const lines = order.map((name) => {
-    const schema = schemas.includes(name) ? ', schema: z.looseObject({ id: z.string(), fields: z.looseObject({}) })' : '';
+    const schema = schemas.includes(name)
+      ? ', schema: z.looseObject({ id: z.string(), fields: z.looseObject({}) })'
+      : '';
     return `  ${name}: defineCollection({ loader: comfortableLoader(${loaders[name]})${schema} }),`;
   });
   return [
@@ -70,7 +77,11 @@ export interface KitchenSite {
   /** Replaces the contentTypes of comfortable() in astro.config.mjs. */
   contentTypes(map: Record<string, string>): Promise<void>;
   /** Runs the Astro CLI (default `build`) against the server; the output without colours. */
-  astro(server: ReadApiServer, args?: string[], env?: Record<string, string>): Promise<{ code: number | null; output: string }>;
+  astro(
+    server: ReadApiServer,
+    args?: string[],
+    env?: Record<string, string>,
+  ): Promise<{ code: number | null; output: string }>;
   /** Collection → entry id → entry data, as the last sync left Astro's data store. */
   store(): Promise<Map<string, Map<string, { data: Record<string, unknown> }>>>;
   remove(): Promise<void>;
@@ -82,18 +93,29 @@ export async function kitchenSite(name: string): Promise<KitchenSite> {
   const config = join(site.dir, 'astro.config.mjs');
   return {
     dir: site.dir,
-    loaders: (loaders, order, schemas) => writeFile(join(site.dir, 'src/content.config.ts'), contentConfig(loaders, order, schemas)),
+    loaders: (loaders, order, schemas) =>
+      writeFile(join(site.dir, 'src/content.config.ts'), contentConfig(loaders, order, schemas)),
     contentTypes: async (map) => {
       const text = await readFile(config, 'utf8');
-      const written = Object.entries(map).map(([type, collection]) => `${type}: '${collection}'`).join(', ');
+      const written = Object.entries(map)
+        .map(([type, collection]) => `${type}: '${collection}'`)
+        .join(', ');
       await writeFile(config, text.replace(/contentTypes: \{[^}]*\}/, `contentTypes: { ${written} }`));
     },
     astro: async (server, args = ['build'], env = {}) => {
-      const { code, output } = await runAstro(site.dir, args, { CMFT_BASE_URL: server.url, CMFT_API_KEY: kitchenKey, CMFT_REPOSITORY: 'kitchen', ...env });
+      const { code, output } = await runAstro(site.dir, args, {
+        CMFT_BASE_URL: server.url,
+        CMFT_API_KEY: kitchenKey,
+        CMFT_REPOSITORY: 'kitchen',
+        ...env,
+      });
       return { code, output: stripVTControlCharacters(output) };
     },
     store: async () => {
-      const raw = devalue.parse(await readFile(join(site.dir, 'node_modules/.astro/data-store.json'), 'utf8')) as Map<string, Map<string, { data: Record<string, unknown> }>>;
+      const raw = devalue.parse(await readFile(join(site.dir, 'node_modules/.astro/data-store.json'), 'utf8')) as Map<
+        string,
+        Map<string, { data: Record<string, unknown> }>
+      >;
       return new Map([...raw].filter(([key]) => !key.startsWith('meta:')));
     },
     remove: site.remove,

@@ -37,10 +37,18 @@ function linksOf(html: string): { attribute: string; url: string }[] {
   const links: { attribute: string; url: string }[] = [];
   const withoutComments = html.replace(/<!--[\s\S]*?-->/g, '');
   for (const [tag] of withoutComments.matchAll(/<[a-z][^\s/>]*(?:\s[^>]*)?>/gi)) {
-    for (const [, name, double, single, bare] of tag.matchAll(/\s(href|src|srcset)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))/gi)) {
+    for (const [, name, double, single, bare] of tag.matchAll(
+      /\s(href|src|srcset)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))/gi,
+    )) {
       const attribute = name!.toLowerCase();
       const value = decodeHTMLAttribute(double ?? single ?? bare ?? '');
-      const urls = attribute === 'srcset' ? value.split(',').map((candidate) => candidate.trim().split(/\s+/)[0]!).filter(Boolean) : [value.trim()];
+      const urls =
+        attribute === 'srcset'
+          ? value
+              .split(',')
+              .map((candidate) => candidate.trim().split(/\s+/)[0]!)
+              .filter(Boolean)
+          : [value.trim()];
       for (const url of urls) links.push({ attribute, url });
     }
   }

@@ -42,5 +42,8 @@ async function linkPackage(dir: string): Promise<void> {
   await mkdir(target, { recursive: true });
   await symlink(join(root, 'src'), join(target, 'src'), 'dir');
   const exports = { '.': './src/index.ts', './astro': './src/astro/index.ts', './vite': './src/vite/index.ts' };
-  await writeFile(join(target, 'package.json'), JSON.stringify({ name: 'comfortable-loader', type: 'module', exports }, null, 2));
+  await writeFile(
+    join(target, 'package.json'),
+    JSON.stringify({ name: 'comfortable-loader', type: 'module', exports }, null, 2),
+  );
 }

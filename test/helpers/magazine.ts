@@ -22,7 +22,10 @@ import type { StoredRecord } from '../../src/sync/records.ts';
 export const key = 'mag-read-key-7d3b2468f1c0a9e5';
 export const otherKey = 'mag-read-key-second-00c0ffee11';
 
-export type Doc = { fields: Record<string, unknown>; meta: { id: string; contentType: string; revision: number; tags: string[]; createdAt: string; updatedAt: string } };
+export type Doc = {
+  fields: Record<string, unknown>;
+  meta: { id: string; contentType: string; revision: number; tags: string[]; createdAt: string; updatedAt: string };
+};
 
 export const ref = (id: string, contentType: string) => ({ meta: { id, contentType } });
 export const meta = (id: string, contentType: string, day: number): Doc['meta'] => ({
@@ -82,7 +85,10 @@ export function magazine() {
       {
         fields: {
           title: { en_US: 'Apple harvest', de_DE: 'Apfelernte', de_CH: 'Öpfelernte' },
-          body: { en_US: { html: '<p>Crisp <b>apples</b></p>', plain: 'Crisp apples' }, de_DE: { html: '<p>Knackige Äpfel</p>', plain: 'Knackige Äpfel' } },
+          body: {
+            en_US: { html: '<p>Crisp <b>apples</b></p>', plain: 'Crisp apples' },
+            de_DE: { html: '<p>Knackige Äpfel</p>', plain: 'Knackige Äpfel' },
+          },
           rating: 5,
           publishedAt: '2024-03-01T10:00:00.000Z',
           featured: true,
@@ -111,20 +117,32 @@ export function magazine() {
         meta: meta('1002', 'article', 2),
       },
       {
-        fields: { title: { en_US: 'Cherry season', de_DE: 'Kirschenzeit' }, rating: 4, featured: true, author: ref('2001', 'author') },
+        fields: {
+          title: { en_US: 'Cherry season', de_DE: 'Kirschenzeit' },
+          rating: 4,
+          featured: true,
+          author: ref('2001', 'author'),
+        },
         meta: meta('1003', 'article', 3),
       },
       {
         fields: {
           name: 'Ada',
-          bio: { en_US: { html: '<p>Editor</p>', plain: 'Editor' }, de_DE: { html: '<p>Redakteurin</p>', plain: 'Redakteurin' } },
+          bio: {
+            en_US: { html: '<p>Editor</p>', plain: 'Editor' },
+            de_DE: { html: '<p>Redakteurin</p>', plain: 'Redakteurin' },
+          },
           avatar: [ref('3002', '_asset')],
           favourite: ref('1003', 'article'),
         },
         meta: meta('2001', 'author', 4),
       },
       {
-        fields: { name: 'Bob', bio: { en_US: { html: '<p>Reporter</p>', plain: 'Reporter' } }, favourite: ref('1001', 'article') },
+        fields: {
+          name: 'Bob',
+          bio: { en_US: { html: '<p>Reporter</p>', plain: 'Reporter' } },
+          favourite: ref('1001', 'article'),
+        },
         meta: meta('2002', 'author', 5),
       },
     ] as Doc[],
@@ -133,21 +151,39 @@ export function magazine() {
         fields: {
           title: { en_US: 'Apples', de_DE: 'Äpfel' },
           description: { en_US: 'A basket of apples', de_DE: 'Ein Korb Äpfel' },
-          file: { url: 'https://images.example.com/apples.jpg', fileName: 'apples.jpg', mimeType: 'image/jpeg', size: 1200, width: 800, height: 600 },
+          file: {
+            url: 'https://images.example.com/apples.jpg',
+            fileName: 'apples.jpg',
+            mimeType: 'image/jpeg',
+            size: 1200,
+            width: 800,
+            height: 600,
+          },
         },
         meta: meta('3001', '_asset', 6),
       },
       {
         fields: {
           title: { en_US: 'Bananas' },
-          file: { url: 'https://images.example.com/bananas.png', fileName: 'bananas.png', mimeType: 'image/png', size: 900, width: 400, height: 300 },
+          file: {
+            url: 'https://images.example.com/bananas.png',
+            fileName: 'bananas.png',
+            mimeType: 'image/png',
+            size: 900,
+            width: 400,
+            height: 300,
+          },
         },
         meta: meta('3002', '_asset', 7),
       },
     ] as Doc[],
     collections: [
       { apiId: 'articles', contentType: 'article', sorting: { 'fields.rating': 'DESC' } } as Record<string, unknown>,
-      { apiId: 'featured', contentType: 'article', filters: [{ 'article.fields.featured': { equal: true } }] } as Record<string, unknown>,
+      {
+        apiId: 'featured',
+        contentType: 'article',
+        filters: [{ 'article.fields.featured': { equal: true } }],
+      } as Record<string, unknown>,
       { apiId: 'authors', contentType: 'author' } as Record<string, unknown>,
     ],
     aliases: [{ apiId: 'home', document: '1001' }],
@@ -197,7 +233,12 @@ export async function serve(snapshot: Magazine = magazine(), extra: unknown[] = 
     },
   });
   cleanups.push(() => server.close());
-  return { server, requests, snapshot, publish: async () => void (await server.replaceSnapshot(structuredClone(snapshot))) };
+  return {
+    server,
+    requests,
+    snapshot,
+    publish: async () => void (await server.replaceSnapshot(structuredClone(snapshot))),
+  };
 }
 
 export interface Proxy {
@@ -241,24 +282,34 @@ export async function startProxy(target: ReadApiServer, rewrite?: (path: string,
   const forward = (req: IncomingMessage, res: import('node:http').ServerResponse) => {
     if ((proxy.failFrom !== undefined && proxy.seen.length >= proxy.failFrom) || proxy.failIf?.()) {
       if (proxy.failure === 'hang-up') req.socket.destroy();
-      else res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 500, message: 'down', error: { code: 'server_error', message: 'down for maintenance' } }));
+      else
+        res.writeHead(500, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            status: 500,
+            message: 'down',
+            error: { code: 'server_error', message: 'down for maintenance' },
+          }),
+        );
       return;
     }
-    const upstream = httpRequest({ host: '127.0.0.1', port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer: IncomingMessage) => {
-      const path = (req.url ?? '').split('?')[0]!;
-      if (!rewrite || answer.statusCode !== 200) {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-        return;
-      }
-      const chunks: Buffer[] = [];
-      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
-      answer.on('end', () => {
-        const body = JSON.stringify(rewrite(path, JSON.parse(Buffer.concat(chunks).toString('utf8'))));
-        const { 'content-length': _length, ...headers } = answer.headers;
-        res.writeHead(200, { ...headers, 'content-length': Buffer.byteLength(body) }).end(body);
-      });
-    });
+    const upstream = httpRequest(
+      { host: '127.0.0.1', port: target.port, method: req.method, path: req.url, headers: req.headers },
+      (answer: IncomingMessage) => {
+        const path = (req.url ?? '').split('?')[0]!;
+        if (!rewrite || answer.statusCode !== 200) {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+          return;
+        }
+        const chunks: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+        answer.on('end', () => {
+          const body = JSON.stringify(rewrite(path, JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+          const { 'content-length': _length, ...headers } = answer.headers;
+          res.writeHead(200, { ...headers, 'content-length': Buffer.byteLength(body) }).end(body);
+        });
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   };
@@ -281,7 +332,11 @@ export function recorder(): SyncLogger & { infos: string[]; warns: string[] } {
   return { infos, warns, info: (m) => infos.push(m), warn: (m) => warns.push(m) };
 }
 
-export const standard = { collections: { articles: {}, featured: {} }, aliases: ['home'], queries: { authors: { contentType: 'author' } } } satisfies Partial<SyncConfigInput>;
+export const standard = {
+  collections: { articles: {}, featured: {} },
+  aliases: ['home'],
+  queries: { authors: { contentType: 'author' } },
+} satisfies Partial<SyncConfigInput>;
 
 export function configFor(baseUrl: string, cacheDir: string, extra: Partial<SyncConfigInput> = {}): SyncConfigInput {
   return { baseUrl, repository: 'mag', apiKey: key, cacheDir, onError: 'fail', ...standard, ...extra };
@@ -290,7 +345,9 @@ export function configFor(baseUrl: string, cacheDir: string, extra: Partial<Sync
 /** Every record of a sync's cache, by id. */
 export function recordsOf(result: Pick<SyncResult, 'cache'>): Map<string, StoredRecord> {
   const cache = result.cache;
-  const ids = cache.sources().flatMap((source) => [...cache.members(source.key).map((m) => m.id), ...cache.included(source.key)]);
+  const ids = cache
+    .sources()
+    .flatMap((source) => [...cache.members(source.key).map((m) => m.id), ...cache.included(source.key)]);
   return new Map([...cache.records(new Set(ids))].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
@@ -301,8 +358,18 @@ export function recordsOf(result: Pick<SyncResult, 'cache'>): Map<string, Stored
 export function cacheContent(dir: string): Record<string, unknown[]> {
   const db = new DatabaseSync(join(dir, 'cache.sqlite'), { readOnly: true });
   try {
-    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((row) => row.name);
-    return Object.fromEntries(tables.map((table) => [table, db.prepare(`SELECT * FROM "${table}" ORDER BY 1, 2`).all().map((row) => ({ ...row }))]));
+    const tables = (
+      db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]
+    ).map((row) => row.name);
+    return Object.fromEntries(
+      tables.map((table) => [
+        table,
+        db
+          .prepare(`SELECT * FROM "${table}" ORDER BY 1, 2`)
+          .all()
+          .map((row) => ({ ...row })),
+      ]),
+    );
   } finally {
     db.close();
   }
@@ -324,6 +391,10 @@ export function contentOf(cache: CacheReader) {
 }
 export const none = { added: [], updated: [], removed: [] };
 /** Changes with their ids sorted: which ids, not in which order. */
-export const tidy = (changes: { added: string[]; updated: string[]; removed: string[] }) => ({ added: sorted(changes.added), updated: sorted(changes.updated), removed: sorted(changes.removed) });
-export const tidySources = (changeset: Changeset) => Object.fromEntries(Object.entries(changeset.sources).map(([k, v]) => [k, tidy(v)]));
-
+export const tidy = (changes: { added: string[]; updated: string[]; removed: string[] }) => ({
+  added: sorted(changes.added),
+  updated: sorted(changes.updated),
+  removed: sorted(changes.removed),
+});
+export const tidySources = (changeset: Changeset) =>
+  Object.fromEntries(Object.entries(changeset.sources).map(([k, v]) => [k, tidy(v)]));

@@ -8,9 +8,21 @@ try {
   const cache = openCache(process.argv[2]!);
   if (!cache) console.log(JSON.stringify({ cache: null }));
   else {
-    const members = [...new Set(cache.sources().flatMap((source) => cache.members(source.key).map((member) => member.id)))].sort();
+    const members = [
+      ...new Set(cache.sources().flatMap((source) => cache.members(source.key).map((member) => member.id))),
+    ].sort();
     const titleOf1001 = cache.has('1001') ? cache.record('1001')!.fields.title : undefined;
-    console.log(JSON.stringify({ cache: { lastSync: cache.head.lastSync, records: cache.recordCount(), members, titleOf1001, damaged: cache.verify() } }));
+    console.log(
+      JSON.stringify({
+        cache: {
+          lastSync: cache.head.lastSync,
+          records: cache.recordCount(),
+          members,
+          titleOf1001,
+          damaged: cache.verify(),
+        },
+      }),
+    );
   }
 } catch (error) {
   const { name, message, code, cause } = error as Error & { code?: string; cause?: { errcode?: number } };

@@ -53,7 +53,8 @@ async function withBuildLock<T>(run: () => Promise<T>): Promise<T> {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const holder = Number(await readFile(join(lock, 'pid'), 'utf8').catch(() => '0'));
-      if (holder > 0 && !alive(holder)) await rm(lock, { recursive: true, force: true }); // left by a killed run
+      if (holder > 0 && !alive(holder))
+        await rm(lock, { recursive: true, force: true }); // left by a killed run
       else await sleep(200);
     }
   }
@@ -68,7 +69,8 @@ async function withBuildLock<T>(run: () => Promise<T>): Promise<T> {
 /** Runs `astro build --root playground`; resolves with its output, rejects with it when the build fails. */
 export function buildPlayground(options: BuildOptions): Promise<string> {
   const env: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) if (!/^(VITEST|NODE_ENV$|TEST$|CMFT_)/.test(name)) env[name] = value;
+  for (const [name, value] of Object.entries(process.env))
+    if (!/^(VITEST|NODE_ENV$|TEST$|CMFT_)/.test(name)) env[name] = value;
   Object.assign(env, {
     CMFT_BASE_URL: options.baseUrl,
     CMFT_API_KEY: demoKey,
@@ -80,12 +82,18 @@ export function buildPlayground(options: BuildOptions): Promise<string> {
   return withBuildLock(
     () =>
       new Promise<string>((resolve, reject) => {
-        const child = spawn(process.execPath, [astro, 'build', '--root', 'playground', '--outDir', options.outDir], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(process.execPath, [astro, 'build', '--root', 'playground', '--outDir', options.outDir], {
+          cwd: root,
+          env,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
         let output = '';
         child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
         child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
         child.once('error', reject);
-        child.once('exit', (code) => (code === 0 ? resolve(output) : reject(new Error(`astro build exited with ${code}:\n${output}`))));
+        child.once('exit', (code) =>
+          code === 0 ? resolve(output) : reject(new Error(`astro build exited with ${code}:\n${output}`)),
+        );
       }),
   );
 }

@@ -37,5 +37,7 @@ export function readmeFiles(markdown = readFileSync(readmePath, 'utf8')): Readme
 /** Relative links of a Markdown file (to files, anchors aside). */
 export function relativeLinks(markdown: string): string[] {
   const links = [...markdown.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]!);
-  return links.filter((link) => !/^[a-z][a-z0-9+.-]*:/i.test(link) && !link.startsWith('#')).map((link) => link.split('#')[0]!);
+  return links
+    .filter((link) => !/^[a-z][a-z0-9+.-]*:/i.test(link) && !link.startsWith('#'))
+    .map((link) => link.split('#')[0]!);
 }

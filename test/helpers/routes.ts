@@ -16,7 +16,14 @@ function shelfSnapshot(): object {
   const stamp = (minutes: number) => new Date(Date.UTC(2024, 0, 1) + minutes * 60_000).toISOString();
   const books = Array.from({ length: bookCount }, (_, i) => ({
     fields: { number: i, ...(i === 0 ? { motto: { de_CH: 'Grüezi' } } : {}) },
-    meta: { id: String(1000 + i), contentType: 'book', revision: 1, tags: [], createdAt: stamp(i), updatedAt: stamp(i) },
+    meta: {
+      id: String(1000 + i),
+      contentType: 'book',
+      revision: 1,
+      tags: [],
+      createdAt: stamp(i),
+      updatedAt: stamp(i),
+    },
   }));
   return {
     repository: {
@@ -28,14 +35,21 @@ function shelfSnapshot(): object {
       apiKeys: [shelfKey],
     },
     contentTypes: [
-      { apiId: 'book', fields: [{ apiId: 'number', type: 'number' }, { apiId: 'motto', type: 'text', localized: true }] },
+      {
+        apiId: 'book',
+        fields: [
+          { apiId: 'number', type: 'number' },
+          { apiId: 'motto', type: 'text', localized: true },
+        ],
+      },
     ],
     documents: books,
   };
 }
 
 /** Serves `tiny` and `shelf`. */
-export const startRoutesServer = (): Promise<ReadApiServer> => startServer({ paths: [fixture('tiny.json')], snapshots: [shelfSnapshot()], watch: false });
+export const startRoutesServer = (): Promise<ReadApiServer> =>
+  startServer({ paths: [fixture('tiny.json')], snapshots: [shelfSnapshot()], watch: false });
 
 export interface Answer {
   status: number;
@@ -59,13 +73,18 @@ export function callsTo(server: () => ReadApiServer) {
     const { method = 'GET', authorization = tinyKey, headers = {}, body } = options;
     const response = await fetch(`${server().url}${path}`, {
       method,
-      headers: { ...(authorization === null ? {} : { authorization }), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      headers: {
+        ...(authorization === null ? {} : { authorization }),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
       ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
     const text = await response.text();
     return { status: response.status, headers: response.headers, text, body: text ? JSON.parse(text) : undefined };
   };
-  const post = (path: string, body: unknown, options: CallOptions = {}) => call(path, { ...options, method: 'POST', body });
+  const post = (path: string, body: unknown, options: CallOptions = {}) =>
+    call(path, { ...options, method: 'POST', body });
   return { call, post };
 }
 

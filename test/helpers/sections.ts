@@ -18,14 +18,21 @@ export interface SnapshotField {
 export interface LessonsSnapshot {
   repository: { locales: { key: string }[]; [key: string]: unknown };
   contentTypes: { apiId: string; fields: SnapshotField[] }[];
-  documents: { fields: Record<string, any>; meta: { id: string; contentType: string; updatedAt: string; revision: number } }[];
+  documents: {
+    fields: Record<string, any>;
+    meta: { id: string; contentType: string; updatedAt: string; revision: number };
+  }[];
   [key: string]: unknown;
 }
 
 export const lessonsSnapshot = (): LessonsSnapshot => JSON.parse(readFileSync(fixture('sections.json'), 'utf8'));
 
 /** Every lesson (its sections' references included) and every teacher, in every locale. */
-export function lessonsConfig(baseUrl: string, cacheDir: string, extra: Partial<SyncConfigInput> = {}): SyncConfigInput {
+export function lessonsConfig(
+  baseUrl: string,
+  cacheDir: string,
+  extra: Partial<SyncConfigInput> = {},
+): SyncConfigInput {
   return {
     baseUrl,
     repository: 'lessons',
@@ -63,7 +70,8 @@ export function sectionLevelLocales(snapshot: LessonsSnapshot): (path: string, b
         for (const [inner, held] of Object.entries(value as Record<string, unknown>)) {
           const field = inSection.find((f) => f.apiId === inner);
           if (!field?.localized) own[inner] = held;
-          else if (held && typeof held === 'object' && (held as Record<string, unknown>)[locale] !== undefined) own[inner] = (held as Record<string, unknown>)[locale];
+          else if (held && typeof held === 'object' && (held as Record<string, unknown>)[locale] !== undefined)
+            own[inner] = (held as Record<string, unknown>)[locale];
         }
         if (Object.keys(own).length > 0) byLocale[locale] = own;
         Object.values(own).forEach(visit);

@@ -48,7 +48,12 @@ const clock = {
   contentTypes: [{ apiId: 'tick', fields: [{ apiId: 'n', type: 'number' }] }],
   documents: Array.from({ length: 12 }, (_, i) => {
     const day = (month: number, n: number) => `2024-0${month}-${String(n).padStart(2, '0')}T00:00:00.000Z`;
-    return doc(String(i + 1), 'tick', { n: i + 1 }, { updatedAt: day(3, i === 6 ? 6 : i + 1), createdAt: day(2, 12 - i) });
+    return doc(
+      String(i + 1),
+      'tick',
+      { n: i + 1 },
+      { updatedAt: day(3, i === 6 ? 6 : i + 1), createdAt: day(2, 12 - i) },
+    );
   }),
 };
 

@@ -76,7 +76,12 @@ const store = {
       },
       { revision: 2, createdAt: '2024-01-02T00:00:00.000Z', updatedAt: '2024-01-02T00:00:00.000Z' },
     ),
-    doc('12', 'item', {}, { revision: 10, createdAt: '2023-12-31T00:00:00.000Z', updatedAt: '2024-01-05T00:00:00.000Z' }),
+    doc(
+      '12',
+      'item',
+      {},
+      { revision: 10, createdAt: '2023-12-31T00:00:00.000Z', updatedAt: '2024-01-05T00:00:00.000Z' },
+    ),
   ],
 };
 

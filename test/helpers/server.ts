@@ -27,19 +27,32 @@ export function startTiny(options: ServerOptions = {}): Promise<ReadApiServer> {
 }
 
 /** GETs a path under the server's base URL with the tiny key, and parses the JSON answer. */
-export async function getJson(server: ReadApiServer, path: string, init: RequestInit = {}, key = tinyKey): Promise<{ status: number; body: any; headers: Headers }> {
-  const response = await fetch(`${server.url}${path}`, { ...init, headers: { authorization: key, ...(init.headers ?? {}) } });
+export async function getJson(
+  server: ReadApiServer,
+  path: string,
+  init: RequestInit = {},
+  key = tinyKey,
+): Promise<{ status: number; body: any; headers: Headers }> {
+  const response = await fetch(`${server.url}${path}`, {
+    ...init,
+    headers: { authorization: key, ...(init.headers ?? {}) },
+  });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
 }
 
 /** GETs a path exactly as written (fetch would resolve `..` before sending it). */
-export function rawGet(server: ReadApiServer, path: string): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+export function rawGet(
+  server: ReadApiServer,
+  path: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     httpRequest(`${server.origin}/`, { path }, (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers, body: Buffer.concat(chunks).toString() }));
+      response.on('end', () =>
+        resolve({ status: response.statusCode!, headers: response.headers, body: Buffer.concat(chunks).toString() }),
+      );
     })
       .on('error', reject)
       .end();

@@ -7,7 +7,9 @@ import { sync } from '../../src/sync/index.ts';
 const config = JSON.parse(process.argv[2]!);
 try {
   const result = await sync(config, { info: (m) => console.log(`info: ${m}`), warn: (m) => console.log(`warn: ${m}`) });
-  console.log(`result: ${JSON.stringify({ changeset: result.changeset, stats: result.stats, warnings: result.warnings })}`);
+  console.log(
+    `result: ${JSON.stringify({ changeset: result.changeset, stats: result.stats, warnings: result.warnings })}`,
+  );
   await closeAllPools();
 } catch (error) {
   console.log(`error: ${(error as { code?: string }).code ?? 'none'} ${(error as Error).message}`);

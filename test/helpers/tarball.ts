@@ -20,10 +20,23 @@ export async function packTarball(): Promise<{ tarball: string; files: string[];
   await mkdir(join(root, 'test/.tmp'), { recursive: true });
   // Inside the repository, so that the build finds TypeScript and @types/node in its node_modules.
   const dir = await mkdtemp(join(root, 'test/.tmp/tarball-'));
-  for (const name of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'src', 'types', 'docs']) {
+  for (const name of [
+    'package.json',
+    'tsconfig.json',
+    'tsconfig.build.json',
+    'README.md',
+    'CHANGELOG.md',
+    'LICENSE',
+    'src',
+    'types',
+    'docs',
+  ]) {
     await cp(join(root, name), join(dir, name), { recursive: true });
   }
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir, '--no-audit', '--no-fund'], { cwd: dir, maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir, '--no-audit', '--no-fund'], {
+    cwd: dir,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
   return { tarball: join(dir, packed!.filename), files: packed!.files.map((file) => file.path), dir };
 }
@@ -36,7 +49,12 @@ export async function packTarball(): Promise<{ tarball: string; files: string[];
  */
 export async function installSite(dir: string, tarball: string, astroVersion: string): Promise<void> {
   await installTarball(dir, tarball, () => true);
-  const manifest = { name: 'tarball-site', private: true, type: 'module', dependencies: { astro: astroVersion, 'comfortable-loader': `file:${tarball}` } };
+  const manifest = {
+    name: 'tarball-site',
+    private: true,
+    type: 'module',
+    dependencies: { astro: astroVersion, 'comfortable-loader': `file:${tarball}` },
+  };
   await writeFile(join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
 }
 
@@ -47,7 +65,12 @@ export async function installSite(dir: string, tarball: string, astroVersion: st
  */
 export async function installViteSite(dir: string, tarball: string): Promise<void> {
   await installTarball(dir, tarball, (name) => name !== 'astro' && name !== '@astrojs');
-  const manifest = { name: 'vite-tarball-site', private: true, type: 'module', dependencies: { vite: '*', 'comfortable-loader': `file:${tarball}` } };
+  const manifest = {
+    name: 'vite-tarball-site',
+    private: true,
+    type: 'module',
+    dependencies: { vite: '*', 'comfortable-loader': `file:${tarball}` },
+  };
   await writeFile(join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
 }
 
@@ -65,23 +88,39 @@ async function installTarball(dir: string, tarball: string, link: (name: string)
 }
 
 /** Runs `astro build` in a site; resolves with its exit code and everything it printed. */
-export function astroBuild(dir: string, env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+export function astroBuild(
+  dir: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; output: string }> {
   return astro(dir, ['build'], env);
 }
 
 /** Runs `astro <args>` in a site, as a user's shell would (no CMFT_* but those given); resolves with its exit code and everything it printed. */
-export function astro(dir: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+export function astro(
+  dir: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; output: string }> {
   return runIn(dir, [join(dir, 'node_modules/astro/bin/astro.mjs'), ...args], env);
 }
 
 /** Runs the installed package's CLI in a site: `comfortable-loader <args>`. */
-export function packageCli(dir: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+export function packageCli(
+  dir: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; output: string }> {
   return runIn(dir, [join(dir, 'node_modules/comfortable-loader/dist/cli.js'), ...args], env);
 }
 
-function runIn(dir: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+function runIn(
+  dir: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
   const clean: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) if (!/^(VITEST|NODE_ENV$|TEST$|CI$|CMFT_)/.test(name)) clean[name] = value;
+  for (const [name, value] of Object.entries(process.env))
+    if (!/^(VITEST|NODE_ENV$|TEST$|CI$|CMFT_)/.test(name)) clean[name] = value;
   Object.assign(clean, { ASTRO_TELEMETRY_DISABLED: '1', ASTRO_DISABLE_UPDATE_CHECK: 'true', NO_COLOR: '1', ...env });
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: dir, env: clean, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -106,5 +145,8 @@ export async function demoWithoutDangling(dir: string): Promise<string> {
 }
 
 /** The tsconfig.json of a site made with create-astro. */
-export const astroTsconfig = JSON.stringify({ extends: 'astro/tsconfigs/strict', include: ['.astro/types.d.ts', '**/*'], exclude: ['dist'] }, null, 2);
-
+export const astroTsconfig = JSON.stringify(
+  { extends: 'astro/tsconfigs/strict', include: ['.astro/types.d.ts', '**/*'], exclude: ['dist'] },
+  null,
+  2,
+);

@@ -38,12 +38,21 @@ export async function viteSite(files: Record<string, string>): Promise<ViteSite>
  * Runs the `vite` command line in `dir`, as a user's shell would (no CMFT_* but those given);
  * resolves with its exit code and everything it printed.
  */
-export function viteCli(dir: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+export function viteCli(
+  dir: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; output: string }> {
   const clean: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) if (!/^(VITEST|NODE_ENV$|TEST$|CI$|CMFT_|FIXTURE_)/.test(name)) clean[name] = value;
+  for (const [name, value] of Object.entries(process.env))
+    if (!/^(VITEST|NODE_ENV$|TEST$|CI$|CMFT_|FIXTURE_)/.test(name)) clean[name] = value;
   Object.assign(clean, { NO_COLOR: '1', ...env });
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, 'node_modules/vite/bin/vite.js'), ...args], { cwd: dir, env: clean, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(root, 'node_modules/vite/bin/vite.js'), ...args], {
+      cwd: dir,
+      env: clean,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

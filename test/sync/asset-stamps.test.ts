@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { sync } from '../../src/sync/engine.ts';
 import { assetStampsMask, embeddedStamps } from '../../src/sync/fetch.ts';
-import { configFor, docOf, recorder, recordsOf, type Served, serve, startProxy, tempDir, touch } from '../helpers/magazine.ts';
+import {
+  configFor,
+  docOf,
+  recorder,
+  recordsOf,
+  type Served,
+  serve,
+  startProxy,
+  tempDir,
+  touch,
+} from '../helpers/magazine.ts';
 
 /**
  * The API lists no assets, and an asset can be edited alone. A warm sync reads the stamps of the
@@ -13,30 +23,67 @@ import { configFor, docOf, recorder, recordsOf, type Served, serve, startProxy, 
 const stamp = 'meta(id,updatedAt,revision)';
 const mask = `${stamp},fields(cover(${stamp}),gallery(en_US(${stamp}),de_DE(${stamp}),de_CH(${stamp})),avatar(${stamp}))`;
 const assetRequests = (requests: string[]) => requests.filter((r) => r.includes('/assets/')).sort();
-const probes = (requests: string[]) => requests.filter((r) => r.includes('/documents') && r.includes('embedAssets') && r.includes(`fields=${mask}`));
+const probes = (requests: string[]) =>
+  requests.filter((r) => r.includes('/documents') && r.includes('embedAssets') && r.includes(`fields=${mask}`));
 
 describe('the mask of an asset probe', () => {
   it('names each asset field of the model, through each locale where it is localized', () => {
     const model = {
-      article: { title: { kind: 'text' as const, localized: true }, cover: { kind: 'asset' as const, localized: false }, gallery: { kind: 'asset' as const, localized: true } },
+      article: {
+        title: { kind: 'text' as const, localized: true },
+        cover: { kind: 'asset' as const, localized: false },
+        gallery: { kind: 'asset' as const, localized: true },
+      },
       author: { avatar: { kind: 'asset' as const, localized: false } },
       _asset: { file: { kind: 'json' as const, localized: false } },
     };
-    expect(assetStampsMask(model, ['en_US', 'de_DE'])).toBe(`${stamp},fields(cover(${stamp}),gallery(en_US(${stamp}),de_DE(${stamp})),avatar(${stamp}))`);
+    expect(assetStampsMask(model, ['en_US', 'de_DE'])).toBe(
+      `${stamp},fields(cover(${stamp}),gallery(en_US(${stamp}),de_DE(${stamp})),avatar(${stamp}))`,
+    );
   });
 
   it('asks both forms of a field that is localized in one content type and not in another', () => {
-    const model = { a: { image: { kind: 'asset' as const, localized: false } }, b: { image: { kind: 'asset' as const, localized: true } } };
+    const model = {
+      a: { image: { kind: 'asset' as const, localized: false } },
+      b: { image: { kind: 'asset' as const, localized: true } },
+    };
     expect(assetStampsMask(model, ['en_US'])).toBe(`${stamp},fields(image(${stamp},en_US(${stamp})))`);
   });
 
   it('names an asset field inside a section through the section, beside the section’s other forms', () => {
     const model = {
-      lesson: { content: { kind: 'section' as const, localized: false, fields: { video: { kind: 'asset' as const, localized: false }, title: { kind: 'text' as const, localized: true } } } },
-      teacher: { profile: { kind: 'section' as const, localized: false, fields: { photo: { kind: 'asset' as const, localized: true } } }, content: { kind: 'asset' as const, localized: false } },
+      lesson: {
+        content: {
+          kind: 'section' as const,
+          localized: false,
+          fields: {
+            video: { kind: 'asset' as const, localized: false },
+            title: { kind: 'text' as const, localized: true },
+          },
+        },
+      },
+      teacher: {
+        profile: {
+          kind: 'section' as const,
+          localized: false,
+          fields: { photo: { kind: 'asset' as const, localized: true } },
+        },
+        content: { kind: 'asset' as const, localized: false },
+      },
     };
-    expect(assetStampsMask(model, ['en_GB'])).toBe(`${stamp},fields(content(${stamp},video(${stamp})),profile(photo(en_GB(${stamp}))))`);
-    expect(assetStampsMask({ lesson: { quiz: { kind: 'section', localized: false, fields: { passMark: { kind: 'number', localized: false } } } } }, ['en_GB'])).toBeUndefined();
+    expect(assetStampsMask(model, ['en_GB'])).toBe(
+      `${stamp},fields(content(${stamp},video(${stamp})),profile(photo(en_GB(${stamp}))))`,
+    );
+    expect(
+      assetStampsMask(
+        {
+          lesson: {
+            quiz: { kind: 'section', localized: false, fields: { passMark: { kind: 'number', localized: false } } },
+          },
+        },
+        ['en_GB'],
+      ),
+    ).toBeUndefined();
   });
 
   it('is none when the model has no asset field', () => {
@@ -49,7 +96,10 @@ describe('the mask of an asset probe', () => {
       meta: { id: '1' },
       fields: {
         cover: [{ meta: { id: 'a', updatedAt: 't1', revision: 2 } }],
-        gallery: { en_US: [{ meta: { id: 'b', revision: 1 } }, { meta: { id: 'gone', contentType: '_asset' } }], de_DE: [] },
+        gallery: {
+          en_US: [{ meta: { id: 'b', revision: 1 } }, { meta: { id: 'gone', contentType: '_asset' } }],
+          de_DE: [],
+        },
         odd: 'text',
         none: null,
       },
@@ -138,7 +188,11 @@ describe('a warm sync', () => {
     const result = await sync(config, recorder());
     expect(result.changeset.records).toEqual({ added: [], updated: ['3001'], removed: [] });
     expect(result.cache.record('3001')!.fields.title).toEqual({ en_US: 'Pears' });
-    expect(assetRequests(served.requests)).toEqual([`GET /v1/mag/assets/3001?fields=${stamp} 200`, 'GET /v1/mag/assets/3001?locale=all 200', `GET /v1/mag/assets/3002?fields=${stamp} 200`]);
+    expect(assetRequests(served.requests)).toEqual([
+      `GET /v1/mag/assets/3001?fields=${stamp} 200`,
+      'GET /v1/mag/assets/3001?locale=all 200',
+      `GET /v1/mag/assets/3002?fields=${stamp} 200`,
+    ]);
   });
 
   it('drops an asset the server no longer has, asked alone after the probe missed it', async () => {
@@ -151,7 +205,10 @@ describe('a warm sync', () => {
     expect(result.changeset.records.removed).toEqual(['3001']);
     expect(result.cache.record('3001')).toBeUndefined();
     // Then looked for once more as the target of a dangling reference, as every such target is.
-    expect(assetRequests(served.requests)).toEqual([`GET /v1/mag/assets/3001?fields=${stamp} 404`, 'GET /v1/mag/assets/3001?locale=all 404']);
+    expect(assetRequests(served.requests)).toEqual([
+      `GET /v1/mag/assets/3001?fields=${stamp} 404`,
+      'GET /v1/mag/assets/3001?locale=all 404',
+    ]);
     expect(log.warns.some((w) => w.includes('points to 3001'))).toBe(true);
   });
 });

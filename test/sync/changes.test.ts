@@ -4,7 +4,24 @@ import { openCache } from '../../src/cache/index.ts';
 import type { Changeset } from '../../src/sync/changeset.ts';
 import type { SyncConfigInput } from '../../src/sync/config.ts';
 import { sync, SyncError } from '../../src/sync/engine.ts';
-import { allRecordIds, configFor, contentOf, docOf, type Magazine, meta, none, recorder, recordsOf, ref, serve, sorted, tempDir, tidy, tidySources, touch } from '../helpers/magazine.ts';
+import {
+  allRecordIds,
+  configFor,
+  contentOf,
+  docOf,
+  type Magazine,
+  meta,
+  none,
+  recorder,
+  recordsOf,
+  ref,
+  serve,
+  sorted,
+  tempDir,
+  tidy,
+  tidySources,
+  touch,
+} from '../helpers/magazine.ts';
 
 /**
  * Syncs after the first: a changed source option refetches only that source, the modes (fresh
@@ -17,9 +34,23 @@ describe('a changed source option', () => {
   it('refetches only that source; the others stay incremental', async () => {
     const served = await serve();
     const dir = await tempDir();
-    await sync(configFor(served.server.url, dir, { collections: { articles: {}, authors: { includes: 0 } }, aliases: [], queries: {} }), recorder());
+    await sync(
+      configFor(served.server.url, dir, {
+        collections: { articles: {}, authors: { includes: 0 } },
+        aliases: [],
+        queries: {},
+      }),
+      recorder(),
+    );
     served.requests.length = 0;
-    const result = await sync(configFor(served.server.url, dir, { collections: { articles: {}, authors: { includes: 1 } }, aliases: [], queries: {} }), recorder());
+    const result = await sync(
+      configFor(served.server.url, dir, {
+        collections: { articles: {}, authors: { includes: 1 } },
+        aliases: [],
+        queries: {},
+      }),
+      recorder(),
+    );
 
     const listing = /fields=meta\(id,updatedAt,revision\)/;
     const toAuthors = served.requests.filter((r) => r.includes('/collections/authors'));
@@ -30,8 +61,15 @@ describe('a changed source option', () => {
     // Everything the authors now include is already cached: nothing to write.
     expect(result.stats.written).toBe(0);
     expect(result.changeset.sources['collection:articles']).toEqual(none);
-    expect(tidy(result.changeset.sources['collection:authors']!)).toEqual({ added: [], updated: ['2001', '2002'], removed: [] });
-    const closure = [...result.cache.members('collection:authors').map((m) => m.id), ...result.cache.included('collection:authors')];
+    expect(tidy(result.changeset.sources['collection:authors']!)).toEqual({
+      added: [],
+      updated: ['2001', '2002'],
+      removed: [],
+    });
+    const closure = [
+      ...result.cache.members('collection:authors').map((m) => m.id),
+      ...result.cache.included('collection:authors'),
+    ];
     expect(closure).toEqual(expect.arrayContaining(['1001', '1003']));
   });
 
@@ -39,36 +77,57 @@ describe('a changed source option', () => {
     const served = await serve();
     const dir = await tempDir();
     const filters = [{ 'article.fields.rating': { greaterThan: 1, lessThan: 9 }, '*.meta.tags': { notEqual: 'x' } }];
-    const options = { includes: { 'article.fields.author': 1, 'article.fields.related': 1 }, filters, sorting: { 'fields.rating': 'DESC', 'meta.id': 'ASC' }, embedAssets: true } as const;
+    const options = {
+      includes: { 'article.fields.author': 1, 'article.fields.related': 1 },
+      filters,
+      sorting: { 'fields.rating': 'DESC', 'meta.id': 'ASC' },
+      embedAssets: true,
+    } as const;
     const reordered = {
       embedAssets: true,
       sorting: { 'fields.rating': 'DESC', 'meta.id': 'ASC' }, // a sort's keys keep their order: it is the sort's
       filters: [{ '*.meta.tags': { notEqual: 'x' }, 'article.fields.rating': { lessThan: 9, greaterThan: 1 } }],
       includes: { 'article.fields.related': 1, 'article.fields.author': 1 },
     } as const;
-    const only = (articles: object) => configFor(served.server.url, dir, { collections: { articles }, aliases: [], queries: {} });
+    const only = (articles: object) =>
+      configFor(served.server.url, dir, { collections: { articles }, aliases: [], queries: {} });
     await sync(only(options), recorder());
     served.requests.length = 0;
     const second = await sync(only(reordered), recorder());
     // Member listings, and the look for the target of the dangling reference that every sync makes.
     const documents = served.requests.filter((r) => /\/(collections|documents)/.test(r));
     expect(documents.length).toBeGreaterThan(0);
-    for (const line of documents) expect(line).toMatch(/fields=meta\(id,updatedAt,revision\)|\[\*\.meta\.id\]\[in\]=1999&/);
+    for (const line of documents)
+      expect(line).toMatch(/fields=meta\(id,updatedAt,revision\)|\[\*\.meta\.id\]\[in\]=1999&/);
     expect(second.stats.written).toBe(0);
     expect(second.changeset.empty).toBe(true);
 
     // The order of a sort is an option: another order fetches the source in full.
     served.requests.length = 0;
     await sync(only({ ...reordered, sorting: { 'meta.id': 'ASC', 'fields.rating': 'DESC' } }), recorder());
-    expect(served.requests.some((r) => r.includes('/collections/articles?') && !r.includes('fields=meta(id,updatedAt,revision)'))).toBe(true);
+    expect(
+      served.requests.some(
+        (r) => r.includes('/collections/articles?') && !r.includes('fields=meta(id,updatedAt,revision)'),
+      ),
+    ).toBe(true);
   });
 
   it('writes only the records the new option brings in', async () => {
     const served = await serve();
     const dir = await tempDir();
-    const first = await sync(configFor(served.server.url, dir, { collections: { authors: { includes: 0 } }, aliases: [], queries: {} }), recorder());
+    const first = await sync(
+      configFor(served.server.url, dir, { collections: { authors: { includes: 0 } }, aliases: [], queries: {} }),
+      recorder(),
+    );
     expect(sorted(recordsOf(first).keys())).toEqual(['2001', '2002', '3002']);
-    const second = await sync(configFor(served.server.url, dir, { collections: { authors: { includes: 1, embedAssets: true } }, aliases: [], queries: {} }), recorder());
+    const second = await sync(
+      configFor(served.server.url, dir, {
+        collections: { authors: { includes: 1, embedAssets: true } },
+        aliases: [],
+        queries: {},
+      }),
+      recorder(),
+    );
     // The favourites 1001 and 1003 and the asset 3001 of 1001 join; the authors are not written again.
     expect(tidy(second.changeset.records)).toEqual({ added: ['1001', '1003', '3001'], updated: [], removed: [] });
     expect(second.stats.written).toBe(3);
@@ -88,7 +147,11 @@ describe('modes', () => {
     expect(served.requests.some((r) => /fields=meta\(id,updatedAt,revision\)/.test(r))).toBe(false);
     expect(served.requests.every((r) => !r.endsWith(' 304'))).toBe(true);
     expect(result.changeset.records).toEqual({ added: [], updated: [], removed: ['1002'] });
-    expect(tidy(result.changeset.sources['collection:articles']!)).toEqual({ added: [], updated: ['1001'], removed: ['1002'] }); // 1001 included 1002
+    expect(tidy(result.changeset.sources['collection:articles']!)).toEqual({
+      added: [],
+      updated: ['1001'],
+      removed: ['1002'],
+    }); // 1001 included 1002
   });
 
   it('offline reads only the cache, without a single request', async () => {
@@ -99,7 +162,10 @@ describe('modes', () => {
     const onlineRecords = recordsOf(online);
     await served.server.close();
     const onSync: Changeset[] = [];
-    const offline = await sync({ ...configFor(served.server.url, dir), mode: 'offline', onSync: (c) => void onSync.push(c) }, recorder());
+    const offline = await sync(
+      { ...configFor(served.server.url, dir), mode: 'offline', onSync: (c) => void onSync.push(c) },
+      recorder(),
+    );
     expect(offline.stats.requests).toBe(0);
     expect(offline.changeset.empty).toBe(true);
     expect(contentOf(offline.cache)).toEqual(onlineContent);
@@ -109,7 +175,9 @@ describe('modes', () => {
 
   it('offline without a cache fails clearly', async () => {
     const dir = await tempDir();
-    const error = await sync({ ...configFor('http://127.0.0.1:9/v1', dir), mode: 'offline' }, recorder()).catch((e: unknown) => e);
+    const error = await sync({ ...configFor('http://127.0.0.1:9/v1', dir), mode: 'offline' }, recorder()).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(SyncError);
     expect(error).toMatchObject({ code: 'offline_without_cache' });
     expect((error as Error).message).toContain(dir);
@@ -144,9 +212,15 @@ describe('onSync', () => {
     await sync(configFor(served.server.url, dir), recorder());
     touch(docOf(served.snapshot, '1001'));
     await served.publish();
-    const failure = new NetworkError('the CDN did not answer', { method: 'POST', url: 'https://cdn.example/purge', attempts: 1 });
+    const failure = new NetworkError('the CDN did not answer', {
+      method: 'POST',
+      url: 'https://cdn.example/purge',
+      attempts: 1,
+    });
     const onSync = () => Promise.reject(failure);
-    await expect(sync({ ...configFor(served.server.url, dir), onError: 'use-cache', onSync }, recorder())).rejects.toBe(failure);
+    await expect(sync({ ...configFor(served.server.url, dir), onError: 'use-cache', onSync }, recorder())).rejects.toBe(
+      failure,
+    );
     const committed = openCache(dir)!;
     expect(committed.record('1001')!.revision).toBe(docOf(served.snapshot, '1001').meta.revision);
   });
@@ -175,7 +249,8 @@ describe('a warm sync with no change', () => {
     const answered = served.requests.filter((r) => r.endsWith(' 200'));
     expect(answered.length).toBeGreaterThan(0);
     // Member listings, and one look for the target of the dangling reference (it may exist by now).
-    for (const line of answered) expect(line).toMatch(/fields=meta\(id,updatedAt,revision\)|\[\*\.meta\.id\]\[in\]=1999&/);
+    for (const line of answered)
+      expect(line).toMatch(/fields=meta\(id,updatedAt,revision\)|\[\*\.meta\.id\]\[in\]=1999&/);
     expect(served.requests.filter((r) => r.endsWith(' 304'))).toHaveLength(2);
     expect(warm.stats.bytes).toBeLessThan(cold.stats.bytes / 3);
     expect(recordsOf(warm)).toEqual(coldRecords);
@@ -239,7 +314,11 @@ describe('changes show up exactly in the changeset', () => {
 
   it('a changed stored filter of a collection moves exactly the documents it selects', async () => {
     const result = await change((s) => {
-      s.collections[1] = { apiId: 'featured', contentType: 'article', filters: [{ 'article.fields.rating': { lessThan: 4.5 } }] };
+      s.collections[1] = {
+        apiId: 'featured',
+        contentType: 'article',
+        filters: [{ 'article.fields.rating': { lessThan: 4.5 } }],
+      };
     });
     expect(tidySources(result.changeset)).toEqual({
       'collection:articles': none,
@@ -263,7 +342,11 @@ describe('changes show up exactly in the changeset', () => {
       'query:authors': { added: [], updated: ['2002'], removed: [] }, // Bob's favourite
     });
     expect(result.changeset.records).toEqual({ added: [], updated: ['1001'], removed: [] });
-    expect(result.cache.record('1001')!.fields.title).toEqual({ en_US: 'Apple harvest', de_DE: 'Apfelernte', de_CH: 'Öpfelernt' });
+    expect(result.cache.record('1001')!.fields.title).toEqual({
+      en_US: 'Apple harvest',
+      de_DE: 'Apfelernte',
+      de_CH: 'Öpfelernt',
+    });
   });
 
   it('an edited included record is refetched although no member changed', async () => {
@@ -284,7 +367,11 @@ describe('changes show up exactly in the changeset', () => {
     });
     expect(result.changeset.records).toEqual({ added: [], updated: ['3001'], removed: [] });
     // 1001 embeds it; 1002 includes 1001 with what 1001 embeds.
-    expect(tidy(result.changeset.sources['collection:articles']!)).toEqual({ added: [], updated: ['1001', '1002'], removed: [] });
+    expect(tidy(result.changeset.sources['collection:articles']!)).toEqual({
+      added: [],
+      updated: ['1001', '1002'],
+      removed: [],
+    });
     expect(result.cache.record('3001')!.fields.description).toMatchObject({ en_US: 'Apples in a wicker basket' });
   });
 
@@ -297,19 +384,27 @@ describe('changes show up exactly in the changeset', () => {
         touch(docOf(s, '1001'));
         docOf(s, '2001').fields.favourite = ref('1004', 'article');
         touch(docOf(s, '2001'));
-        s.documents.push({ fields: { title: { en_US: 'Date night' }, rating: 2, featured: false, author: ref('2002', 'author') }, meta: { ...meta('1004', 'article', 9), updatedAt: new Date().toISOString() } });
+        s.documents.push({
+          fields: { title: { en_US: 'Date night' }, rating: 2, featured: false, author: ref('2002', 'author') },
+          meta: { ...meta('1004', 'article', 9), updatedAt: new Date().toISOString() },
+        });
         docOf(s, '2002').fields.name = 'Robert';
         touch(docOf(s, '2002'));
       },
       { collections: { featured: { includes: 3 } }, aliases: [], queries: {} },
     );
     expect(result.cache.record('2002')!.fields.name).toBe('Robert');
-    expect(tidySources(result.changeset)).toEqual({ 'collection:featured': { added: [], updated: ['1003'], removed: ['1001'] } });
+    expect(tidySources(result.changeset)).toEqual({
+      'collection:featured': { added: [], updated: ['1003'], removed: ['1001'] },
+    });
   });
 
   it('a newly added document joins its sources', async () => {
     const result = await change((s) => {
-      s.documents.push({ fields: { title: { en_US: 'Date night' }, rating: 2, featured: true, author: ref('2002', 'author') }, meta: { ...meta('1004', 'article', 9), updatedAt: new Date().toISOString() } });
+      s.documents.push({
+        fields: { title: { en_US: 'Date night' }, rating: 2, featured: true, author: ref('2002', 'author') },
+        meta: { ...meta('1004', 'article', 9), updatedAt: new Date().toISOString() },
+      });
     });
     expect(tidySources(result.changeset)).toEqual({
       'collection:articles': { added: ['1004'], updated: [], removed: [] },

@@ -39,7 +39,9 @@ describe('the sync command', () => {
     const dir = await project({ baseUrl: server.url, repository: 'mag', apiKey: key, ...standard, pageSize: 2 });
     const { code, stdout, stderr } = await run([], dir);
     expect(code).toBe(0);
-    expect(stderr.trim().split('\n')).toEqual(['warning: Dangling reference: document 1002, field related points to 1999, which the server does not have']);
+    expect(stderr.trim().split('\n')).toEqual([
+      'warning: Dangling reference: document 1002, field related points to 1999, which the server does not have',
+    ]);
     expect(stdout).toContain(`Syncing with ${join(dir, 'comfortable.config.json')}`);
     expect(stdout).toMatch(/collection:articles: 2 of 3 documents/);
     expect(stdout).toMatch(/Synced mag: 7 records \(7 added, 0 updated, 0 removed\)/);
@@ -66,7 +68,13 @@ describe('the sync command', () => {
   });
 
   it('exits 2 on a bad config, naming the option', async () => {
-    const dir = await project({ baseUrl: 'http://127.0.0.1:9/v1', repository: 'mag', apiKey: key, ...standard, mode: 'sometimes' });
+    const dir = await project({
+      baseUrl: 'http://127.0.0.1:9/v1',
+      repository: 'mag',
+      apiKey: key,
+      ...standard,
+      mode: 'sometimes',
+    });
     const { code, stderr } = await run([], dir);
     expect(code).toBe(2);
     expect(stderr).toMatch(/mode/);
@@ -105,14 +113,24 @@ describe('the sync command', () => {
     const verified = await run(['--verify'], dir);
     expect(verified.code, verified.stderr).toBe(0);
     expect(verified.stderr).toContain('warning: Records damaged in the cache are fetched again: 1002');
-    expect(verified.stdout).toContain('  verified: 7 records checked against their digests, 1 damaged; fetched again: 1002');
+    expect(verified.stdout).toContain(
+      '  verified: 7 records checked against their digests, 1 damaged; fetched again: 1002',
+    );
     expect(openCache(cacheDir)!.verify()).toEqual([]);
     expect(openCache(cacheDir)!.record('1002')!.fields.title).toEqual({ en_US: 'Banana boats' });
 
     const again = await run(['--verify', '--json'], dir);
     expect(again.code).toBe(0);
-    expect(JSON.parse(again.stdout).verified).toEqual({ checked: 7, damaged: [], repaired: [], removed: [], rebuilt: false });
-    expect((await run(['--mode', 'offline', '--verify'], dir)).stdout).toContain('  verified: 7 records checked against their digests, none damaged');
+    expect(JSON.parse(again.stdout).verified).toEqual({
+      checked: 7,
+      damaged: [],
+      repaired: [],
+      removed: [],
+      rebuilt: false,
+    });
+    expect((await run(['--mode', 'offline', '--verify'], dir)).stdout).toContain(
+      '  verified: 7 records checked against their digests, none damaged',
+    );
   });
 
   it('with --verify --json says what was repaired', async () => {
@@ -130,18 +148,32 @@ describe('the sync command', () => {
   it('with --verify exits 1 when a damaged record cannot be fetched again', async () => {
     const { server } = await serve();
     const proxy = await startProxy(server);
-    const dir = await project({ baseUrl: proxy.url, repository: 'mag', apiKey: key, ...standard, onError: 'use-cache' });
+    const dir = await project({
+      baseUrl: proxy.url,
+      repository: 'mag',
+      apiKey: key,
+      ...standard,
+      onError: 'use-cache',
+    });
     expect((await run([], dir)).code).toBe(0);
     damage(join(dir, 'cache'), '1002', 'Banana boats', 'Banana coats');
     proxy.failFrom = 0; // every request fails with a 500 from now on
     const { code, stderr } = await run(['--verify'], dir);
     expect(code).toBe(1);
-    expect(stderr).toMatch(/Error: The cache in .* holds damaged records \(1002\).*could not be fetched again \(the server failed/);
+    expect(stderr).toMatch(
+      /Error: The cache in .* holds damaged records \(1002\).*could not be fetched again \(the server failed/,
+    );
     expect(openCache(join(dir, 'cache'))!.verify()).toEqual(['1002']);
   }, 60_000);
 
   it('exits 1 when the sync fails', async () => {
-    const dir = await project({ baseUrl: 'http://127.0.0.1:9/v1', repository: 'mag', apiKey: key, ...standard, onError: 'fail' });
+    const dir = await project({
+      baseUrl: 'http://127.0.0.1:9/v1',
+      repository: 'mag',
+      apiKey: key,
+      ...standard,
+      onError: 'fail',
+    });
     const offline = await run(['--mode', 'offline'], dir);
     expect(offline.code).toBe(1);
     expect(offline.stderr).toMatch(/Offline mode needs a cache/);

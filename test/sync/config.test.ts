@@ -25,7 +25,15 @@ describe('config validation', () => {
 
   it('accepts a minimal config and fills in the defaults', () => {
     const config = parseSyncConfig({ ...valid, onError: 'fail' });
-    expect(config).toMatchObject({ mode: 'incremental', safetyMarginMs: 300_000, concurrency: 8, pageSize: 1000, aliases: [], queries: {}, onError: 'fail' });
+    expect(config).toMatchObject({
+      mode: 'incremental',
+      safetyMarginMs: 300_000,
+      concurrency: 8,
+      pageSize: 1000,
+      aliases: [],
+      queries: {},
+      onError: 'fail',
+    });
   });
 
   it('names the option and the allowed values when the mode is wrong', () => {
@@ -43,11 +51,19 @@ describe('config validation', () => {
   });
 
   it('names nested source options by their path', () => {
-    expect(problem({ ...valid, collections: { articles: { includes: 9 } } }).option).toBe('collections.articles.includes');
-    expect(problem({ ...valid, collections: { articles: { colour: 'red' } } }).message).toMatch(/^Unknown option collections\.articles\.colour: the options there are filters, sorting, includes/);
-    expect(problem({ ...valid, collections: { articles: { includeTag: ['a'] } } }).message).toBe('Unknown option collections.articles.includeTag: did you mean collections.articles.includeTags?');
+    expect(problem({ ...valid, collections: { articles: { includes: 9 } } }).option).toBe(
+      'collections.articles.includes',
+    );
+    expect(problem({ ...valid, collections: { articles: { colour: 'red' } } }).message).toMatch(
+      /^Unknown option collections\.articles\.colour: the options there are filters, sorting, includes/,
+    );
+    expect(problem({ ...valid, collections: { articles: { includeTag: ['a'] } } }).message).toBe(
+      'Unknown option collections.articles.includeTag: did you mean collections.articles.includeTags?',
+    );
     expect(problem({ ...valid, colections: {} }).message).toBe('Unknown option colections: did you mean collections?');
-    expect(problem({ ...valid, queries: { people: { sorting: { name: 'ASC' } } } }).option).toMatch(/^queries\.people\.sorting/);
+    expect(problem({ ...valid, queries: { people: { sorting: { name: 'ASC' } } } }).option).toMatch(
+      /^queries\.people\.sorting/,
+    );
   });
 
   it('asks for the repository and the key when they are missing', () => {
@@ -72,7 +88,9 @@ describe('config validation', () => {
 
   it('is checked before anything touches the cache or the network', async () => {
     const dir = await tempDir();
-    await expect(sync({ ...valid, cacheDir: dir, mode: 'sometimes' } as never, recorder())).rejects.toBeInstanceOf(ConfigError);
+    await expect(sync({ ...valid, cacheDir: dir, mode: 'sometimes' } as never, recorder())).rejects.toBeInstanceOf(
+      ConfigError,
+    );
     expect(await readdir(dir)).toEqual([]);
   });
 

@@ -23,8 +23,14 @@ const graphOf = (...nodes: Node[]): Graph => new Map(nodes.map((n) => [n.id, n])
 const level = (includes: number, embedAssets = true): IncludeOptions => ({ includes, embedAssets });
 
 describe('a dependency digest', () => {
-  const base = [node('a', '1', ['related', 'b'], ['cover', 'x', true]), node('b', '1', ['author', 'p']), node('p', '1'), node('x', '1')];
-  const digestOf = (nodes: Node[], options: IncludeOptions, id = 'a') => dependencyDigests([id], options, graphOf(...nodes)).get(id);
+  const base = [
+    node('a', '1', ['related', 'b'], ['cover', 'x', true]),
+    node('b', '1', ['author', 'p']),
+    node('p', '1'),
+    node('x', '1'),
+  ];
+  const digestOf = (nodes: Node[], options: IncludeOptions, id = 'a') =>
+    dependencyDigests([id], options, graphOf(...nodes)).get(id);
 
   it('changes with the member, its assets, and what its include levels reach, and with nothing further', () => {
     const before = digestOf(base, level(1));
@@ -49,15 +55,29 @@ describe('a dependency digest', () => {
   it('follows a field map along its fields only', () => {
     const map = { '*.fields.related': { '*.fields.author': 1 } } as IncludeMap;
     const before = digestOf(base, { includes: map, embedAssets: true });
-    expect(digestOf(base.map((n) => (n.id === 'p' ? { ...n, digest: '2' } : n)), { includes: map, embedAssets: true })).not.toBe(before);
+    expect(
+      digestOf(
+        base.map((n) => (n.id === 'p' ? { ...n, digest: '2' } : n)),
+        { includes: map, embedAssets: true },
+      ),
+    ).not.toBe(before);
     const other = { '*.fields.other': 1 } as IncludeMap;
-    expect(digestOf(base.map((n) => (n.id === 'b' ? { ...n, digest: '2' } : n)), { includes: other, embedAssets: true })).toBe(digestOf(base, { includes: other, embedAssets: true }));
+    expect(
+      digestOf(
+        base.map((n) => (n.id === 'b' ? { ...n, digest: '2' } : n)),
+        { includes: other, embedAssets: true },
+      ),
+    ).toBe(digestOf(base, { includes: other, embedAssets: true }));
   });
 });
 
 /** A random graph of articles, people and assets, with references of every kind and some to missing records. */
 function randomGraph(random: () => number, size: number): Graph {
-  const ids = [...Array.from({ length: size }, (_, i) => `a${i}`), ...Array.from({ length: size / 4 }, (_, i) => `p${i}`), ...Array.from({ length: size / 4 }, (_, i) => `x${i}`)];
+  const ids = [
+    ...Array.from({ length: size }, (_, i) => `a${i}`),
+    ...Array.from({ length: size / 4 }, (_, i) => `p${i}`),
+    ...Array.from({ length: size / 4 }, (_, i) => `x${i}`),
+  ];
   const pick = (prefix: string) => {
     const some = ids.filter((id) => id.startsWith(prefix));
     return random() < 0.05 ? `${prefix}missing${Math.floor(random() * 3)}` : some[Math.floor(random() * some.length)]!;
@@ -84,7 +104,12 @@ function edited(graph: Graph, random: () => number): Graph {
     const what = random();
     const current = next.get(id);
     if (what < 0.4 && current) next.set(id, { ...current, digest: `${current.digest}'` });
-    else if (what < 0.6 && current) next.set(id, { ...current, digest: `${current.digest}"`, references: [...current.references.slice(1), { field: 'related', id: any(), asset: false }] });
+    else if (what < 0.6 && current)
+      next.set(id, {
+        ...current,
+        digest: `${current.digest}"`,
+        references: [...current.references.slice(1), { field: 'related', id: any(), asset: false }],
+      });
     else if (what < 0.8) next.delete(id);
     else if (!current) next.set(id, node(id, 'new', ['related', any()]));
   }
@@ -94,7 +119,11 @@ function edited(graph: Graph, random: () => number): Graph {
 
 /** The records referencing any of `targets`, as the reverse index of the graph gives them. */
 const referrersIn = (graph: Graph) => (targets: Set<string>, assetsOnly: boolean) =>
-  new Set([...graph.values()].filter((n) => n.references.some((ref) => targets.has(ref.id) && (!assetsOnly || ref.asset))).map((n) => n.id));
+  new Set(
+    [...graph.values()]
+      .filter((n) => n.references.some((ref) => targets.has(ref.id) && (!assetsOnly || ref.asset)))
+      .map((n) => n.id),
+  );
 
 describe('working out only the members a change affects', () => {
   const cases: [string, IncludeOptions][] = [
@@ -111,11 +140,17 @@ describe('working out only the members a change affects', () => {
         const before = randomGraph(random, 20);
         const after = edited(before, random);
         const members = [...after.keys()].filter((id) => id.startsWith('a') || id.startsWith('p'));
-        const changed = [...new Set([...before.keys(), ...after.keys()])].filter((id) => JSON.stringify(before.get(id)) !== JSON.stringify(after.get(id)));
+        const changed = [...new Set([...before.keys(), ...after.keys()])].filter(
+          (id) => JSON.stringify(before.get(id)) !== JSON.stringify(after.get(id)),
+        );
         const full = dependencyDigests(members, options, after);
         const old = dependencyDigests(members, options, before);
         const affected = affectedBy(changed, options, referrersIn(after));
-        const again = dependencyDigests(members.filter((id) => affected.has(id) || !old.has(id)), options, after);
+        const again = dependencyDigests(
+          members.filter((id) => affected.has(id) || !old.has(id)),
+          options,
+          after,
+        );
         const incremental = new Map(members.map((id) => [id, again.get(id) ?? old.get(id)!]));
         expect(incremental, `round ${round}, changed ${changed.join(', ')}`).toEqual(full);
       }

@@ -108,13 +108,17 @@ describe('atomic commits', () => {
     // references, every member listing and every page of changed documents get through (each
     // page written into the sync's transaction as it comes: some 1,500 records), then nothing.
     expect(first.dangling.length).toBeGreaterThan(0);
-    const pages = first.cache.sources().reduce((sum, source) => sum + Math.ceil(first.cache.members(source.key).length / 250), 0);
+    const pages = first.cache
+      .sources()
+      .reduce((sum, source) => sum + Math.ceil(first.cache.members(source.key).length / 250), 0);
     const start = proxy.seen.length;
     const passing = 3 + 2 * pages;
     proxy.failFrom = start + passing + 1;
     await expect(sync(config, recorder())).rejects.toMatchObject({ code: 'server_failed' });
     expect(proxy.seen.length).toBeGreaterThan(start + passing);
-    expect(proxy.seen.slice(start, start + passing).filter((request) => /meta\.updatedAt/.test(request))).toHaveLength(pages);
+    expect(proxy.seen.slice(start, start + passing).filter((request) => /meta\.updatedAt/.test(request))).toHaveLength(
+      pages,
+    );
     expect(cacheContent(dir)).toEqual(before);
     expect(recordsOf({ cache: openCache(dir)! })).toEqual(records);
   });
@@ -127,9 +131,13 @@ describe('atomic commits', () => {
     const failed = sync({ ...configFor(proxy.url, dir), onError: 'use-cache' }, recorder());
     await expect(failed).rejects.toMatchObject({ code: 'server_failed' });
     // It says that there is nothing to fall back on, not that a cache was kept.
-    await expect(failed).rejects.toThrow(`the cache in ${dir} holds no content of ${proxy.url} yet, so there is no last good content to use: sync once with the server reachable`);
+    await expect(failed).rejects.toThrow(
+      `the cache in ${dir} holds no content of ${proxy.url} yet, so there is no last good content to use: sync once with the server reachable`,
+    );
     expect(await readdir(dir)).toEqual([]);
-    await expect(sync({ ...configFor(proxy.url, dir), mode: 'offline' }, recorder())).rejects.toMatchObject({ code: 'offline_without_cache' });
+    await expect(sync({ ...configFor(proxy.url, dir), mode: 'offline' }, recorder())).rejects.toMatchObject({
+      code: 'offline_without_cache',
+    });
   });
 });
 
@@ -151,7 +159,10 @@ describe('when the server fails', () => {
     const { proxy, dir, before, shownBefore } = await cachedThenDown();
     const calls: Changeset[] = [];
     const log = recorder();
-    const result = await sync({ ...configFor(proxy.url, dir), onError: 'use-cache', onSync: (c) => void calls.push(c) }, log);
+    const result = await sync(
+      { ...configFor(proxy.url, dir), onError: 'use-cache', onSync: (c) => void calls.push(c) },
+      log,
+    );
     expect(sorted(result.stale)).toEqual(['alias:home', 'collection:articles', 'collection:featured', 'query:authors']);
     const warning = result.warnings.find((w) => /stale/.test(w));
     expect(warning).toBeDefined();
@@ -185,7 +196,10 @@ describe('when the server fails', () => {
   it('with onError fail, throws and leaves the cache unchanged', async () => {
     const { proxy, dir, before } = await cachedThenDown();
     const calls: Changeset[] = [];
-    const error = await sync({ ...configFor(proxy.url, dir), onError: 'fail', onSync: (c) => void calls.push(c) }, recorder()).catch((e: unknown) => e);
+    const error = await sync(
+      { ...configFor(proxy.url, dir), onError: 'fail', onSync: (c) => void calls.push(c) },
+      recorder(),
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SyncError);
     expect((error as Error).message).toMatch(/the cache was left as it was/);
     expect((error as Error).message).toContain('500');
@@ -232,7 +246,9 @@ describe('a fallback never serves less than the last good content', () => {
 
   it('with onError use-cache, fails naming each source the cache does not hold, instead of serving it empty', async () => {
     const { proxy, dir, before } = await sharedThenDown();
-    const error = await sync({ ...configFor(proxy.url, dir), onError: 'use-cache' }, recorder()).catch((e: unknown) => e);
+    const error = await sync({ ...configFor(proxy.url, dir), onError: 'use-cache' }, recorder()).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(SyncError);
     expect((error as SyncError).code).toBe('server_failed');
     expect((error as Error).message).toMatch(/does not hold .*collection:featured.*query:authors/);
@@ -254,14 +270,22 @@ describe('a fallback never serves less than the last good content', () => {
     const dir = await tempDir();
     await sync(configFor(proxy.url, dir), recorder());
     proxy.failFrom = proxy.seen.length;
-    const changed = configFor(proxy.url, dir, { collections: { articles: { includes: 2 }, featured: {} }, onError: 'use-cache' });
+    const changed = configFor(proxy.url, dir, {
+      collections: { articles: { includes: 2 }, featured: {} },
+      onError: 'use-cache',
+    });
     await expect(sync(changed, recorder())).rejects.toThrow(/collection:articles \(synced with other options\)/);
-    await expect(sync({ ...changed, mode: 'offline' }, recorder())).rejects.toThrow(/collection:articles \(synced with other options\)/);
+    await expect(sync({ ...changed, mode: 'offline' }, recorder())).rejects.toThrow(
+      /collection:articles \(synced with other options\)/,
+    );
   });
 
   it('serves only the sources this config names, each marked stale', async () => {
     const { proxy, dir } = await sharedThenDown();
-    const result = await sync({ ...configFor(proxy.url, dir, { collections: { articles: {} }, queries: {} }), onError: 'use-cache' }, recorder());
+    const result = await sync(
+      { ...configFor(proxy.url, dir, { collections: { articles: {} }, queries: {} }), onError: 'use-cache' },
+      recorder(),
+    );
     expect(sorted(result.stale)).toEqual(['alias:home', 'collection:articles']);
     expect(Object.keys(result.changeset.sources).sort()).toEqual(['alias:home', 'collection:articles']);
   });
@@ -271,7 +295,10 @@ describe('the cache lock', () => {
   it('makes a second concurrent sync wait for the first, then build on its cache', async () => {
     const { server } = await serve();
     const dir = await tempDir();
-    const results = await Promise.all([sync(configFor(server.url, dir), recorder()), sync(configFor(server.url, dir), recorder())]);
+    const results = await Promise.all([
+      sync(configFor(server.url, dir), recorder()),
+      sync(configFor(server.url, dir), recorder()),
+    ]);
     expect(results.map((r) => r.stats.written).sort()).toEqual([0, allRecordIds.length]);
     expect(results.flatMap((r) => r.warnings).filter((w) => /lock|rebuild/.test(w))).toEqual([]);
   });
@@ -286,7 +313,10 @@ describe('a foreign cache', () => {
   }
 
   function expectRebuilt(result: SyncResult, warning: RegExp) {
-    expect(result.warnings.some((w) => warning.test(w) && /rebuild/.test(w)), result.warnings.join('\n')).toBe(true);
+    expect(
+      result.warnings.some((w) => warning.test(w) && /rebuild/.test(w)),
+      result.warnings.join('\n'),
+    ).toBe(true);
     expect(result.stats.written).toBe(allRecordIds.length);
     expect(sorted(recordsOf(result).keys())).toEqual(allRecordIds);
   }

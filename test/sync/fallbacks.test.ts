@@ -44,7 +44,13 @@ describe('fallbacks of a localized field that no locale of a document has', () =
     const result = await sync(configFor(server.url, await tempDir()), recorder());
     const records = recordsOf(result);
     const { locales, model } = result.cache.head;
-    expect(entryOf(records.get('1003')!, 'de_CH', locales, (id) => records.get(id)).fallbacks).toEqual({ title: 'de_DE' });
-    expect(entryOf(records.get('1003')!, 'de_CH', locales, (id) => records.get(id), model).fallbacks).toEqual({ title: 'de_DE', body: null, gallery: null });
+    expect(entryOf(records.get('1003')!, 'de_CH', locales, (id) => records.get(id)).fallbacks).toEqual({
+      title: 'de_DE',
+    });
+    expect(entryOf(records.get('1003')!, 'de_CH', locales, (id) => records.get(id), model).fallbacks).toEqual({
+      title: 'de_DE',
+      body: null,
+      gallery: null,
+    });
   });
 });

@@ -3,7 +3,18 @@ import type { ReadApiServer } from '../../src/server/index.ts';
 import { sync, type SyncResult } from '../../src/sync/engine.ts';
 import { entryOf, entrySchemaFor, loadEntries } from '../../src/sync/entries.ts';
 import type { StoredRecord } from '../../src/sync/records.ts';
-import { allRecordIds, configFor, docOf, recorder, recordsOf, serve, sorted, startProxy, tempDir, touch } from '../helpers/magazine.ts';
+import {
+  allRecordIds,
+  configFor,
+  docOf,
+  recorder,
+  recordsOf,
+  serve,
+  sorted,
+  startProxy,
+  tempDir,
+  touch,
+} from '../helpers/magazine.ts';
 
 /**
  * What a sync makes of the answers of the real local server: one record per document or asset,
@@ -25,7 +36,8 @@ describe('normalisation into records', () => {
     records = recordsOf(result);
   });
 
-  const entry = (id: string, locale: string) => entryOf(records.get(id)!, locale, result.cache.head.locales, (assetId) => records.get(assetId));
+  const entry = (id: string, locale: string) =>
+    entryOf(records.get(id)!, locale, result.cache.head.locales, (assetId) => records.get(assetId));
 
   it('keeps one record per document or asset, however many sources and includes reach it', () => {
     expect(sorted(records.keys())).toEqual(allRecordIds);
@@ -36,16 +48,37 @@ describe('normalisation into records', () => {
 
   it("keeps each source's members in its order and what its includes reach", () => {
     const cache = result.cache;
-    expect(cache.head).toMatchObject({ repository: 'mag', baseUrl: server.url, lastSync: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
-    expect(sorted(cache.sources().map((source) => source.key))).toEqual(['alias:home', 'collection:articles', 'collection:featured', 'query:authors']);
+    expect(cache.head).toMatchObject({
+      repository: 'mag',
+      baseUrl: server.url,
+      lastSync: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    expect(sorted(cache.sources().map((source) => source.key))).toEqual([
+      'alias:home',
+      'collection:articles',
+      'collection:featured',
+      'query:authors',
+    ]);
     const members = (key: string) => cache.members(key).map((m) => m.id);
     expect(members('collection:articles')).toEqual(['1001', '1003', '1002']); // the collection's sorting
     expect(members('collection:featured')).toEqual(['1003', '1001']);
-    expect(cache.sources().find((source) => source.key === 'alias:home')).toMatchObject({ kind: 'alias', name: 'home' });
+    expect(cache.sources().find((source) => source.key === 'alias:home')).toMatchObject({
+      kind: 'alias',
+      name: 'home',
+    });
     expect(members('alias:home')).toEqual(['1001']);
-    expect(sorted([...members('alias:home'), ...cache.included('alias:home')])).toEqual(['1001', '1002', '2001', '3001', '3002']);
+    expect(sorted([...members('alias:home'), ...cache.included('alias:home')])).toEqual([
+      '1001',
+      '1002',
+      '2001',
+      '3001',
+      '3002',
+    ]);
     expect(sorted(members('query:authors'))).toEqual(['2001', '2002']);
-    expect(cache.members('query:authors').map((m) => m.dependencyDigest)).toEqual([expect.any(String), expect.any(String)]);
+    expect(cache.members('query:authors').map((m) => m.dependencyDigest)).toEqual([
+      expect.any(String),
+      expect.any(String),
+    ]);
     expect(cache.contentType('1001')).toBe('article');
     expect(cache.record('1001')).toMatchObject({ revision: 1, updatedAt: '2024-02-01T00:00:00.000Z' });
     expect(cache.references('1001')).toEqual([
@@ -59,7 +92,11 @@ describe('normalisation into records', () => {
   });
 
   it('keeps the own values of every locale of a localized field, without fallback', () => {
-    expect(records.get('1001')!.fields.title).toEqual({ en_US: 'Apple harvest', de_DE: 'Apfelernte', de_CH: 'Öpfelernte' });
+    expect(records.get('1001')!.fields.title).toEqual({
+      en_US: 'Apple harvest',
+      de_DE: 'Apfelernte',
+      de_CH: 'Öpfelernte',
+    });
     expect(records.get('1002')!.fields.title).toEqual({ en_US: 'Banana boats' });
     expect(records.get('1001')!.localized).toEqual(['title', 'body', 'gallery']);
     expect(records.get('1001')!.fields.rating).toBe(5);
@@ -97,12 +134,29 @@ describe('normalisation into records', () => {
   });
 
   it('turns assets into image objects (kind image) with src, size and alt text in each locale', () => {
-    const apples = { kind: 'image', id: '3001', src: 'https://images.example.com/apples.jpg', width: 800, height: 600, mimeType: 'image/jpeg', fileName: 'apples.jpg' };
+    const apples = {
+      kind: 'image',
+      id: '3001',
+      src: 'https://images.example.com/apples.jpg',
+      width: 800,
+      height: 600,
+      mimeType: 'image/jpeg',
+      fileName: 'apples.jpg',
+    };
     expect(entry('1001', 'en_US').fields.cover).toEqual([{ ...apples, alt: 'A basket of apples' }]);
     expect(entry('1001', 'de_DE').fields.cover).toEqual([{ ...apples, alt: 'Ein Korb Äpfel' }]);
     expect(entry('1001', 'de_CH').fields.cover).toEqual([{ ...apples, alt: 'Ein Korb Äpfel' }]);
     // Without a description the title is the alt text; a localized asset field follows its locale.
-    const bananas = { kind: 'image', id: '3002', src: 'https://images.example.com/bananas.png', width: 400, height: 300, alt: 'Bananas', mimeType: 'image/png', fileName: 'bananas.png' };
+    const bananas = {
+      kind: 'image',
+      id: '3002',
+      src: 'https://images.example.com/bananas.png',
+      width: 400,
+      height: 300,
+      alt: 'Bananas',
+      mimeType: 'image/png',
+      fileName: 'bananas.png',
+    };
     expect(entry('1001', 'de_DE').fields.gallery).toEqual([bananas]);
     expect(entry('1001', 'en_US').fields.gallery).toEqual([{ ...apples, alt: 'A basket of apples' }, bananas]);
     expect(records.get('3001')!.contentType).toBe('_asset');
@@ -132,7 +186,10 @@ describe('normalisation into records', () => {
     expect(article.gallery).toMatchObject({ kind: 'asset', localized: true });
     // The Read API does not tell a section from a JSON field that holds an object: both are read
     // as a section, typed by what their keys hold; the value stays what it is.
-    expect(article.extra).toMatchObject({ kind: 'section', fields: { source: { kind: 'text', localized: false }, priority: { kind: 'number', localized: false } } });
+    expect(article.extra).toMatchObject({
+      kind: 'section',
+      fields: { source: { kind: 'text', localized: false }, priority: { kind: 'number', localized: false } },
+    });
 
     const en = entry('1001', 'en_US').fields;
     expect(en).toMatchObject({
@@ -146,9 +203,14 @@ describe('normalisation into records', () => {
       extra: { source: 'wire', priority: 2 },
     });
 
-    const entries = loadEntries(result.cache, result.cache.members('collection:articles').map((m) => m.id), result.cache.head.locales);
+    const entries = loadEntries(
+      result.cache,
+      result.cache.members('collection:articles').map((m) => m.id),
+      result.cache.head.locales,
+    );
     expect(entries).toHaveLength(3 * 3);
-    for (const e of entries) expect(() => entrySchemaFor(result.cache.head.model, e.contentType).parse(e)).not.toThrow();
+    for (const e of entries)
+      expect(() => entrySchemaFor(result.cache.head.model, e.contentType).parse(e)).not.toThrow();
   });
 });
 
@@ -163,7 +225,12 @@ describe('a field mask on a source', () => {
       const served = await serve();
       const options = { collections, aliases: [], queries: {} };
       const dir = await tempDir();
-      const full = recordsOf(await sync(configFor(served.server.url, await tempDir(), { ...options, collections: { articles: {} } }), recorder()));
+      const full = recordsOf(
+        await sync(
+          configFor(served.server.url, await tempDir(), { ...options, collections: { articles: {} } }),
+          recorder(),
+        ),
+      );
       const both = recordsOf(await sync(configFor(served.server.url, dir, options), recorder()));
       expect(both.get('1001')).toEqual(full.get('1001'));
       expect(both.get('1003')).toEqual(full.get('1003'));
@@ -173,7 +240,10 @@ describe('a field mask on a source', () => {
       touch(docOf(served.snapshot, '1001'));
       await served.publish();
       const incremental = await sync(configFor(served.server.url, dir, options), recorder());
-      const fresh = await sync({ ...configFor(served.server.url, await tempDir(), options), mode: 'fresh' }, recorder());
+      const fresh = await sync(
+        { ...configFor(served.server.url, await tempDir(), options), mode: 'fresh' },
+        recorder(),
+      );
       expect(recordsOf(incremental)).toEqual(recordsOf(fresh));
       expect(incremental.cache.record('1001')!.fields.rating).toBe(4.5);
     });
@@ -182,7 +252,10 @@ describe('a field mask on a source', () => {
   it('keeps only the masked fields of a record once no other source needs it whole, as a fresh sync does', async () => {
     const served = await serve();
     const dir = await tempDir();
-    await sync(configFor(served.server.url, dir, { collections: { featured: masked, articles: {} }, aliases: [], queries: {} }), recorder());
+    await sync(
+      configFor(served.server.url, dir, { collections: { featured: masked, articles: {} }, aliases: [], queries: {} }),
+      recorder(),
+    );
     const options = { collections: { featured: masked }, aliases: [], queries: {} };
     const incremental = await sync(configFor(served.server.url, dir, options), recorder());
     const fresh = await sync({ ...configFor(served.server.url, await tempDir(), options), mode: 'fresh' }, recorder());
@@ -193,7 +266,10 @@ describe('a field mask on a source', () => {
   it('fetches whole the records a masked source left partial once another source needs them, as a fresh sync does', async () => {
     const served = await serve();
     const dir = await tempDir();
-    const partial = await sync(configFor(served.server.url, dir, { collections: { featured: masked }, aliases: [], queries: {} }), recorder());
+    const partial = await sync(
+      configFor(served.server.url, dir, { collections: { featured: masked }, aliases: [], queries: {} }),
+      recorder(),
+    );
     // What the masked source left: its fields only.
     for (const id of ['1001', '1003']) expect(Object.keys(partial.cache.record(id)!.fields)).toEqual(['title']);
 
@@ -206,10 +282,15 @@ describe('a field mask on a source', () => {
 
   it('keeps only the masked fields of records no other source needs', async () => {
     const { server } = await serve();
-    const result = await sync(configFor(server.url, await tempDir(), { collections: { featured: masked }, aliases: [], queries: {} }), recorder());
+    const result = await sync(
+      configFor(server.url, await tempDir(), { collections: { featured: masked }, aliases: [], queries: {} }),
+      recorder(),
+    );
     const records = recordsOf(result);
     expect(sorted(records.keys())).toEqual(['1001', '1003']);
-    expect(records.get('1001')!.fields).toEqual({ title: { en_US: 'Apple harvest', de_DE: 'Apfelernte', de_CH: 'Öpfelernte' } });
+    expect(records.get('1001')!.fields).toEqual({
+      title: { en_US: 'Apple harvest', de_DE: 'Apfelernte', de_CH: 'Öpfelernte' },
+    });
     expect(records.get('1001')!.updatedAt).toBe('2024-02-01T00:00:00.000Z');
   });
 });
@@ -253,7 +334,11 @@ describe('locales', () => {
     const records = recordsOf(result);
     expect(records.get('1001')!.fields.place).toEqual({ lat: 47.37, lng: 8.54 });
     expect(records.get('1001')!.localized).toEqual(['title', 'body', 'gallery']);
-    expect(records.get('1001')!.fields.title).toEqual({ en_US: 'Apple harvest', de_DE: 'Apfelernte', de_CH: 'Öpfelernte' });
+    expect(records.get('1001')!.fields.title).toEqual({
+      en_US: 'Apple harvest',
+      de_DE: 'Apfelernte',
+      de_CH: 'Öpfelernte',
+    });
   });
 
   it('guessed from the data, stay the same on a later sync that downloads nothing', async () => {

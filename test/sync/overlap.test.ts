@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { sync } from '../../src/sync/engine.ts';
-import { configFor, docOf, type Proxy, recorder, recordsOf, serve, startProxy, tempDir, touch } from '../helpers/magazine.ts';
+import {
+  configFor,
+  docOf,
+  type Proxy as HeldProxy,
+  recorder,
+  recordsOf,
+  serve,
+  startProxy,
+  tempDir,
+  touch,
+} from '../helpers/magazine.ts';
 
 /**
  * What a warm sync asks at once, rather than one round of requests after another: the member
@@ -11,7 +21,7 @@ import { configFor, docOf, type Proxy, recorder, recordsOf, serve, startProxy, t
  */
 
 /** Resolves once the proxy has seen every pattern, or after `ms`; says which were seen. */
-async function seenWhileHeld(proxy: Proxy, patterns: RegExp[], ms = 3000): Promise<boolean[]> {
+async function seenWhileHeld(proxy: HeldProxy, patterns: RegExp[], ms = 3000): Promise<boolean[]> {
   const deadline = Date.now() + ms;
   const seen = () => patterns.map((pattern) => proxy.seen.some((line) => pattern.test(line)));
   while (!seen().every(Boolean) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -76,7 +86,10 @@ describe('a warm sync', () => {
     touch(article);
     await served.publish();
     proxy.failIf = () => repository.test(proxy.seen.at(-1)!); // the request being forwarded
-    await expect(sync(config, recorder())).rejects.toMatchObject({ code: 'server_failed', message: expect.stringMatching(/down for maintenance/) });
+    await expect(sync(config, recorder())).rejects.toMatchObject({
+      code: 'server_failed',
+      message: expect.stringMatching(/down for maintenance/),
+    });
     expect(proxy.seen.filter((line) => listing.test(line))).toHaveLength(1); // the warm sync's (the first fetched in full)
     expect(recordsOf({ cache: (await import('../../src/cache/index.ts')).openCache(dir)! })).toEqual(before);
   });

@@ -15,7 +15,10 @@ const ids = ['1001', '1002', '1003', '2001', '2002'];
 /** The keys of every document before and after an edit, and which changed. */
 async function keysAround(edit: (snapshot: Magazine) => void): Promise<string[]> {
   const served = await serve();
-  const config = configFor(served.server.url, await tempDir(), { collections: { articles: { includes: 0 } }, queries: { authors: { contentType: 'author' } } });
+  const config = configFor(served.server.url, await tempDir(), {
+    collections: { articles: { includes: 0 } },
+    queries: { authors: { contentType: 'author' } },
+  });
   const before = cacheKeys((await sync(config, recorder())).cache, ids);
   edit(served.snapshot);
   await served.publish();
@@ -68,6 +71,8 @@ describe('pageKey', () => {
   });
 
   it('refuses what has no key, saying what it takes', () => {
-    expect(() => pageKey({ data: {} } as never)).toThrow(/pageKey\(\) takes entries of comfortableLoader\(\) collections/);
+    expect(() => pageKey({ data: {} } as never)).toThrow(
+      /pageKey\(\) takes entries of comfortableLoader\(\) collections/,
+    );
   });
 });

@@ -60,17 +60,28 @@ describe('reach', () => {
 
   it('goes round a cycle once', () => {
     const { read } = reader();
-    expect([...reach(['a1'], { includes: 5, embedAssets: true }, read).nodes.keys()].sort()).toEqual(['a1', 'b1', 'c1', 'x1', 'x2']);
+    expect([...reach(['a1'], { includes: 5, embedAssets: true }, read).nodes.keys()].sort()).toEqual([
+      'a1',
+      'b1',
+      'c1',
+      'x1',
+      'x2',
+    ]);
   });
 
   it('follows assets as references without embedAssets', () => {
     const { read } = reader();
-    expect([...reach(['b1'], { includes: 1, embedAssets: false }, read).nodes.keys()].sort()).toEqual(['b1', 'c1', 'x2']);
+    expect([...reach(['b1'], { includes: 1, embedAssets: false }, read).nodes.keys()].sort()).toEqual([
+      'b1',
+      'c1',
+      'x2',
+    ]);
   });
 
   it('follows a field map: only the fields named, and of the content types named', () => {
     const { read } = reader();
-    const along = (includes: Record<string, unknown>) => [...reach(['a1'], { includes: includes as never, embedAssets: true }, read).nodes.keys()].sort();
+    const along = (includes: Record<string, unknown>) =>
+      [...reach(['a1'], { includes: includes as never, embedAssets: true }, read).nodes.keys()].sort();
     expect(along({ '*.fields.related': { '*.fields.author': 1 } })).toEqual(['a1', 'b1', 'c1', 'x1', 'x2']);
     expect(along({ '*.fields.related': { 'author.fields.author': 1 } })).toEqual(['a1', 'b1', 'x1', 'x2']);
     expect(along({ 'author.fields.related': 1 })).toEqual(['a1', 'x1']);
@@ -89,14 +100,42 @@ describe('reach', () => {
 });
 
 describe('plan', () => {
-  const source = (kind: Source['kind'], name: string, fingerprint = 'f1'): Source => ({ key: `${kind}:${name}`, kind, name, options: {}, fingerprint });
+  const source = (kind: Source['kind'], name: string, fingerprint = 'f1'): Source => ({
+    key: `${kind}:${name}`,
+    kind,
+    name,
+    options: {},
+    fingerprint,
+  });
   const stored = new Map([
-    ['collection:posts', { key: 'collection:posts', kind: 'collection' as const, name: 'posts', fingerprint: 'f1', syncedAt: '2024-01-01T00:00:00.000Z' }],
-    ['query:authors', { key: 'query:authors', kind: 'query' as const, name: 'authors', fingerprint: 'old', syncedAt: '2024-01-01T00:00:00.000Z' }],
+    [
+      'collection:posts',
+      {
+        key: 'collection:posts',
+        kind: 'collection' as const,
+        name: 'posts',
+        fingerprint: 'f1',
+        syncedAt: '2024-01-01T00:00:00.000Z',
+      },
+    ],
+    [
+      'query:authors',
+      {
+        key: 'query:authors',
+        kind: 'query' as const,
+        name: 'authors',
+        fingerprint: 'old',
+        syncedAt: '2024-01-01T00:00:00.000Z',
+      },
+    ],
   ]);
 
   it('lists a source stored with the same options, fetches any other in full, and asks aliases again', () => {
-    const plans = planSources([source('collection', 'posts'), source('query', 'authors'), source('collection', 'new'), source('alias', 'home')], stored, false);
+    const plans = planSources(
+      [source('collection', 'posts'), source('query', 'authors'), source('collection', 'new'), source('alias', 'home')],
+      stored,
+      false,
+    );
     expect(plans.map((plan) => [plan.source.key, plan.how, plan.syncedAt])).toEqual([
       ['collection:posts', 'incremental', '2024-01-01T00:00:00.000Z'],
       ['query:authors', 'full', undefined],

@@ -6,18 +6,27 @@ import { locales } from './i18n';
 export type Relation = { collection: string; id: string } | { collection: null; id: string; contentType: string };
 
 /** An asset field's item: an image (with its size), another file, or an asset that was not synced. */
-export type ImageItem = { kind: 'image'; id: string; src: string; width: number; height: number; alt: string } | { kind: 'file'; id: string; src: string; alt: string } | { kind: 'unresolved'; id: string; contentType: string };
+export type ImageItem =
+  | { kind: 'image'; id: string; src: string; width: number; height: number; alt: string }
+  | { kind: 'file'; id: string; src: string; alt: string }
+  | { kind: 'unresolved'; id: string; contentType: string };
 
 export type Post = CollectionEntry<'posts'>;
 
 /** Resolves a reference with `getEntry`; a dangling relation resolves to nothing instead of failing. */
-export async function resolve<C extends CollectionKey>(collection: C, relation: Relation | null | undefined): Promise<CollectionEntry<C> | undefined> {
+export async function resolve<C extends CollectionKey>(
+  collection: C,
+  relation: Relation | null | undefined,
+): Promise<CollectionEntry<C> | undefined> {
   if (relation?.collection !== collection) return undefined;
   return (await getEntry(relation as { collection: C; id: string })) as CollectionEntry<C> | undefined;
 }
 
 /** Resolves a list of references, skipping the ones that point nowhere. */
-export async function resolveAll<C extends CollectionKey>(collection: C, relations: Relation[] | null | undefined): Promise<CollectionEntry<C>[]> {
+export async function resolveAll<C extends CollectionKey>(
+  collection: C,
+  relations: Relation[] | null | undefined,
+): Promise<CollectionEntry<C>[]> {
   const entries: CollectionEntry<C>[] = [];
   for (const relation of relations ?? []) {
     const entry = await resolve(collection, relation);
@@ -35,7 +44,9 @@ export async function postsIn(locale: string): Promise<Post[]> {
 /** The events of one locale, soonest first: their date stands in the section `details`. */
 export async function eventsIn(locale: string): Promise<CollectionEntry<'events'>[]> {
   const events = await getCollection('events', (event) => event.data.locale === locale);
-  return events.sort((a, b) => (a.data.fields.details?.startsAt ?? '').localeCompare(b.data.fields.details?.startsAt ?? ''));
+  return events.sort((a, b) =>
+    (a.data.fields.details?.startsAt ?? '').localeCompare(b.data.fields.details?.startsAt ?? ''),
+  );
 }
 
 /** The first image of an asset field. */

@@ -6,7 +6,14 @@
 const en = {
   lang: 'en-US',
   label: 'English',
-  nav: { home: 'Home', posts: 'Stories', categories: 'Categories', authors: 'Authors', events: 'Events', about: 'About' },
+  nav: {
+    home: 'Home',
+    posts: 'Stories',
+    categories: 'Categories',
+    authors: 'Authors',
+    events: 'Events',
+    about: 'About',
+  },
   languages: 'Language',
   featured: 'Featured',
   latest: 'Latest stories',
@@ -38,7 +45,14 @@ const de: Strings = {
   ...en,
   lang: 'de-DE',
   label: 'Deutsch',
-  nav: { home: 'Start', posts: 'Geschichten', categories: 'Kategorien', authors: 'Autorinnen und Autoren', events: 'Veranstaltungen', about: 'Über uns' },
+  nav: {
+    home: 'Start',
+    posts: 'Geschichten',
+    categories: 'Kategorien',
+    authors: 'Autorinnen und Autoren',
+    events: 'Veranstaltungen',
+    about: 'Über uns',
+  },
   languages: 'Sprache',
   featured: 'Empfohlen',
   latest: 'Neueste Geschichten',
@@ -67,7 +81,13 @@ const de: Strings = {
 export const ui: Record<string, Strings> = {
   en_US: en,
   de_DE: de,
-  de_CH: { ...de, lang: 'de-CH', label: 'Deutsch (Schweiz)', basedNear: 'Wohnt in der Nähe von', tagged: (tag) => `Geschichten mit dem Schlagwort «${tag}»` },
+  de_CH: {
+    ...de,
+    lang: 'de-CH',
+    label: 'Deutsch (Schweiz)',
+    basedNear: 'Wohnt in der Nähe von',
+    tagged: (tag) => `Geschichten mit dem Schlagwort «${tag}»`,
+  },
 };
 
 export const locales = Object.keys(ui);
