@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cacheKeys, openCache } from '../src/index.ts';
+import { openCache } from '../src/cache/index.ts';
+import { cacheKeys } from '../src/sync/page-keys.ts';
 import { startServer } from '../src/server/index.ts';
 import type { Snapshot } from '../src/server/snapshot.ts';
 import {

@@ -1,6 +1,6 @@
 import { subscribe } from 'node:diagnostics_channel';
 import { closeAllPools } from '../src/api/index.ts';
-import { sync } from '../src/sync/index.ts';
+import { sync } from '../src/sync/engine.ts';
 
 /**
  * One sync in its own process, for bench/sync.ts (forked): argv[2] is the sync config as JSON.

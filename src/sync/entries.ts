@@ -48,6 +48,21 @@ export type UnresolvedAsset = z.infer<typeof unresolvedAssetSchema>;
 export const assetSchema = z.discriminatedUnion('kind', [imageSchema, assetFileSchema, unresolvedAssetSchema]);
 export type Asset = z.infer<typeof assetSchema>;
 
+/**
+ * The zod schemas of an entry's field values, for `z.infer` or your own schemas:
+ * `fieldSchemas.image`, `.asset` (an image, a file or an unresolved asset), `.assetFile`,
+ * `.unresolvedAsset`, `.reference`, `.richtext` and `.location`.
+ */
+export const fieldSchemas = {
+  image: imageSchema,
+  asset: assetSchema,
+  assetFile: assetFileSchema,
+  unresolvedAsset: unresolvedAssetSchema,
+  reference: referenceSchema,
+  richtext: richtextSchema,
+  location: locationSchema,
+};
+
 /** Schemas of the field values of each kind, for building entry schemas. */
 export const fieldValueSchemas = {
   text: z.string(),

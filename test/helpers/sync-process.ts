@@ -2,7 +2,7 @@
 // config is argv[2] as JSON; each log line is printed as `info: …` or `warn: …`, the result as
 // `result: {json}`, a failure as `error: <code> <message>` with exit code 1.
 import { closeAllPools } from '../../src/api/index.ts';
-import { sync } from '../../src/sync/index.ts';
+import { sync } from '../../src/sync/engine.ts';
 
 const config = JSON.parse(process.argv[2]!);
 try {
