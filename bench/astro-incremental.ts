@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openCache } from '../src/cache/index.ts';
@@ -122,7 +123,10 @@ async function readFiles(site: string): Promise<Map<string, Buffer>> {
 
 /** The cacheKey of each document of the collection `all`, worked out from the site's loader cache. */
 function documentKeys(site: string): Map<string, string> {
-  const cache = openCache(join(site, '.cache/comfortable'));
+  // The cache folder holds one cache per origin of the content: the site syncs from one server.
+  const root = join(site, '.cache/comfortable');
+  const origin = readdirSync(root).find((name) => name.startsWith('cms-'));
+  const cache = origin ? openCache(join(root, origin)) : undefined;
   const source = cache?.sources().find((s) => s.kind === 'collection' && s.name === 'all');
   if (!cache || !source) throw new Error(`no synced collection "all" in ${site}/.cache/comfortable`);
   return cacheKeys(
