@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import type { StoredRecord } from '../sync/records.ts';
+import { CacheError } from './database.ts';
 import type { Database, Statement } from './sqlite.ts';
 
 /** A reference of a record: the field, the target's id, and whether the target is an asset. */
@@ -46,6 +47,15 @@ export interface RecordChanges {
 /** The digest of a record: a hash of its JSON. */
 export const digestOfJson = (json: string): string => hash('sha1', json, 'base64url').slice(0, 22);
 
+/** A stored record's JSON, parsed; a `cache_damaged` CacheError naming the folder when it does not parse. */
+export function parseRecord(json: string, id: string, dir: string): StoredRecord {
+  try {
+    return JSON.parse(json) as StoredRecord;
+  } catch (error) {
+    throw new CacheError('cache_damaged', `The cache in ${dir} is damaged: record ${id} does not parse`, error);
+  }
+}
+
 /** References as `record.refs` holds them: `[[field, id, 1 or 0], …]`. */
 export const packReferences = (references: readonly Reference[]): string =>
   JSON.stringify(references.map((ref) => [ref.field, ref.id, ref.asset ? 1 : 0]));
@@ -78,20 +88,14 @@ export class Records {
   readonly dropped = new Set<string>();
   /** Every record was removed (a fresh sync): `reference` is filled again from every record. */
   #cleared = false;
-  readonly #damaged: (id: string) => void;
-  /** Records to write again even when what comes is what the digest says is stored (damaged ones). */
-  readonly #rewrite = new Set<string>();
+  readonly #dir: string;
   readonly #statements = new Map<string, Statement>();
   /** Bumped by every write. */
   #version = 0;
 
-  /**
-   * `damaged` hears of a record whose stored JSON no longer matches its digest, when `body`
-   * reads it: only records this sync reads are checked, not every record of the cache.
-   */
-  constructor(db: Database, damaged: (id: string) => void) {
+  constructor(db: Database, dir: string) {
     this.#db = db;
-    this.#damaged = damaged;
+    this.#dir = dir;
     this.#startedEmpty = !this.#statement('SELECT EXISTS (SELECT 1 FROM record) AS any').get()!.any;
   }
 
@@ -159,23 +163,16 @@ export class Records {
     return this.#statement('SELECT EXISTS (SELECT 1 FROM record WHERE partial = 1) AS any').get()!.any === 1;
   }
 
-  /** The stored record; undefined when there is none, or when its JSON no longer matches its digest (reported as damaged). */
+  /** The stored record; undefined when there is none. */
   body(id: string): StoredRecord | undefined {
-    const info = this.info(id);
-    const row = info && (this.#statement('SELECT json FROM body WHERE id = ?').get(id) as { json: string } | undefined);
-    if (!info || !row) return undefined;
-    if (digestOfJson(row.json) !== info.digest) {
-      this.#rewrite.add(id);
-      this.#damaged(id);
-      return undefined;
-    }
-    return JSON.parse(row.json) as StoredRecord;
+    const row = this.#statement('SELECT json FROM body WHERE id = ?').get(id) as { json: string } | undefined;
+    return row && parseRecord(row.json, id, this.#dir);
   }
 
   /** Stores a record (its JSON, digest and references); nothing is written when it is stored so already. */
   put(record: StoredRecord, json: string, digest: string, partial: boolean, references: readonly Reference[]): Put {
     const before = this.info(record.id);
-    if (before && before.digest === digest && before.partial === partial && !this.#rewrite.delete(record.id)) {
+    if (before && before.digest === digest && before.partial === partial) {
       return { added: false, changed: false, relinked: false };
     }
     const refs = packReferences(references);
@@ -199,11 +196,6 @@ export class Records {
     this.#nodes.delete(record.id);
     this.dropped.delete(record.id);
     return { added: !before, changed: true, relinked };
-  }
-
-  /** Writes these records again when they come, even with the digest stored (their stored JSON is damaged). */
-  rewrite(ids: Iterable<string>): void {
-    for (const id of ids) this.#rewrite.add(id);
   }
 
   /** Removes a record; true when there was one. */
