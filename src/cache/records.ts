@@ -150,11 +150,14 @@ export class Records {
     }
   }
 
-  /** True when the record is stored whole with these stamps. */
-  sameStamps(id: string, updatedAt: string | undefined, revision: number | undefined): boolean {
+  /** True when the record is stored with these stamps, and whole unless `orPartial`. */
+  sameStamps(id: string, updatedAt: string | undefined, revision: number | undefined, orPartial = false): boolean {
     const info = this.info(id);
     return (
-      info !== undefined && !info.partial && info.updatedAt === (updatedAt ?? '') && info.revision === (revision ?? 0)
+      info !== undefined &&
+      (orPartial || !info.partial) &&
+      info.updatedAt === (updatedAt ?? '') &&
+      info.revision === (revision ?? 0)
     );
   }
 
