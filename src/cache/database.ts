@@ -42,6 +42,7 @@ function sqliteCode(error: unknown): number | undefined {
   return code === undefined ? undefined : code & 0xff;
 }
 
+const sqliteError = 1;
 const busy = 5;
 const readOnly = 8;
 const ioError = 10;
@@ -62,6 +63,9 @@ const leftByKilledWriter: ReadonlySet<number | undefined> = new Set([264, 776, 1
 export function cacheErrorOf(error: unknown, dir: string): unknown {
   if (error instanceof CacheError) return error;
   const why = (error as Error).message;
+  // What SQLite's JSON functions say of a stored value that does not parse: a record is damaged.
+  if (sqliteCode(error) === sqliteError && why === 'malformed JSON')
+    return new CacheError('cache_damaged', `The cache in ${dir} is damaged (a stored record does not parse)`, error);
   switch (sqliteCode(error)) {
     case corrupt:
     case notADatabase:

@@ -1,6 +1,6 @@
 import type { StoredRecord } from '../sync/records.ts';
 import { CacheError, cacheErrorOf, openForReading } from './database.ts';
-import { parseRecord, type Reference, unpackReferences } from './records.ts';
+import { parseStored, type Reference, unpackReferences } from './records.ts';
 import { memberColumns, schemaProblem } from './schema.ts';
 import type { Database, Statement } from './sqlite.ts';
 import { type CacheHead, readHead } from './head.ts';
@@ -144,7 +144,7 @@ export class CacheReader {
       'SELECT id, json FROM body WHERE id IN (SELECT value FROM json_each(?))',
       JSON.stringify([...ids]),
     );
-    return new Map(rows.map((row) => [row.id, parseRecord(row.json, row.id, this.dir)]));
+    return new Map(rows.map((row) => [row.id, parseStored<StoredRecord>(row.json, row.id, this.dir)]));
   }
 
   has(id: string): boolean {
@@ -172,7 +172,7 @@ export class CacheReader {
   /** A record's references, in order. */
   references(id: string): Reference[] {
     const refs = this.#all<{ refs: string }>('SELECT refs FROM record WHERE id = ?', id)[0]?.refs;
-    return refs === undefined ? [] : unpackReferences(refs);
+    return refs === undefined ? [] : unpackReferences(refs, id, this.dir);
   }
 
   /**

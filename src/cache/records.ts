@@ -47,10 +47,10 @@ export interface RecordChanges {
 /** The digest of a record: a hash of its JSON. */
 export const digestOfJson = (json: string): string => hash('sha1', json, 'base64url').slice(0, 22);
 
-/** A stored record's JSON, parsed; a `cache_damaged` CacheError naming the folder when it does not parse. */
-export function parseRecord(json: string, id: string, dir: string): StoredRecord {
+/** A record's stored JSON (its body or its references), parsed; a `cache_damaged` CacheError if it does not parse. */
+export function parseStored<T>(json: string, id: string, dir: string): T {
   try {
-    return JSON.parse(json) as StoredRecord;
+    return JSON.parse(json) as T;
   } catch (error) {
     throw new CacheError('cache_damaged', `The cache in ${dir} is damaged: record ${id} does not parse`, error);
   }
@@ -59,8 +59,12 @@ export function parseRecord(json: string, id: string, dir: string): StoredRecord
 /** References as `record.refs` holds them: `[[field, id, 1 or 0], …]`. */
 export const packReferences = (references: readonly Reference[]): string =>
   JSON.stringify(references.map((ref) => [ref.field, ref.id, ref.asset ? 1 : 0]));
-export const unpackReferences = (refs: string): Reference[] =>
-  (JSON.parse(refs) as [string, string, number][]).map(([field, id, asset]) => ({ field, id, asset: asset === 1 }));
+export const unpackReferences = (refs: string, id: string, dir: string): Reference[] =>
+  parseStored<[string, string, number][]>(refs, id, dir).map(([field, id, asset]) => ({
+    field,
+    id,
+    asset: asset === 1,
+  }));
 
 /** A list as JSON, for `json_each`, so a batch is one statement. */
 const asJson = (values: Iterable<string>) => JSON.stringify([...values]);
@@ -169,7 +173,7 @@ export class Records {
   /** The stored record; undefined when there is none. */
   body(id: string): StoredRecord | undefined {
     const row = this.#statement('SELECT json FROM body WHERE id = ?').get(id) as { json: string } | undefined;
-    return row && parseRecord(row.json, id, this.#dir);
+    return row && parseStored<StoredRecord>(row.json, id, this.#dir);
   }
 
   /** Stores a record (its JSON, digest and references); nothing is written when it is stored so already. */
@@ -279,7 +283,12 @@ export class Records {
         const info = this.#known.get(id)!;
         this.#nodes.set(
           id,
-          (node = { id, contentType: info.contentType, digest: info.digest, references: unpackReferences(packed) }),
+          (node = {
+            id,
+            contentType: info.contentType,
+            digest: info.digest,
+            references: unpackReferences(packed, id, this.#dir),
+          }),
         );
         this.#packed.delete(id); // the node holds them now (a first sync reads every record's)
       }
@@ -297,7 +306,7 @@ export class Records {
       string,
       string,
     ][]) {
-      const node: Node = { id, contentType, digest, references: unpackReferences(refs) };
+      const node: Node = { id, contentType, digest, references: unpackReferences(refs, id, this.#dir) };
       this.#nodes.set(id, node);
       found.set(id, node);
     }

@@ -262,6 +262,20 @@ describe('a record that does not parse is never served: the cache is rebuilt fro
     expect((error as Error).message).toBe(`The cache in ${dir} is damaged: record 2002 does not parse`);
   });
 
+  it('a sync that reads references that do not parse rebuilds the cache, with a warning', async () => {
+    const { proxy, dir, after } = await syncedThenEdited();
+    const db = new DatabaseSync(file(dir));
+    db.prepare("UPDATE record SET refs = substr(refs, 1, length(refs) - 3) WHERE id = '1002'").run();
+    db.close();
+    // 1003 left the articles: the sync walks their references again, 1002's among them.
+    const result = await sync(configFor(proxy.url, dir), recorder());
+    expect(
+      result.warnings.some((w) => /record 1002 does not parse; rebuilding it from the server/.test(w)),
+      result.warnings.join('\n'),
+    ).toBe(true);
+    expect(contentOf(dir)).toEqual(after);
+  });
+
   it('a sync that fetches it again (it changed on the server) stores what the server has', async () => {
     const served = await serve();
     const dir = await tempDir();

@@ -188,6 +188,22 @@ describe('a record whose stored JSON does not parse', () => {
     expect(() => tx.records.body('2')).toThrow(expect.objectContaining(refused));
     tx.rollback();
   });
+
+  it('and references that do not parse are refused alike, by the reader and by a transaction', async () => {
+    const dir = await tempDir();
+    await small(dir);
+    const db = new DatabaseSync(join(dir, 'cache.sqlite'));
+    db.prepare("UPDATE record SET refs = substr(refs, 1, length(refs) - 3) WHERE id = '1'").run();
+    db.close();
+    const reader = openCache(dir)!;
+    const refused = { code: 'cache_damaged', message: `The cache in ${dir} is damaged: record 1 does not parse` };
+    expect(() => reader.references('1')).toThrow(expect.objectContaining(refused));
+    // Read through SQLite's JSON functions.
+    expect(() => reader.links()).toThrow(expect.objectContaining({ code: 'cache_damaged' }));
+    const tx = await CacheTransaction.begin(dir, events());
+    expect(() => tx.records.nodes(['1'])).toThrow(expect.objectContaining(refused));
+    tx.rollback();
+  });
 });
 
 describe('what is no cache of this format is rebuilt, with a warning that says why', () => {
