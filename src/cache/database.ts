@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Database, DatabaseSync } from './sqlite.ts';
 
@@ -42,6 +42,7 @@ function sqliteCode(error: unknown): number | undefined {
   return code === undefined ? undefined : code & 0xff;
 }
 
+const sqliteError = 1;
 const busy = 5;
 const readOnly = 8;
 const ioError = 10;
@@ -61,27 +62,28 @@ const leftByKilledWriter: ReadonlySet<number | undefined> = new Set([264, 776, 1
 /** Turns what SQLite throws into a CacheError a user can act on, naming the folder; other errors pass through. */
 export function cacheErrorOf(error: unknown, dir: string): unknown {
   if (error instanceof CacheError) return error;
+  const why = (error as Error).message;
+  // What SQLite's JSON functions say of a stored value that does not parse: a record is damaged.
+  if (sqliteCode(error) === sqliteError && why === 'malformed JSON')
+    return new CacheError('cache_damaged', `The cache in ${dir} is damaged (a stored record does not parse)`, error);
   switch (sqliteCode(error)) {
     case corrupt:
     case notADatabase:
-      return new CacheError('cache_damaged', `The cache in ${dir} is damaged (${(error as Error).message})`, error);
+      return new CacheError('cache_damaged', `The cache in ${dir} is damaged (${why})`, error);
+    case ioError:
+      return new CacheError('cache_unwritable', `The cache in ${dir} could not be read or written (${why})`, error);
     case readOnly:
     case cantOpen:
       return new CacheError(
         'cache_unwritable',
-        `The cache folder ${dir} cannot be written (${(error as Error).message}); check its permissions, or set cacheDir to a folder this process may write`,
+        `The cache folder ${dir} cannot be written (${why}); ` +
+          'check its permissions, or set cacheDir to a folder this process may write',
         error,
       );
     case full:
       return new CacheError(
         'cache_full',
-        `The disk of the cache folder ${dir} is full (${(error as Error).message}); the cache was left as it was`,
-        error,
-      );
-    case ioError:
-      return new CacheError(
-        'cache_unwritable',
-        `The cache in ${dir} could not be read or written (${(error as Error).message})`,
+        `The disk of the cache folder ${dir} is full (${why}); the cache was left as it was`,
         error,
       );
     default:
@@ -90,20 +92,6 @@ export function cacheErrorOf(error: unknown, dir: string): unknown {
 }
 
 export const isBusy = (error: unknown): boolean => sqliteCode(error) === busy;
-
-/** Files a cache of this package's earlier formats left in the folder (format 4 and before). */
-function olderFormatFiles(dir: string): string[] {
-  let names: string[] = [];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return [];
-  }
-  return names.filter(
-    (name) =>
-      name === 'manifest.json' || name === 'sync.lock' || /^(index-.*\.json|records-.*\.jsonl)(\.tmp)?$/.test(name),
-  );
-}
 
 /** The identity of the database file, or undefined when there is none. */
 export function inodeOf(dir: string): number | undefined {
@@ -119,49 +107,37 @@ export function removeDatabase(dir: string): void {
   for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(join(dir, cacheFileName + suffix), { force: true });
 }
 
-/** Opens (creating the folder and file) the cache's database for a sync, in WAL mode. */
-export function openForWriting(dir: string, warn: (message: string) => void): Database {
+/**
+ * Opens (creating the folder and file) the cache's database for a sync, in WAL mode. A file
+ * SQLite refuses throws a `cache_damaged` CacheError: the sync rebuilds the cache from the CMS.
+ */
+export function openForWriting(dir: string): Database {
   try {
     mkdirSync(dir, { recursive: true });
   } catch (error) {
     throw new CacheError(
       'cache_unwritable',
-      `The cache folder ${dir} cannot be created (${(error as Error).message}); set cacheDir to a folder this process may write`,
+      `The cache folder ${dir} cannot be created (${(error as Error).message}); ` +
+        'set cacheDir to a folder this process may write',
       error,
     );
   }
-  const older = olderFormatFiles(dir);
-  if (older.length > 0) {
-    warn(
-      `The cache in ${dir} is of an older format (${older.includes('manifest.json') ? 'format 4 or earlier' : 'files of an earlier version'}); it is rebuilt as a database`,
-    );
-    for (const name of older) rmSync(join(dir, name), { force: true });
-  }
-  const open = () => {
-    const db = new DatabaseSync(join(dir, cacheFileName), { timeout: 5_000 });
+  let db: Database | undefined;
+  try {
+    db = new DatabaseSync(join(dir, cacheFileName), { timeout: 5_000 });
     // A sync inserts with keys in no order into tables of hundreds of megabytes: with SQLite's
     // default 2 MB of page cache, most inserts went to the operating system for their pages
     // (inserting 100,000 references took 2.4 s; 1.4 s with 16 MB, 1.3 s with 64 MB).
     // The write-ahead log is cut back once checkpointed: left at the size of a cold sync, the
     // next process to open the cache would read all of it to rebuild its index.
     db.exec(
-      `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -${writerCacheKiB}; PRAGMA journal_size_limit = ${walLimitBytes};`,
+      `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -${writerCacheKiB}; ` +
+        `PRAGMA journal_size_limit = ${walLimitBytes};`,
     );
     return db;
-  };
-  try {
-    return open();
   } catch (error) {
-    const problem = cacheErrorOf(error, dir);
-    if (!(problem instanceof CacheError) || problem.code !== 'cache_damaged') throw problem;
-    // Not a database at all: nothing in it can be locked or kept.
-    warn(`${problem.message}; rebuilding it`);
-    removeDatabase(dir);
-    try {
-      return open();
-    } catch (again) {
-      throw cacheErrorOf(again, dir);
-    }
+    db?.close();
+    throw cacheErrorOf(error, dir);
   }
 }
 
@@ -197,7 +173,9 @@ export function openForReading(dir: string): Database | undefined {
     if (sqliteCode(error) === readOnly || sqliteCode(error) === cantOpen) {
       throw new CacheError(
         'cache_unwritable',
-        `The cache in ${dir} was left by a sync that was killed while it wrote, and reading it needs the folder to be written once to recover it (${(error as Error).message}); run a sync where ${dir} can be written, or set cacheDir to a folder this process may write`,
+        `The cache in ${dir} was left by a sync that was killed while it wrote, and reading it needs the ` +
+          `folder to be written once to recover it (${(error as Error).message}); run a sync where ${dir} ` +
+          'can be written, or set cacheDir to a folder this process may write',
         error,
       );
     }
@@ -231,7 +209,8 @@ export async function beginWrite(
       if (waited >= options.maxWaitMs) {
         throw new CacheError(
           'cache_busy',
-          `Another sync has held the cache in ${dir} for more than ${Math.round(options.maxWaitMs / 1000)} s; try again when it is done`,
+          `Another sync has held the cache in ${dir} for more than ${Math.round(options.maxWaitMs / 1000)} s; ` +
+            'try again when it is done',
         );
       }
       if (!said && waited >= 1_000) {

@@ -3,7 +3,7 @@ import { inodeOf, removeDatabase } from './database.ts';
 import { CacheReader } from './reader.ts';
 
 export { CacheError } from './database.ts';
-export { CacheReader, DamagedRecordError } from './reader.ts';
+export { CacheReader } from './reader.ts';
 export type { Link, Member } from './reader.ts';
 export type { Reference } from './records.ts';
 export type { CacheHead } from './head.ts';

@@ -1,6 +1,6 @@
 import type { StoredRecord } from '../sync/records.ts';
 import { CacheError, cacheErrorOf, openForReading } from './database.ts';
-import { digestOfJson, type Reference, unpackReferences } from './records.ts';
+import { parseStored, type Reference, unpackReferences } from './records.ts';
 import { memberColumns, schemaProblem } from './schema.ts';
 import type { Database, Statement } from './sqlite.ts';
 import { type CacheHead, readHead } from './head.ts';
@@ -26,25 +26,12 @@ export interface Member {
   dependencyDigest: string;
 }
 
-/** Records whose stored JSON no longer matches their digest, found when they were read: they must be fetched again, never served. */
-export class DamagedRecordError extends Error {
-  readonly code = 'record_damaged';
-  readonly ids: string[];
-  constructor(dir: string, ids: string[]) {
-    super(
-      `The cache in ${dir} holds damaged records (${ids.join(', ')}): their stored bytes no longer match their digests`,
-    );
-    this.name = 'DamagedRecordError';
-    this.ids = ids;
-  }
-}
-
 /**
  * The committed content of a cache, as every consumer reads it (the Astro loader and schemas,
  * the Vite plugin, the `types` command): the sources and their members with dependency
  * digests, records by id, their content types and references. Each read sees the last
- * committed sync. A record is checked against its digest whenever it is read; a record nobody
- * reads is not, and a sync reads only what changed: `verify()` checks them all.
+ * committed sync. What does not read back (SQLite refuses it, a record does not parse) throws a
+ * `cache_damaged` CacheError naming the folder: the cache is rebuilt, never served as it is.
  */
 export class CacheReader {
   readonly dir: string;
@@ -146,39 +133,18 @@ export class CacheReader {
     return this.#all<{ id: string }>('SELECT id FROM included WHERE source = ?', source).map((row) => row.id);
   }
 
-  /** A record by id; throws DamagedRecordError when its stored JSON no longer matches its digest. */
+  /** A record by id. */
   record(id: string): StoredRecord | undefined {
     return this.records([id]).get(id);
   }
 
-  /** Records by id (those that exist), read in one statement; throws DamagedRecordError naming every damaged one. */
+  /** Records by id (those that exist), read in one statement. */
   records(ids: Iterable<string>): Map<string, StoredRecord> {
-    const rows = this.#all<{ id: string; json: string; digest: string }>(
-      'SELECT b.id, b.json, r.digest FROM body b JOIN record r ON r.id = b.id WHERE b.id IN (SELECT value FROM json_each(?))',
+    const rows = this.#all<{ id: string; json: string }>(
+      'SELECT id, json FROM body WHERE id IN (SELECT value FROM json_each(?))',
       JSON.stringify([...ids]),
     );
-    const damaged = rows.filter((row) => digestOfJson(row.json) !== row.digest).map((row) => row.id);
-    if (damaged.length > 0) throw new DamagedRecordError(this.dir, damaged);
-    return new Map(rows.map((row) => [row.id, JSON.parse(row.json) as StoredRecord]));
-  }
-
-  /**
-   * The ids of every record whose stored JSON no longer matches its digest (reads the whole
-   * cache). The only check that finds damage in records nobody reads: a sync reads only what
-   * changed (`comfortable-loader sync --verify` runs this first and repairs what it finds).
-   */
-  verify(): string[] {
-    const damaged: string[] = [];
-    let after = '';
-    for (;;) {
-      const rows = this.#all<{ id: string; json: string; digest: string }>(
-        'SELECT b.id, b.json, r.digest FROM body b JOIN record r ON r.id = b.id WHERE b.id > ? ORDER BY b.id LIMIT 1000',
-        after,
-      );
-      if (rows.length === 0) return damaged;
-      for (const row of rows) if (digestOfJson(row.json) !== row.digest) damaged.push(row.id);
-      after = rows.at(-1)!.id;
-    }
+    return new Map(rows.map((row) => [row.id, parseStored<StoredRecord>(row.json, row.id, this.dir)]));
   }
 
   has(id: string): boolean {
@@ -206,7 +172,7 @@ export class CacheReader {
   /** A record's references, in order. */
   references(id: string): Reference[] {
     const refs = this.#all<{ refs: string }>('SELECT refs FROM record WHERE id = ?', id)[0]?.refs;
-    return refs === undefined ? [] : unpackReferences(refs);
+    return refs === undefined ? [] : unpackReferences(refs, id, this.dir);
   }
 
   /**

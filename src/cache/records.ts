@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import type { StoredRecord } from '../sync/records.ts';
+import { CacheError } from './database.ts';
 import type { Database, Statement } from './sqlite.ts';
 
 /** A reference of a record: the field, the target's id, and whether the target is an asset. */
@@ -46,11 +47,24 @@ export interface RecordChanges {
 /** The digest of a record: a hash of its JSON. */
 export const digestOfJson = (json: string): string => hash('sha1', json, 'base64url').slice(0, 22);
 
+/** A record's stored JSON (its body or its references), parsed; a `cache_damaged` CacheError if it does not parse. */
+export function parseStored<T>(json: string, id: string, dir: string): T {
+  try {
+    return JSON.parse(json) as T;
+  } catch (error) {
+    throw new CacheError('cache_damaged', `The cache in ${dir} is damaged: record ${id} does not parse`, error);
+  }
+}
+
 /** References as `record.refs` holds them: `[[field, id, 1 or 0], …]`. */
 export const packReferences = (references: readonly Reference[]): string =>
   JSON.stringify(references.map((ref) => [ref.field, ref.id, ref.asset ? 1 : 0]));
-export const unpackReferences = (refs: string): Reference[] =>
-  (JSON.parse(refs) as [string, string, number][]).map(([field, id, asset]) => ({ field, id, asset: asset === 1 }));
+export const unpackReferences = (refs: string, id: string, dir: string): Reference[] =>
+  parseStored<[string, string, number][]>(refs, id, dir).map(([field, id, asset]) => ({
+    field,
+    id,
+    asset: asset === 1,
+  }));
 
 /** A list as JSON, for `json_each`, so a batch is one statement. */
 const asJson = (values: Iterable<string>) => JSON.stringify([...values]);
@@ -78,20 +92,14 @@ export class Records {
   readonly dropped = new Set<string>();
   /** Every record was removed (a fresh sync): `reference` is filled again from every record. */
   #cleared = false;
-  readonly #damaged: (id: string) => void;
-  /** Records to write again even when what comes is what the digest says is stored (damaged ones). */
-  readonly #rewrite = new Set<string>();
+  readonly #dir: string;
   readonly #statements = new Map<string, Statement>();
   /** Bumped by every write. */
   #version = 0;
 
-  /**
-   * `damaged` hears of a record whose stored JSON no longer matches its digest, when `body`
-   * reads it: only records this sync reads are checked, not every record of the cache.
-   */
-  constructor(db: Database, damaged: (id: string) => void) {
+  constructor(db: Database, dir: string) {
     this.#db = db;
-    this.#damaged = damaged;
+    this.#dir = dir;
     this.#startedEmpty = !this.#statement('SELECT EXISTS (SELECT 1 FROM record) AS any').get()!.any;
   }
 
@@ -146,11 +154,14 @@ export class Records {
     }
   }
 
-  /** True when the record is stored whole with these stamps. */
-  sameStamps(id: string, updatedAt: string | undefined, revision: number | undefined): boolean {
+  /** True when the record is stored with these stamps, and whole unless `orPartial`. */
+  sameStamps(id: string, updatedAt: string | undefined, revision: number | undefined, orPartial = false): boolean {
     const info = this.info(id);
     return (
-      info !== undefined && !info.partial && info.updatedAt === (updatedAt ?? '') && info.revision === (revision ?? 0)
+      info !== undefined &&
+      (orPartial || !info.partial) &&
+      info.updatedAt === (updatedAt ?? '') &&
+      info.revision === (revision ?? 0)
     );
   }
 
@@ -159,23 +170,16 @@ export class Records {
     return this.#statement('SELECT EXISTS (SELECT 1 FROM record WHERE partial = 1) AS any').get()!.any === 1;
   }
 
-  /** The stored record; undefined when there is none, or when its JSON no longer matches its digest (reported as damaged). */
+  /** The stored record; undefined when there is none. */
   body(id: string): StoredRecord | undefined {
-    const info = this.info(id);
-    const row = info && (this.#statement('SELECT json FROM body WHERE id = ?').get(id) as { json: string } | undefined);
-    if (!info || !row) return undefined;
-    if (digestOfJson(row.json) !== info.digest) {
-      this.#rewrite.add(id);
-      this.#damaged(id);
-      return undefined;
-    }
-    return JSON.parse(row.json) as StoredRecord;
+    const row = this.#statement('SELECT json FROM body WHERE id = ?').get(id) as { json: string } | undefined;
+    return row && parseStored<StoredRecord>(row.json, id, this.#dir);
   }
 
   /** Stores a record (its JSON, digest and references); nothing is written when it is stored so already. */
   put(record: StoredRecord, json: string, digest: string, partial: boolean, references: readonly Reference[]): Put {
     const before = this.info(record.id);
-    if (before && before.digest === digest && before.partial === partial && !this.#rewrite.delete(record.id)) {
+    if (before && before.digest === digest && before.partial === partial) {
       return { added: false, changed: false, relinked: false };
     }
     const refs = packReferences(references);
@@ -199,11 +203,6 @@ export class Records {
     this.#nodes.delete(record.id);
     this.dropped.delete(record.id);
     return { added: !before, changed: true, relinked };
-  }
-
-  /** Writes these records again when they come, even with the digest stored (their stored JSON is damaged). */
-  rewrite(ids: Iterable<string>): void {
-    for (const id of ids) this.#rewrite.add(id);
   }
 
   /** Removes a record; true when there was one. */
@@ -284,7 +283,12 @@ export class Records {
         const info = this.#known.get(id)!;
         this.#nodes.set(
           id,
-          (node = { id, contentType: info.contentType, digest: info.digest, references: unpackReferences(packed) }),
+          (node = {
+            id,
+            contentType: info.contentType,
+            digest: info.digest,
+            references: unpackReferences(packed, id, this.#dir),
+          }),
         );
         this.#packed.delete(id); // the node holds them now (a first sync reads every record's)
       }
@@ -302,7 +306,7 @@ export class Records {
       string,
       string,
     ][]) {
-      const node: Node = { id, contentType, digest, references: unpackReferences(refs) };
+      const node: Node = { id, contentType, digest, references: unpackReferences(refs, id, this.#dir) };
       this.#nodes.set(id, node);
       found.set(id, node);
     }

@@ -60,11 +60,11 @@ export class CacheTransaction {
   /** The cache as it was when the transaction began; undefined for a new or rebuilt one. */
   readonly head: CacheHead | undefined;
 
-  private constructor(db: Database, dir: string, head: CacheHead | undefined, damaged: (id: string) => void) {
+  private constructor(db: Database, dir: string, head: CacheHead | undefined) {
     this.#db = db;
     this.#dir = dir;
     this.head = head;
-    this.records = new Records(db, damaged);
+    this.records = new Records(db, dir);
   }
 
   /**
@@ -74,10 +74,10 @@ export class CacheTransaction {
    */
   static async begin(
     dir: string,
-    events: { warn(message: string): void; waiting(): void; damaged(id: string): void },
+    events: { warn(message: string): void; waiting(): void },
     maxWaitMs = 120_000,
   ): Promise<CacheTransaction> {
-    const db = openForWriting(dir, events.warn);
+    const db = openForWriting(dir);
     const opened = inodeOf(dir);
     try {
       await beginWrite(db, dir, { waiting: events.waiting, maxWaitMs });
@@ -101,7 +101,7 @@ export class CacheTransaction {
         if (problem !== 'new') events.warn(`The cache in ${dir} cannot be used: ${problem}; rebuilding it`);
         recreate(db);
       }
-      return new CacheTransaction(db, dir, head, events.damaged);
+      return new CacheTransaction(db, dir, head);
     } catch (error) {
       if (db.isTransaction) db.exec('ROLLBACK');
       db.close();

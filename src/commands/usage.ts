@@ -6,8 +6,8 @@ const commands = {
     what: 'Serve repository snapshots as the Content Delivery Read API.',
   },
   sync: {
-    synopsis: 'sync [--config <file>] [--mode incremental|fresh|offline] [--verify] [--json]',
-    what: 'Fetch content into the local cache; only what changed since the last sync.\n--verify also checks every cached record against its digest (a sync reads only\nwhat changed) and fetches the damaged ones again; exit 1 when one cannot be.',
+    synopsis: 'sync [--config <file>] [--mode incremental|fresh|offline] [--json]',
+    what: 'Fetch content into the local cache; only what changed since the last sync.',
   },
   types: {
     synopsis: 'types [--config <file>] [--out <dir>] [--zod <module>] [--force]',

@@ -180,8 +180,9 @@ async function recheck(ids: string[], kind: 'documents' | 'assets', context: Clo
   const stamps = kind === 'assets' ? await assetStamps(ids, context) : await fetcher.stampsOf(ids);
   const seen = new Set(stamps.map((stamp) => stamp.id));
   for (const id of ids) if (!seen.has(id)) intake.drop(id); // gone from the server
+  // A partial record with the same stamps is as the masks made it: `misshapen` says whether a source needs it whole.
   const changed = stamps
-    .filter((stamp) => !records.sameStamps(stamp.id, stamp.updatedAt, stamp.revision))
+    .filter((stamp) => !records.sameStamps(stamp.id, stamp.updatedAt, stamp.revision, true))
     .map((stamp) => stamp.id);
   if (changed.length === 0) return;
   const found = kind === 'assets' ? await fetcher.assets(changed) : await fetcher.byIds(changed);

@@ -4,7 +4,7 @@ import { createClient, type ReadApiClient } from '../api/client.ts';
 import { NetworkError, RateLimitedError, ServerError, TimeoutError } from '../api/errors.ts';
 import type { EtagStore } from '../api/transport.ts';
 import { CacheError, cacheErrorOf } from '../cache/database.ts';
-import { type CacheReader, clearCache, DamagedRecordError, openCache } from '../cache/index.ts';
+import { type CacheReader, clearCache, openCache } from '../cache/index.ts';
 import type { CacheHead } from '../cache/head.ts';
 import { CacheTransaction, type DanglingReference, type Etags } from '../cache/transaction.ts';
 import { type Changeset, emptyChanges } from './changeset.ts';
@@ -62,10 +62,8 @@ export class SyncError extends Error {
 export interface SyncHints {
   /** Ids of documents and assets to fetch again even when their `updatedAt` and revision look unchanged (a webhook's changed ids). */
   refetch?: readonly string[];
-  /** Ids of records found damaged in the cache: fetched again and written whatever their digest. */
-  repair?: readonly string[];
-  /** The cache's file was found damaged: start it anew. */
-  rebuild?: boolean;
+  /** Why the cache could not be read (a reader found it damaged): it is rebuilt from the CMS. */
+  rebuild?: string;
 }
 
 /**
@@ -109,16 +107,14 @@ export async function sync(
   };
   if (config.mode === 'offline') return offline(dir, config, logger, warnings);
 
-  if (hints.rebuild) clearCache(dir);
+  const attempt = () => syncOnce(dir, config, { logger, warn, hints });
   let result: SyncResult;
   try {
-    result = await syncOnce(dir, config, { logger, warn, hints });
+    result = hints.rebuild === undefined ? await attempt() : await rebuilt(dir, hints.rebuild, attempt);
   } catch (error) {
     if (!(error instanceof CacheError && error.code === 'cache_damaged')) throw error;
-    // A database SQLite finds damaged cannot be trusted in any part: start it anew, once.
     warn(`${error.message}; rebuilding it from the server`);
-    clearCache(dir);
-    result = await syncOnce(dir, config, { logger, warn, hints });
+    result = await rebuilt(dir, error.message, attempt);
   }
   // Committed: what the hook throws is its own failure, not the server's (nothing to fall back on).
   result.warnings.push(...warnings);
@@ -126,20 +122,29 @@ export async function sync(
   return result;
 }
 
+/**
+ * The one recovery rule: a cache that cannot be read (SQLite refuses it, a record does not
+ * parse) is rebuilt from the CMS; with the CMS down too, the sync fails naming both.
+ */
+async function rebuilt(dir: string, damage: string, attempt: () => Promise<SyncResult>): Promise<SyncResult> {
+  clearCache(dir);
+  try {
+    return await attempt();
+  } catch (error) {
+    if (!(error instanceof SyncError && error.code === 'server_failed')) throw error;
+    const cms = (error.cause as Error | undefined)?.message ?? error.message;
+    throw new SyncError('server_failed', `${damage}, and rebuilding it from the server failed: ${cms}`, error.cause);
+  }
+}
+
 /** One attempt: the transaction and every phase in it, or the failure policy when the server fails. */
-async function syncOnce(
-  dir: string,
-  config: SyncConfig,
-  { logger, warn, hints }: Omit<RunContext, 'damaged'>,
-): Promise<SyncResult> {
-  const damaged = new Set<string>();
+async function syncOnce(dir: string, config: SyncConfig, { logger, warn, hints }: RunContext): Promise<SyncResult> {
   const tx = await CacheTransaction.begin(dir, {
     warn,
     waiting: () => logger.info(`Waiting for another sync of the cache in ${dir} to finish`),
-    damaged: (id) => damaged.add(id),
   });
   try {
-    return await run(tx, config, dir, { logger, warn, hints, damaged });
+    return await run(tx, config, dir, { logger, warn, hints });
   } catch (thrown) {
     tx.rollback();
     // SQLite's own errors (a full disk, a damaged page) are told as what they mean for the cache.
@@ -204,16 +209,7 @@ async function offline(dir: string, config: SyncConfig, logger: SyncLogger, warn
       'offline_without_cache',
       `Offline mode: ${incomplete(dir, lacking)}: sync this config online first (mode "incremental")`,
     );
-  // Nothing can be fetched again offline: every record is checked now rather than found damaged while a site is built.
-  const damaged = cache.verify();
-  if (damaged.length > 0)
-    throw new CacheError(
-      'cache_damaged',
-      `${new DamagedRecordError(dir, damaged).message}; offline mode cannot fetch them again: run a sync online`,
-    );
-  logger.info(
-    `Offline: using the cache of ${cache.head.lastSync} (${cache.recordCount()} records, each checked against its digest)`,
-  );
+  logger.info(`Offline: using the cache of ${cache.head.lastSync} (${cache.recordCount()} records)`);
   return cachedResult(dir, config, cache, [], warnings);
 }
 
@@ -276,7 +272,6 @@ interface RunContext {
   logger: SyncLogger;
   warn(message: string): void;
   hints: SyncHints;
-  damaged: ReadonlySet<string>;
 }
 
 /** One sync inside its transaction: every phase, then the commit. */
@@ -284,7 +279,7 @@ async function run(
   tx: CacheTransaction,
   config: SyncConfig,
   dir: string,
-  { logger, warn, hints, damaged }: RunContext,
+  { logger, warn, hints }: RunContext,
 ): Promise<SyncResult> {
   const started = Date.now();
   const fingerprint = fingerprintOf(config);
@@ -295,11 +290,6 @@ async function run(
     head = undefined;
   }
   if (config.mode === 'fresh') tx.records.clear(); // its changeset still compares with the last committed content
-  const repair = new Set(hints.repair ?? []);
-  if (repair.size > 0) {
-    warn(`Records damaged in the cache are fetched again: ${[...repair].join(', ')}`);
-    tx.records.rewrite(repair);
-  }
   const stats = { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 };
   // A fresh sync asks every answer again, whatever it answered before.
   const etags = new CachedEtags(head && config.mode !== 'fresh' ? tx.etags() : {});
@@ -316,7 +306,7 @@ async function run(
     },
   });
   const model = structuredClone(head?.model ?? {});
-  const refetch = new Set([...(hints.refetch ?? []), ...repair]);
+  const refetch = new Set(hints.refetch);
   const intake = new Intake(tx.records, model, { has: (key) => localeLike.test(key) }, { refetch, countLocales: true });
   const fetcher = new Fetcher(client, intake, config.pageSize);
 
@@ -383,11 +373,6 @@ async function run(
       };
     },
   });
-  for (const id of damaged)
-    if (!repair.has(id))
-      warn(
-        `Record ${id} in the cache was damaged (its stored bytes no longer matched its digest); it was fetched again`,
-      );
 
   locales ??= guessLocales(head, intake, warn);
   const newHead: Omit<CacheHead, 'records'> = {

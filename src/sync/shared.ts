@@ -1,5 +1,4 @@
 import { CacheError } from '../cache/database.ts';
-import { DamagedRecordError } from '../cache/reader.ts';
 import type { Changeset } from './changeset.ts';
 import { parseSyncConfig, type SourceOptions, type SyncConfig, type SyncConfigInput } from './config.ts';
 import { sync, type SyncHints, type SyncLogger, type SyncResult } from './engine.ts';
@@ -152,20 +151,17 @@ export class SharedSync {
   }
 
   /**
-   * Reads a round's content with `read`. Records found damaged on the way (their stored bytes no
-   * longer match their digests) are never served: one sync fetches them again, with a warning,
+   * Reads a round's content with `read`. A cache found damaged on the way (SQLite refuses it, a
+   * record does not parse) is never served: one sync rebuilds it from the CMS, with a warning,
    * and `read` runs once more on its result.
    */
   async read<T>(result: SyncResult, read: (result: SyncResult) => T | Promise<T>): Promise<T> {
     try {
       return await read(result);
     } catch (error) {
-      const damagedFile = error instanceof CacheError && error.code === 'cache_damaged';
-      if (!(error instanceof DamagedRecordError) && !damagedFile) throw error;
-      // A damaged record is fetched again; a damaged file is rebuilt by the sync that finds it.
-      this.#logger?.warn(`${error.message}; ${damagedFile ? 'syncing again' : 'fetching them again'}`);
-      const hints = error instanceof DamagedRecordError ? { repair: error.ids } : { rebuild: true };
-      return read(await this.#startForAll(hints));
+      if (!(error instanceof CacheError && error.code === 'cache_damaged')) throw error;
+      this.#logger?.warn(`${error.message}; rebuilding it from the server`);
+      return read(await this.#startForAll({ rebuild: error.message }));
     }
   }
 

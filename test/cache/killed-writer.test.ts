@@ -70,7 +70,7 @@ describe('a reader opened after a sync killed (SIGKILL) while it wrote', () => {
     proxy.release();
     const opened = await openCacheInProcess(dir);
     expect(opened).toMatchObject({
-      cache: { records: 7, members: ['1001', '1002', '1003', '2001', '2002'], damaged: [] },
+      cache: { records: 7, members: ['1001', '1002', '1003', '2001', '2002'], read: 5 },
     });
     expect(opened).toMatchObject({ cache: { titleOf1001: { en_US: 'Apple harvest' } } });
   });

@@ -1,9 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openCache } from '../../src/cache/index.ts';
-import { DamagedRecordError } from '../../src/cache/reader.ts';
 import type { Reference } from '../../src/cache/records.ts';
 import { DatabaseSync, withoutSqliteWarning } from '../../src/cache/sqlite.ts';
 import type { CacheHead } from '../../src/cache/head.ts';
@@ -21,7 +19,6 @@ import { configFor, recorder, serve, sorted, tempDir } from '../helpers/magazine
 const events = (warnings: string[] = []) => ({
   warn: (m: string) => warnings.push(m),
   waiting: () => {},
-  damaged: () => {},
 });
 
 const record = (id: string, contentType: string, fields: Record<string, unknown> = {}, revision = 1): StoredRecord => ({
@@ -169,46 +166,47 @@ describe('a transaction', () => {
   });
 });
 
-describe('a record whose stored JSON no longer matches its digest', () => {
-  it('is refused by every read, named by id, and written again when it comes in', async () => {
+describe('a record whose stored JSON does not parse', () => {
+  // The recovery rule replaced the check of every read against the record's digest: damage that
+  // can be seen is refused (and the cache rebuilt from the CMS by the sync that hears of it).
+  it('is refused by every read with a CacheError naming the folder and the record', async () => {
     const dir = await tempDir();
     await small(dir);
     const db = new DatabaseSync(join(dir, 'cache.sqlite'));
-    db.prepare("UPDATE body SET json = replace(json, 'Ada', 'Bob') WHERE id = '2'").run();
+    db.prepare("UPDATE body SET json = substr(json, 1, length(json) - 3) WHERE id = '2'").run();
     db.close();
     const reader = openCache(dir)!;
-    expect(() => reader.records(['1', '2'])).toThrow(DamagedRecordError);
-    expect(() => reader.record('2')).toThrow(/damaged records \(2\)/);
+    const refused = {
+      name: 'CacheError',
+      code: 'cache_damaged',
+      message: `The cache in ${dir} is damaged: record 2 does not parse`,
+    };
+    expect(() => reader.records(['1', '2'])).toThrow(expect.objectContaining(refused));
+    expect(() => reader.record('2')).toThrow(expect.objectContaining(refused));
     expect(reader.record('1')).toBeDefined();
-    expect(reader.verify()).toEqual(['2']);
+    const tx = await CacheTransaction.begin(dir, events());
+    expect(() => tx.records.body('2')).toThrow(expect.objectContaining(refused));
+    tx.rollback();
+  });
 
-    const damaged: string[] = [];
-    const tx = await CacheTransaction.begin(dir, { ...events(), damaged: (id) => damaged.push(id) });
-    expect(tx.records.body('2')).toBeUndefined();
-    expect(damaged).toEqual(['2']);
-    const original = record('2', 'author', { name: 'Ada' });
-    const { digestOfJson } = await import('../../src/cache/records.ts');
-    expect(
-      tx.records.put(original, JSON.stringify(original), digestOfJson(JSON.stringify(original)), false, []).changed,
-    ).toBe(true);
-    tx.commit(head, {});
-    expect(reader.verify()).toEqual([]);
-    expect(reader.record('2')!.fields.name).toBe('Ada');
+  it('and references that do not parse are refused alike, by the reader and by a transaction', async () => {
+    const dir = await tempDir();
+    await small(dir);
+    const db = new DatabaseSync(join(dir, 'cache.sqlite'));
+    db.prepare("UPDATE record SET refs = substr(refs, 1, length(refs) - 3) WHERE id = '1'").run();
+    db.close();
+    const reader = openCache(dir)!;
+    const refused = { code: 'cache_damaged', message: `The cache in ${dir} is damaged: record 1 does not parse` };
+    expect(() => reader.references('1')).toThrow(expect.objectContaining(refused));
+    // Read through SQLite's JSON functions.
+    expect(() => reader.links()).toThrow(expect.objectContaining({ code: 'cache_damaged' }));
+    const tx = await CacheTransaction.begin(dir, events());
+    expect(() => tx.records.nodes(['1'])).toThrow(expect.objectContaining(refused));
+    tx.rollback();
   });
 });
 
 describe('what is no cache of this format is rebuilt, with a warning that says why', () => {
-  it('a cache of format 4 (a manifest, index files, segments and a lock file)', async () => {
-    const { server } = await serve();
-    const dir = await tempDir();
-    for (const name of ['manifest.json', 'index-1.json', 'records-1.jsonl', 'sync.lock'])
-      writeFileSync(join(dir, name), name === 'sync.lock' ? '' : '{}');
-    const result = await sync(configFor(server.url, dir), recorder());
-    expect(result.warnings.some((w) => /older format \(format 4 or earlier\)/.test(w))).toBe(true);
-    expect(readdirSync(dir).filter((name) => !name.startsWith('cache.sqlite'))).toEqual([]);
-    expect(result.cache.recordCount()).toBe(7);
-  });
-
   it('a database of other tables', async () => {
     const { server } = await serve();
     const dir = await tempDir();

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 /** What `openCache(dir)` gave in a process of its own (test/helpers/open-cache-process.ts). */
 export type OpenedCache =
   | { cache: null }
-  | { cache: { lastSync: string; records: number; members: string[]; titleOf1001: unknown; damaged: string[] } }
+  | { cache: { lastSync: string; records: number; members: string[]; titleOf1001: unknown; read: number } }
   | { error: { name: string; code?: string; message: string; errcode?: number } };
 
 /** Opens the cache in `dir` with `openCache` in a process that never opened it to write, as a build or the `types` command does. */

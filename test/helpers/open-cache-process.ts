@@ -1,6 +1,6 @@
 // `openCache(dir)` in a process of its own that never opened the cache to write: dir is
 // argv[2]. Prints one line of JSON: `{"cache":null}` when there is no committed cache, what the
-// reader shows (last sync, records, members, a title, damaged ids) when there is one, or what
+// reader shows (last sync, records, members, a title, how many member records read back) when there is one, or what
 // it threw (with SQLite's extended result code, when it is SQLite's).
 import { openCache } from '../../src/cache/index.ts';
 
@@ -19,7 +19,7 @@ try {
           records: cache.recordCount(),
           members,
           titleOf1001,
-          damaged: cache.verify(),
+          read: cache.records(members).size,
         },
       }),
     );

@@ -255,6 +255,21 @@ describe('a warm sync with no change', () => {
     expect(warm.stats.bytes).toBeLessThan(cold.stats.bytes / 3);
     expect(recordsOf(warm)).toEqual(coldRecords);
   });
+
+  it('downloads no document when a masked source includes records its mask leaves partial', async () => {
+    const served = await serve();
+    const dir = await tempDir();
+    const options = { collections: { articles: { fields: 'fields(title,author)' } }, aliases: [], queries: {} };
+    const cold = await sync(configFor(served.server.url, dir, options), recorder());
+    expect(Object.keys(cold.cache.record('2001')!.fields)).toEqual([]); // an author, as the mask left it
+    served.requests.length = 0;
+    const warm = await sync(configFor(served.server.url, dir, options), recorder());
+    expect(warm.stats.written).toBe(0);
+    expect(warm.changeset.empty).toBe(true);
+    for (const line of served.requests.filter((r) => r.endsWith(' 200')))
+      expect(line).toMatch(/fields=meta\(id,updatedAt,revision\)|\[\*\.meta\.id\]\[in\]=1999&/);
+    expect(recordsOf(warm)).toEqual(recordsOf(cold));
+  });
 });
 
 describe('changes show up exactly in the changeset', () => {

@@ -3,9 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { openCache } from '../../src/cache/index.ts';
-import { DatabaseSync } from '../../src/cache/sqlite.ts';
-import { allRecordIds, key, serve, sorted, standard, startProxy, tempDir } from '../helpers/magazine.ts';
+import { allRecordIds, key, serve, sorted, standard, tempDir } from '../helpers/magazine.ts';
 
 /**
  * The `sync` command, run as a child process against the real local server: progress and a
@@ -83,88 +81,6 @@ describe('the sync command', () => {
     expect((await run(['--mode', 'sometimes'], dir)).code).toBe(2);
     expect((await run(['--config', 'missing.json'], dir)).code).toBe(2);
   });
-
-  /** Edits a stored record's JSON in place, keeping it valid JSON of the same length: its digest no longer matches. */
-  function damage(cacheDir: string, id: string, from: string, to: string): void {
-    const db = new DatabaseSync(join(cacheDir, 'cache.sqlite'));
-    const { changes } = db.prepare('UPDATE body SET json = replace(json, ?, ?) WHERE id = ?').run(from, to, id);
-    db.close();
-    expect(changes).toBe(1);
-  }
-
-  it('with --verify checks every record against its digest and fetches the damaged ones again', async () => {
-    const { server } = await serve();
-    const dir = await project({ baseUrl: server.url, repository: 'mag', apiKey: key, ...standard });
-    const cacheDir = join(dir, 'cache');
-    expect((await run([], dir)).code).toBe(0);
-    damage(cacheDir, '1002', 'Banana boats', 'Banana coats');
-
-    // Known behaviour: a sync reads only what changed, so damage inside an unchanged record passes it.
-    const plain = await run([], dir);
-    expect(plain.code).toBe(0);
-    expect(plain.stderr).not.toContain('1002 ');
-    expect(openCache(cacheDir)!.verify()).toEqual(['1002']);
-
-    // Offline, nothing can be fetched again: it fails on the damaged record.
-    const offline = await run(['--mode', 'offline', '--verify'], dir);
-    expect(offline.code).toBe(1);
-    expect(offline.stderr).toMatch(/damaged records \(1002\).*offline mode cannot fetch them again/);
-
-    const verified = await run(['--verify'], dir);
-    expect(verified.code, verified.stderr).toBe(0);
-    expect(verified.stderr).toContain('warning: Records damaged in the cache are fetched again: 1002');
-    expect(verified.stdout).toContain(
-      '  verified: 7 records checked against their digests, 1 damaged; fetched again: 1002',
-    );
-    expect(openCache(cacheDir)!.verify()).toEqual([]);
-    expect(openCache(cacheDir)!.record('1002')!.fields.title).toEqual({ en_US: 'Banana boats' });
-
-    const again = await run(['--verify', '--json'], dir);
-    expect(again.code).toBe(0);
-    expect(JSON.parse(again.stdout).verified).toEqual({
-      checked: 7,
-      damaged: [],
-      repaired: [],
-      removed: [],
-      rebuilt: false,
-    });
-    expect((await run(['--mode', 'offline', '--verify'], dir)).stdout).toContain(
-      '  verified: 7 records checked against their digests, none damaged',
-    );
-  });
-
-  it('with --verify --json says what was repaired', async () => {
-    const { server } = await serve();
-    const dir = await project({ baseUrl: server.url, repository: 'mag', apiKey: key, ...standard });
-    expect((await run([], dir)).code).toBe(0);
-    damage(join(dir, 'cache'), '2002', '"Bob"', '"Rob"');
-    const { code, stdout } = await run(['--verify', '--json'], dir);
-    expect(code).toBe(0);
-    const result = JSON.parse(stdout);
-    expect(result.verified).toEqual({ checked: 7, damaged: ['2002'], repaired: ['2002'], removed: [], rebuilt: false });
-    expect(result.warnings).toContain('Records damaged in the cache are fetched again: 2002');
-  });
-
-  it('with --verify exits 1 when a damaged record cannot be fetched again', async () => {
-    const { server } = await serve();
-    const proxy = await startProxy(server);
-    const dir = await project({
-      baseUrl: proxy.url,
-      repository: 'mag',
-      apiKey: key,
-      ...standard,
-      onError: 'use-cache',
-    });
-    expect((await run([], dir)).code).toBe(0);
-    damage(join(dir, 'cache'), '1002', 'Banana boats', 'Banana coats');
-    proxy.failFrom = 0; // every request fails with a 500 from now on
-    const { code, stderr } = await run(['--verify'], dir);
-    expect(code).toBe(1);
-    expect(stderr).toMatch(
-      /Error: The cache in .* holds damaged records \(1002\).*could not be fetched again \(the server failed/,
-    );
-    expect(openCache(join(dir, 'cache'))!.verify()).toEqual(['1002']);
-  }, 60_000);
 
   it('exits 1 when the sync fails', async () => {
     const dir = await project({
