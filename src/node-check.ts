@@ -9,6 +9,7 @@ export const minimum = { major: 22, minor: 19 };
 const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
 if (major < minimum.major || (major === minimum.major && minor < minimum.minor)) {
   throw new Error(
-    `comfortable-loader needs Node.js ${minimum.major}.${minimum.minor} or newer, and this is Node.js ${process.versions.node}: install a newer Node.js (24 LTS, say) and run it again.`,
+    `comfortable-loader needs Node.js ${minimum.major}.${minimum.minor} or newer, and this is Node.js ` +
+      `${process.versions.node}: install a newer Node.js (24 LTS, say) and run it again.`,
   );
 }

@@ -196,12 +196,14 @@ export async function copyIntoBuild(
   const { copied, failed } = await files.copyInto(outDir, cache);
   if (copied.length > 0)
     logger.info(
-      `Copied ${copied.length} ${copied.length === 1 ? 'file' : 'files'} of the snapshot to ${files.site} (their links point there)`,
+      `Copied ${copied.length} ${copied.length === 1 ? 'file' : 'files'} of the snapshot to ${files.site} ` +
+        `(their links point there)`,
     );
   if (failed.size > 0) {
     const listed = [...failed].map(([path, why]) => `${path} (${why})`).join(', ');
     logger.warn(
-      `${failed.size} files the site links to could not be copied from the snapshot's folder, so their links lead nowhere: ${listed}. Pull the copy again with --assets.`,
+      `${failed.size} files the site links to could not be copied from the snapshot's folder, so their ` +
+        `links lead nowhere: ${listed}. Pull the copy again with --assets.`,
     );
   }
 }

@@ -22,7 +22,10 @@ export interface RemotePattern {
   port?: string;
 }
 
-/** The remote image patterns of some origins: `http://127.0.0.1:4010` → `{ protocol: 'http', hostname: '127.0.0.1', port: '4010' }`. */
+/**
+ * The remote image patterns of some origins: `http://127.0.0.1:4010` → `{ protocol: 'http', hostname: '127.0.0.1',
+ * port: '4010' }`.
+ */
 export function remotePatterns(origins: Iterable<string>): RemotePattern[] {
   return [...new Set(origins)].map((origin) => {
     const url = new URL(origin);
@@ -40,7 +43,8 @@ function cachedAssetOrigins(dir: string): string[] {
 }
 
 const written = (pattern: RemotePattern) =>
-  `{ protocol: '${pattern.protocol}', hostname: '${pattern.hostname}'${pattern.port ? `, port: '${pattern.port}'` : ''} }`;
+  `{ protocol: '${pattern.protocol}', hostname: ` +
+  `'${pattern.hostname}'${pattern.port ? `, port: '${pattern.port}'` : ''} }`;
 
 export class ImageHosts {
   readonly #cacheDir: string;
@@ -55,7 +59,10 @@ export class ImageHosts {
     this.#logger = logger;
   }
 
-  /** The patterns to add at config setup: the base URL's host, and in commands other than `build` the cached assets' hosts. */
+  /**
+   * The patterns to add at config setup: the base URL's host, and in commands other than `build` the cached assets'
+   * hosts.
+   */
   atSetup(baseUrl: string, command: string): RemotePattern[] {
     const origins = [new URL(baseUrl).origin];
     if (command !== 'build') origins.push(...cachedAssetOrigins(this.#cacheDir));
@@ -92,7 +99,9 @@ export class ImageHosts {
       if (this.#warned.has(origin)) continue;
       this.#warned.add(origin);
       this.#logger.warn(
-        `Images on ${origin} are not optimised: add ${written(remotePatterns([origin])[0]!)} to image.remotePatterns in astro.config, or restart the dev server (it allows the hosts of the cached assets when it starts)`,
+        `Images on ${origin} are not optimised: add ${written(remotePatterns([origin])[0]!)} to ` +
+          `image.remotePatterns in astro.config, or restart the dev server (it allows the hosts of the ` +
+          `cached assets when it starts)`,
       );
     }
   }

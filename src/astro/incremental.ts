@@ -63,7 +63,8 @@ export class IncrementalBuild {
     this.#prepared = await prepare(await this.#scan);
     if (this.#prepared.fallback)
       this.#logger?.warn(
-        `${this.#prepared.fallback}: dist/ was emptied as Astro empties it, and every page Astro reuses is copied back by Astro`,
+        `${this.#prepared.fallback}: dist/ was emptied as Astro empties it, and every page Astro reuses is ` +
+          `copied back by Astro`,
       );
   }
 
@@ -78,7 +79,8 @@ export class IncrementalBuild {
     const gone = await finish(prepared, folder(config.cacheDir), produced);
     const count = (n: number) => n.toLocaleString('en-US');
     this.#logger?.info(
-      `dist/: ${count(prepared.kept)} pages kept from the last build, ${count(prepared.restored)} restored from Astro's cache, ` +
+      `dist/: ${count(prepared.kept)} pages kept from the last build, ${count(prepared.restored)} restored ` +
+        `from Astro's cache, ` +
         `${count(gone.files)} files of the last build removed (${count(gone.pages)} pages no longer built)`,
     );
   }

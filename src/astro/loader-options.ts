@@ -86,7 +86,8 @@ export function loaderSources(options: unknown, collection?: string): LoaderSour
     const which = given.length === 0 ? 'none' : given.join(' and ');
     throw new ConfigError(
       'collection',
-      `Invalid options${place}: give exactly one of collection, alias, aliases or contentType (got ${which}), for example comfortableLoader({ collection: "posts" })`,
+      `Invalid options${place}: give exactly one of collection, alias, aliases or contentType (got ` +
+        `${which}), for example comfortableLoader({ collection: "posts" })`,
     );
   }
   const extra = checked.options ?? {};

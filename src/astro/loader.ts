@@ -23,7 +23,10 @@ import {
 import { loaderRegistry, type RegisteredLoader } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
 
-/** The `data` of an entry in the content store: a document in one locale, as a live entry shows it too, with its digests, cache key and aliases. */
+/**
+ * The `data` of an entry in the content store: a document in one locale, as a live entry shows it too, with its
+ * digests, cache key and aliases.
+ */
 export interface ComfortableEntryData extends ComfortableLiveRecord {
   /** Changes when the document changes. */
   digest: string;
@@ -159,7 +162,8 @@ async function loadEntries(
   if (unknown !== undefined) {
     throw new ConfigError(
       'locales',
-      `Invalid option locales of comfortableLoader() for the collection "${collection}" in src/content.config.ts: the repository has no locale "${unknown}"; it has ${known.join(', ')}`,
+      `Invalid option locales of comfortableLoader() for the collection "${collection}" in ` +
+        `src/content.config.ts: the repository has no locale "${unknown}"; it has ${known.join(', ')}`,
     );
   }
   // Options (of any loader: a reference takes its target's id), a new package version, a changed
@@ -265,7 +269,8 @@ async function loadEntries(
     }
   }
   logger.info(
-    `${members.size} documents × ${locales.length} locales: ${added} added, ${changed - added} updated, ${removed} removed, ${live.size - changed} unchanged`,
+    `${members.size} documents × ${locales.length} locales: ${added} added, ${changed - added} updated, ` +
+      `${removed} removed, ${live.size - changed} unchanged`,
   );
 }
 
@@ -273,7 +278,10 @@ async function loadEntries(
 function duplicateId(collection: string, id: string, first: string, second: string): ConfigError {
   return new ConfigError(
     'entryId',
-    `Invalid option entryId of comfortableLoader() for the collection "${collection}" in src/content.config.ts: it gives the id "${id}" to two entries (${first} and ${second}); ids must be unique, so include what tells them apart, such as the locale: ({ locale, fields }) => \`\${locale}/\${fields.slug}\``,
+    `Invalid option entryId of comfortableLoader() for the collection "${collection}" in ` +
+      `src/content.config.ts: it gives the id "${id}" to two entries (${first} and ${second}); ids must be ` +
+      `unique, so include what tells them apart, such as the locale: ({ locale, fields }) => ` +
+      `\`\${locale}/\${fields.slug}\``,
   );
 }
 

@@ -45,7 +45,9 @@ export interface Scan {
   present: string[];
   /** The reusable pages in `dist/` that are as the last build left them. */
   intact: Set<string>;
-  /** Reusable pages modified since the last build whose copy in Astro's cache is the same file: that copy is no good. */
+  /**
+   * Reusable pages modified since the last build whose copy in Astro's cache is the same file: that copy is no good.
+   */
   spoilt: Set<string>;
 }
 
@@ -69,7 +71,10 @@ const copiesDir = (cacheDir: string) => join(cacheDir, 'dist');
 /** Files read, copied or removed at once. */
 const concurrency = 64;
 
-/** The pages Astro's manifest keys (paths relative to `dist/`), or why they cannot be read; none when there is no manifest yet. */
+/**
+ * The pages Astro's manifest keys (paths relative to `dist/`), or why they cannot be read; none when there is no
+ * manifest yet.
+ */
 async function manifestPages(cacheDir: string): Promise<Set<string> | { problem: string }> {
   let text: string;
   try {
@@ -227,7 +232,9 @@ export async function prepare({ outDir, cacheDir, reusable, present, intact, spo
       restored: 0,
       removed: present,
       pages: new Set(),
-      fallback: `Astro's incremental cache is not laid out as this package knows it (${manifestFile(cacheDir)}: ${reusable.problem})`,
+      fallback:
+        `Astro's incremental cache is not laid out as this package knows it ` +
+        `(${manifestFile(cacheDir)}: ${reusable.problem})`,
     };
   }
   const outdated = present.filter((file) => !intact.has(file));

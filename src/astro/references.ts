@@ -61,13 +61,17 @@ export class ReferenceConverter {
     );
   }
 
-  /** Warns once per cause of the unresolved references met since the last report, with their number and the first places. */
+  /**
+   * Warns once per cause of the unresolved references met since the last report, with their number and the first
+   * places.
+   */
   report(): void {
     for (const { why, places } of this.#unresolved.values()) {
       const more = places.length > shownPlaces ? ` and ${places.length - shownPlaces} more` : '';
       const where = `${places.slice(0, shownPlaces).join(', ')}${more}`;
       this.#logger.warn(
-        `${places.length} ${places.length === 1 ? 'reference stays' : 'references stay'} { collection: null, id, contentType }: ${why} (${where})`,
+        `${places.length} ${places.length === 1 ? 'reference stays' : 'references stay'} { collection: ` +
+          `null, id, contentType }: ${why} (${where})`,
       );
     }
     this.#unresolved.clear();
@@ -103,21 +107,35 @@ export class ReferenceConverter {
     if (cause === 'not-synced')
       return 'their documents are not in the synced content (beyond the includes depth of the sources)';
     if (cause.startsWith('no-loader:')) {
-      return `contentTypes maps "${contentType}" to the collection "${collection}", which no comfortableLoader() fills; check the contentTypes option of comfortable() against the collections of src/content.config.ts`;
+      return (
+        `contentTypes maps "${contentType}" to the collection "${collection}", which no ` +
+        `comfortableLoader() fills; check the contentTypes option of comfortable() against the collections ` +
+        `of src/content.config.ts`
+      );
     }
     if (cause.startsWith('not-in-locale:')) {
-      return `the collection "${collection}", to which contentTypes maps "${contentType}", has no entries in ${cause.split(':')[2]} (the locales option of its comfortableLoader())`;
+      return (
+        `the collection "${collection}", to which contentTypes maps "${contentType}", has no entries ` +
+        `in ${cause.split(':')[2]} (the locales option of its comfortableLoader())`
+      );
     }
     if (cause.startsWith('not-held:'))
-      return `the collection "${collection}", to which contentTypes maps "${contentType}", does not hold their documents`;
+      return (
+        `the collection "${collection}", to which contentTypes maps "${contentType}", does not hold ` +
+        `their documents`
+      );
     const holding = loaderRegistry().collectionsHolding((sources) =>
       sources.some((source) => this.#cache.members(source).some((m) => m.contentType === contentType)),
     );
     const suggestion =
       holding.length > 0
-        ? ` (the collection${holding.length > 1 ? 's' : ''} ${holding.map((c) => `"${c}"`).join(', ')} ${holding.length > 1 ? 'hold' : 'holds'} them: contentTypes: { ${contentType}: '${holding[0]}' })`
+        ? ` (the collection${holding.length > 1 ? 's' : ''} ${holding.map((c) => `"${c}"`).join(', ')} ` +
+          `${holding.length > 1 ? 'hold' : 'holds'} them: contentTypes: { ${contentType}: '${holding[0]}' })`
         : '';
-    return `no collection holds the content type "${contentType}"; map it with the integration's contentTypes option${suggestion}`;
+    return (
+      `no collection holds the content type "${contentType}"; map it with the integration's ` +
+      `contentTypes option${suggestion}`
+    );
   }
 
   /** Whether the loaders that fill a collection hold a document. */
@@ -165,8 +183,10 @@ export function warnPartialMappings(
     const synced = cache.countOfType(type);
     if (held >= synced) continue;
     logger.warn(
-      `contentTypes maps "${type}" to the collection "${collection}", which holds ${held} of the ${synced} synced "${type}" documents: ` +
-        `references to the other ${synced - held} stay { collection: null, id, contentType }. To hold every "${type}", ` +
+      `contentTypes maps "${type}" to the collection "${collection}", which holds ${held} of the ${synced} ` +
+        `synced "${type}" documents: ` +
+        `references to the other ${synced - held} stay { collection: null, id, contentType }. To hold every ` +
+        `"${type}", ` +
         `map it to a collection loaded with comfortableLoader({ contentType: '${type}' }).`,
     );
   }

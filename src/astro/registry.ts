@@ -134,8 +134,10 @@ export class LoaderRegistry {
     if (left.length === 0 || this.#told.has(generation)) return;
     this.#told.add(generation);
     warn(
-      `${left.map((l) => `comfortableLoader() of ${l.sources.join(', ')}`).join('; ')} was made but no collection loaded it: ` +
-        'give each comfortableLoader() to a collection of src/content.config.ts. References into collections are made without it.',
+      `${left.map((l) => `comfortableLoader() of ${l.sources.join(', ')}`).join('; ')} was made but no ` +
+        `collection loaded it: ` +
+        'give each comfortableLoader() to a collection of src/content.config.ts. References into ' +
+        'collections are made without it.',
     );
   }
 

@@ -26,7 +26,10 @@ export interface Rendered {
 /** What the cache knows of the file of each asset, by its URL. */
 export type AssetFiles = Map<string, { width?: number | undefined; height?: number | undefined }>;
 
-/** The richtext field a loader renders by default: the content type's first, by its path (`content.body` inside a section). */
+/**
+ * The richtext field a loader renders by default: the content type's first, by its path (`content.body` inside a
+ * section).
+ */
 export function firstRichtextField(model: Model, contentType: string): string | undefined {
   const first = (fields: TypeModel, prefix: string): string | undefined => {
     for (const [name, field] of Object.entries(fields)) {
@@ -221,7 +224,8 @@ export class RichtextRenderer {
       if (!this.#warned.has(key)) {
         this.#warned.add(key);
         this.#logger.warn(
-          `Image ${url} in field ${field} of document ${entry.id} cannot be fetched (${why}): it is left as it is, not optimised`,
+          `Image ${url} in field ${field} of document ${entry.id} cannot be fetched (${why}): it is left as ` +
+            `it is, not optimised`,
         );
       }
       return false;

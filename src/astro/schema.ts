@@ -92,7 +92,10 @@ export function fieldsSchema(
   return sectionSchema(model[contentType] ?? {}, '', targets, reference);
 }
 
-/** Relation field (by path inside a section) → the collections its stored references point to, through `collectionOf` (the contentTypes option). */
+/**
+ * Relation field (by path inside a section) → the collections its stored references point to, through `collectionOf`
+ * (the contentTypes option).
+ */
 export function referenceTargets(
   cache: CacheReader,
   contentType: string,

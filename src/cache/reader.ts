@@ -118,7 +118,8 @@ export class CacheReader {
     // The ids are joined with their records in SQL, straight from the row's JSON.
     const [digests] = memberColumns(row, ['dependency_digests'], this.dir, source) as [string[]];
     return this.#all<{ position: number; id: string; contentType: string; digest: string }>(
-      'SELECT j.key AS position, j.value AS id, r.content_type AS contentType, r.digest FROM json_each(?) j JOIN record r ON r.id = j.value ORDER BY j.key',
+      'SELECT j.key AS position, j.value AS id, r.content_type AS contentType, r.digest FROM json_each(?) j ' +
+        'JOIN record r ON r.id = j.value ORDER BY j.key',
       row.ids,
     ).map(({ position, id, contentType, digest }) => ({
       id,
@@ -222,7 +223,8 @@ export class CacheReader {
       });
     };
     for (const { file } of this.#all<{ file: string | null }>(
-      "SELECT b.json ->> '$.fields.file' AS file FROM record r JOIN body b ON b.id = r.id WHERE r.content_type = '_asset'",
+      "SELECT b.json ->> '$.fields.file' AS file FROM record r JOIN body b ON b.id = r.id WHERE " +
+        "r.content_type = '_asset'",
     )) {
       const value = file === null ? null : (JSON.parse(file) as File | Record<string, File>);
       if (value && 'url' in value) add(value as File);
@@ -237,7 +239,8 @@ export class CacheReader {
    */
   urlsInDocuments(prefix: string): string[] {
     const rows = this.#all<{ json: string }>(
-      "SELECT b.json FROM record r JOIN body b ON b.id = r.id WHERE r.content_type <> '_asset' AND instr(b.json, ?) > 0",
+      "SELECT b.json FROM record r JOIN body b ON b.id = r.id WHERE r.content_type <> '_asset' AND " +
+        'instr(b.json, ?) > 0',
       prefix,
     );
     // In the stored JSON a URL ends where its string or attribute does: at a quote, escaped or not.
@@ -248,7 +251,8 @@ export class CacheReader {
   /** Content types of the members of some sources, sorted. */
   contentTypes(sources: readonly string[]): string[] {
     return this.#all<{ content_type: string }>(
-      'SELECT DISTINCT r.content_type FROM member m, json_each(m.ids) j JOIN record r ON r.id = j.value WHERE m.source IN (SELECT value FROM json_each(?)) ORDER BY r.content_type',
+      'SELECT DISTINCT r.content_type FROM member m, json_each(m.ids) j JOIN record r ON r.id = j.value ' +
+        'WHERE m.source IN (SELECT value FROM json_each(?)) ORDER BY r.content_type',
       JSON.stringify(sources),
     ).map((row) => row.content_type);
   }
@@ -256,7 +260,8 @@ export class CacheReader {
   /** Field → the content types its stored references of records of `contentType` point to. */
   referenceTargets(contentType: string): Map<string, string[]> {
     const rows = this.#all<{ field: string; target: string }>(
-      'SELECT DISTINCT j.value ->> 0 AS field, t.content_type AS target FROM record f, json_each(f.refs) j JOIN record t ON t.id = j.value ->> 1 WHERE f.content_type = ? ORDER BY field, target',
+      'SELECT DISTINCT j.value ->> 0 AS field, t.content_type AS target FROM record f, json_each(f.refs) j ' +
+        'JOIN record t ON t.id = j.value ->> 1 WHERE f.content_type = ? ORDER BY field, target',
       contentType,
     );
     const targets = new Map<string, string[]>();

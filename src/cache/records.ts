@@ -86,7 +86,10 @@ export class Records {
   /** References of records put in this run, packed, until a walk reads their node. */
   readonly #packed = new Map<string, string>();
   readonly #nodes = new Map<string, Node>();
-  /** Records relinked (added, dropped, references changed) since `reference` was last brought up to date, with their references before. */
+  /**
+   * Records relinked (added, dropped, references changed) since `reference` was last brought up to date, with their
+   * references before.
+   */
   readonly #relinked = new Map<string, string | undefined>();
   /** Records dropped in this run. */
   readonly dropped = new Set<string>();
@@ -139,7 +142,8 @@ export class Records {
     for (const id of wanted) this.#known.set(id, null);
     if (this.#startedEmpty && this.#before.size === 0) return; // nothing there but what this run wrote, which is known
     const statement = this.#statement(
-      'SELECT id, content_type, updated_at, revision, digest, partial FROM record WHERE id IN (SELECT value FROM json_each(?))',
+      'SELECT id, content_type, updated_at, revision, digest, partial FROM record WHERE id IN (SELECT value ' +
+        'FROM json_each(?))',
       true,
     );
     for (const [id, contentType, updatedAt, revision, digest, partial] of statement.all(asJson(wanted)) as unknown as [
@@ -195,7 +199,8 @@ export class Records {
     this.#version++;
     this.#touch(record.id, before, relinked ? refsBefore : undefined, relinked);
     this.#statement(
-      'INSERT OR REPLACE INTO record (id, content_type, updated_at, revision, digest, partial, refs) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT OR REPLACE INTO record (id, content_type, updated_at, revision, digest, partial, refs) VALUES ' +
+        '(?, ?, ?, ?, ?, ?, ?)',
     ).run(record.id, info.contentType, info.updatedAt, info.revision, digest, partial ? 1 : 0, refs);
     this.#statement('INSERT OR REPLACE INTO body (id, json) VALUES (?, ?)').run(record.id, json);
     this.#known.set(record.id, info);
@@ -317,7 +322,8 @@ export class Records {
   referrers(targets: Iterable<string>, assetsOnly = false): Set<string> {
     this.#index();
     const statement = this.#statement(
-      `SELECT DISTINCT from_id FROM reference WHERE to_id IN (SELECT value FROM json_each(?))${assetsOnly ? ' AND asset = 1' : ''}`,
+      `SELECT DISTINCT from_id FROM reference WHERE to_id IN (SELECT value FROM ` +
+        `json_each(?))${assetsOnly ? ' AND asset = 1' : ''}`,
       true,
     );
     return new Set((statement.all(asJson(targets)) as unknown as [string][]).map(([id]) => id));
@@ -345,7 +351,8 @@ export class Records {
     if (this.#relinkedAll) {
       this.#db.exec('DELETE FROM reference');
       this.#statement(
-        'INSERT OR IGNORE INTO reference (to_id, from_id, field, asset) SELECT j.value ->> 1, r.id, j.value ->> 0, j.value ->> 2 FROM record r, json_each(r.refs) j',
+        'INSERT OR IGNORE INTO reference (to_id, from_id, field, asset) SELECT j.value ->> 1, r.id, j.value ' +
+          '->> 0, j.value ->> 2 FROM record r, json_each(r.refs) j',
       ).run();
       this.#relinkedAll = false;
     } else {
@@ -354,7 +361,8 @@ export class Records {
       );
       for (const [id, refs] of this.#relinked) if (refs !== undefined) remove.run(id, refs);
       this.#statement(
-        'INSERT OR IGNORE INTO reference (to_id, from_id, field, asset) SELECT j.value ->> 1, r.id, j.value ->> 0, j.value ->> 2 FROM record r, json_each(r.refs) j WHERE r.id IN (SELECT value FROM json_each(?))',
+        'INSERT OR IGNORE INTO reference (to_id, from_id, field, asset) SELECT j.value ->> 1, r.id, j.value ' +
+          '->> 0, j.value ->> 2 FROM record r, json_each(r.refs) j WHERE r.id IN (SELECT value FROM json_each(?))',
       ).run(asJson(this.#relinked.keys()));
     }
     this.#relinked.clear();

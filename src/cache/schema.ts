@@ -67,7 +67,9 @@ export function memberColumns(
 
 const tables = ['meta', 'record', 'body', 'reference', 'source', 'member', 'included', 'dangling', 'etag'];
 
-/** Why a database is not a cache of this format (to rebuild), or undefined when it is one. Empty databases are "new". */
+/**
+ * Why a database is not a cache of this format (to rebuild), or undefined when it is one. Empty databases are "new".
+ */
 export function schemaProblem(db: Database): 'new' | string | undefined {
   const names = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map(
     (row) => row.name,

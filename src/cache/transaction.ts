@@ -43,7 +43,9 @@ export interface StoredMembers {
   revisions: number[];
 }
 
-/** What a sync writes of a source's members: the list with its dependency digests, or undefined when they are as stored. */
+/**
+ * What a sync writes of a source's members: the list with its dependency digests, or undefined when they are as stored.
+ */
 export type MemberUpdate = { list: StoredMembers; digests: readonly string[] } | undefined;
 
 /**
@@ -140,7 +142,10 @@ export class CacheTransaction {
     return members;
   }
 
-  /** The dependency digests of a source's members, in their order (read once; a sync with nothing changed never needs them). */
+  /**
+   * The dependency digests of a source's members, in their order (read once; a sync with nothing changed never needs
+   * them).
+   */
   memberDigests(key: string): string[] {
     let digests = this.#digests.get(key);
     if (!digests) this.#digests.set(key, (digests = this.#columns(key, ['dependency_digests'])[0] as string[]));
@@ -183,7 +188,10 @@ export class CacheTransaction {
     );
   }
 
-  /** Writes a source's state: its members (see `MemberUpdate`), and its included records unless `included` is undefined (kept). */
+  /**
+   * Writes a source's state: its members (see `MemberUpdate`), and its included records unless `included` is undefined
+   * (kept).
+   */
   writeSource(
     source: StoredSource,
     members: MemberUpdate,
@@ -201,7 +209,8 @@ export class CacheTransaction {
         const row = [list.ids, list.updatedAt, list.revisions, digests].map((column) => JSON.stringify(column));
         this.#db
           .prepare(
-            'INSERT OR REPLACE INTO member (source, count, ids, updated_at, revisions, dependency_digests) VALUES (?, ?, ?, ?, ?, ?)',
+            'INSERT OR REPLACE INTO member (source, count, ids, updated_at, revisions, dependency_digests) ' +
+              'VALUES (?, ?, ?, ?, ?, ?)',
           )
           .run(source.key, list.ids.length, ...row);
       }

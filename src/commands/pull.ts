@@ -56,7 +56,8 @@ export async function pullCommand(args: string[]): Promise<number> {
     }
     // The server's words may hold the key (a content type, a URL): the message never repeats it.
     console.error(
-      `Error: ${scrub(explain(error as Error, repository), apiKey)} Nothing was written; the previous snapshot, if any, is as it was.`,
+      `Error: ${scrub(explain(error as Error, repository), apiKey)} Nothing was written; the previous ` +
+        `snapshot, if any, is as it was.`,
     );
     return 1;
   }
@@ -65,9 +66,15 @@ export async function pullCommand(args: string[]): Promise<number> {
 /** What went wrong, and what to do about it. */
 function explain(error: Error, repository: string): string {
   if (error instanceof AuthenticationError)
-    return `The server refused the API key for repository "${repository}" (${error.status}): check CMFT_API_KEY, and that the key belongs to this repository.`;
+    return (
+      `The server refused the API key for repository "${repository}" (${error.status}): check ` +
+      `CMFT_API_KEY, and that the key belongs to this repository.`
+    );
   if (error instanceof NotFoundError && /\/v1\/[^/]+\/?$/.test(new URL(error.url).pathname))
-    return `The server has no repository "${repository}": check CMFT_REPOSITORY (the repository's API id) and CMFT_BASE_URL.`;
+    return (
+      `The server has no repository "${repository}": check CMFT_REPOSITORY (the repository's API id) ` +
+      `and CMFT_BASE_URL.`
+    );
   if (error instanceof ReadApiError) return `${error.message}.`;
   if ('code' in error && typeof error.code === 'string' && /^E[A-Z]+$/.test(error.code))
     return `Could not write the snapshot: ${error.message}. Choose another --out, or make the folder writable.`;
@@ -80,7 +87,9 @@ function summary(result: PullResult): string[] {
     ? `; files: ${result.files.downloaded} downloaded, ${result.files.kept} unchanged, ${result.files.failed} failed`
     : '';
   const lines = [
-    `${result.written ? 'Wrote' : 'Unchanged:'} ${where}: ${result.documents} documents, ${result.assets} assets, ${result.collections} collections, ${result.aliases} aliases, ${result.contentTypes} content types (inferred)${files}, in ${(result.ms / 1000).toFixed(1)} s`,
+    `${result.written ? 'Wrote' : 'Unchanged:'} ${where}: ${result.documents} documents, ${result.assets} ` +
+      `assets, ${result.collections} collections, ${result.aliases} aliases, ${result.contentTypes} content ` +
+      `types (inferred)${files}, in ${(result.ms / 1000).toFixed(1)} s`,
   ];
   if (result.newKey) lines.push(`Its local API key (not your real one): ${result.localKey}`);
   lines.push(

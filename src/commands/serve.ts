@@ -35,7 +35,8 @@ export async function serve(args: string[]): Promise<number> {
   if (!values.webhook && values['webhook-secret']) return usageError('--webhook-secret goes with --webhook <url>');
   if (values['webhook-secret']) {
     console.error(
-      'Warning: --webhook-secret is visible to other users of this machine (in the process list); set CMFT_WEBHOOK_SECRET instead.',
+      'Warning: --webhook-secret is visible to other users of this machine (in the process list); set ' +
+        'CMFT_WEBHOOK_SECRET instead.',
     );
   }
   const log = (line: string) => console.log(line);

@@ -41,7 +41,8 @@ export async function syncCommand(args: string[]): Promise<number> {
     } else {
       for (const [key, changes] of Object.entries(result.changeset.sources)) {
         out(
-          `  ${key}: ${changes.added.length} added, ${changes.updated.length} updated, ${changes.removed.length} removed`,
+          `  ${key}: ${changes.added.length} added, ${changes.updated.length} updated, ` +
+            `${changes.removed.length} removed`,
         );
       }
       if (result.stale.length > 0) out(`  stale (served from the cache): ${result.stale.join(', ')}`);

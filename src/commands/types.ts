@@ -30,7 +30,8 @@ const named = new Map<z.ZodType, string>([
 
 const comments: Record<string, string> = {
   unresolved:
-    '/** A relation no collection holds (not synced, or a content type no collection is mapped to): `collection` is null. */',
+    '/** A relation no collection holds (not synced, or a content type no collection is mapped to): ' +
+    '`collection` is null. */',
   relation:
     '/** A relation into a content type no collection is mapped to (the contentTypes option), or unresolved. */',
   asset: '/** An asset: an image (with the size <Image> needs), another file, or one not synced; narrow on `kind`. */',

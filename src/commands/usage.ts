@@ -2,7 +2,8 @@
 const commands = {
   serve: {
     synopsis:
-      'serve <snapshot file or folder>... [--port N] [--host H] [--quiet]\n                           [--webhook <url>]   (the secret in CMFT_WEBHOOK_SECRET)',
+      'serve <snapshot file or folder>... [--port N] [--host H] [--quiet]\n                           ' +
+      '[--webhook <url>]   (the secret in CMFT_WEBHOOK_SECRET)',
     what: 'Serve repository snapshots as the Content Delivery Read API.',
   },
   sync: {
@@ -11,11 +12,16 @@ const commands = {
   },
   types: {
     synopsis: 'types [--config <file>] [--out <dir>] [--zod <module>] [--force]',
-    what: 'Write a zod schema file per content type (default into src/content/schemas) from the\ncache, to commit and edit; existing files are kept unless --force.',
+    what:
+      'Write a zod schema file per content type (default into src/content/schemas) from the\ncache, to ' +
+      'commit and edit; existing files are kept unless --force.',
   },
   pull: {
     synopsis: 'pull [--config <file>] [--out <dir>] [--assets] [--json]',
-    what: "Copy the repository into <out>/<repository>.json (default out: content), a snapshot\nthat serve and the integration's snapshot option serve with a local key.\n--assets also downloads the assets' files beside it.",
+    what:
+      'Copy the repository into <out>/<repository>.json (default out: content), a snapshot\nthat serve ' +
+      "and the integration's snapshot option serve with a local key.\n--assets also downloads the assets' " +
+      'files beside it.',
   },
 } as const;
 

@@ -38,7 +38,9 @@ export interface ClosureContext {
   intake: Intake;
   fetcher: Fetcher;
   stored(source: Source): StoredClosure | undefined;
-  /** The mask that keeps the stamps of embedded assets (`assetStampsMask`); without it, assets are checked one by one. */
+  /**
+   * The mask that keeps the stamps of embedded assets (`assetStampsMask`); without it, assets are checked one by one.
+   */
   assetMask?: string | undefined;
   /** What was checked while the members were listed (`checkAhead`): not asked again. */
   ahead?: CheckedAhead | undefined;
@@ -209,7 +211,10 @@ async function assetStamps(ids: string[], context: ClosureContext): Promise<Stam
   ];
 }
 
-/** The stamps of the assets of `ids` that one stored document embedding each carries (asked together); none without a mask. */
+/**
+ * The stamps of the assets of `ids` that one stored document embedding each carries (asked together); none without a
+ * mask.
+ */
 async function embeddedAssetStamps(
   ids: readonly string[],
   { records, fetcher, assetMask }: Pick<ClosureContext, 'records' | 'fetcher' | 'assetMask'>,

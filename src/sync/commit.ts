@@ -168,7 +168,10 @@ function memberDigests(
   return { digests, worked };
 }
 
-/** A source's added, updated and removed members against the stored ones (only the `worked` positions, when the list is the same). */
+/**
+ * A source's added, updated and removed members against the stored ones (only the `worked` positions, when the list is
+ * the same).
+ */
 function sourceChanges(
   members: readonly string[],
   digests: readonly string[],

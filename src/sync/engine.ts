@@ -60,7 +60,10 @@ export class SyncError extends Error {
 
 /** Hints for one sync run. */
 export interface SyncHints {
-  /** Ids of documents and assets to fetch again even when their `updatedAt` and revision look unchanged (a webhook's changed ids). */
+  /**
+   * Ids of documents and assets to fetch again even when their `updatedAt` and revision look unchanged (a webhook's
+   * changed ids).
+   */
   refetch?: readonly string[];
   /** Why the cache could not be read (a reader found it damaged): it is rebuilt from the CMS. */
   rebuild?: string;
@@ -157,12 +160,14 @@ async function syncOnce(dir: string, config: SyncConfig, { logger, warn, hints }
         if (lacking.length > 0) {
           throw new SyncError(
             'server_failed',
-            `Sync of ${config.repository} failed: ${(error as Error).message}; ${incomplete(dir, lacking)}: sync this config once the server answers`,
+            `Sync of ${config.repository} failed: ${(error as Error).message}; ${incomplete(dir, lacking)}: ` +
+              `sync this config once the server answers`,
             error,
           );
         }
         warn(
-          `The server failed (${(error as Error).message}); using the cached content of ${cache.head.lastSync}, stale: ${stale.join(', ')}`,
+          `The server failed (${(error as Error).message}); using the cached content of ` +
+            `${cache.head.lastSync}, stale: ${stale.join(', ')}`,
         );
         return cachedResult(dir, config, cache, stale, []);
       }
@@ -172,7 +177,8 @@ async function syncOnce(dir: string, config: SyncConfig, { logger, warn, hints }
       // version).
       const none = config.onError === 'use-cache' && tx.head?.fingerprint !== fingerprintOf(config);
       const left = none
-        ? `; the cache in ${dir} holds no content of ${config.baseUrl} yet, so there is no last good content to use: sync once with the server reachable`
+        ? `; the cache in ${dir} holds no content of ${config.baseUrl} yet, so there is no last good ` +
+          `content to use: sync once with the server reachable`
         : ' (the cache was left as it was)';
       throw new SyncError(
         'server_failed',
@@ -200,7 +206,8 @@ async function offline(dir: string, config: SyncConfig, logger: SyncLogger, warn
   if (!cache || cache.head.fingerprint !== fingerprintOf(config)) {
     throw new SyncError(
       'offline_without_cache',
-      `Offline mode needs a cache of ${config.repository}, and there is none in ${dir}: run a sync online first (mode "incremental")`,
+      `Offline mode needs a cache of ${config.repository}, and there is none in ${dir}: run a sync online ` +
+        `first (mode "incremental")`,
     );
   }
   const lacking = lackingSources(cache, config);
@@ -228,7 +235,8 @@ function lackingSources(cache: CacheReader, config: SyncConfig): string[] {
 
 /** Says that a cache lacks some sources of the config (a folder shared by two configs is the likely cause). */
 const incomplete = (dir: string, lacking: string[]) =>
-  `the cache in ${dir} does not hold ${lacking.join(', ')}, so there is no last good content of ${lacking.length === 1 ? 'it' : 'them'} to use ` +
+  `the cache in ${dir} does not hold ${lacking.join(', ')}, so there is no last good content of ` +
+  `${lacking.length === 1 ? 'it' : 'them'} to use ` +
   '(if another config syncs into this folder, give each its own cacheDir)';
 
 function cachedResult(
@@ -395,20 +403,25 @@ async function run(
   const dropped = [...stored.keys()].filter((key) => !sources.some((source) => source.key === key));
   if (dropped.length > 0) {
     warn(
-      `The cache in ${dir} held sources this config no longer names (${dropped.join(', ')}): they were removed, with the records only they needed. ` +
-        'If another config syncs into this folder, give each its own cacheDir (the Astro integration and the comfortable-loader CLI keep apart by default).',
+      `The cache in ${dir} held sources this config no longer names (${dropped.join(', ')}): they were ` +
+        `removed, with the records only they needed. ` +
+        'If another config syncs into this folder, give each its own cacheDir (the Astro integration and ' +
+        'the comfortable-loader CLI keep apart by default).',
     );
   }
   const dangling = cache.dangling();
   for (const ref of dangling)
     warn(
-      `Dangling reference: document ${ref.from}, field ${ref.field} points to ${ref.id}, which the server does not have`,
+      `Dangling reference: document ${ref.from}, field ${ref.field} points to ${ref.id}, which the server ` +
+        `does not have`,
     );
   stats.written = intake.written;
   stats.ms = Date.now() - started;
   const { added, updated, removed } = changeset.records;
   logger.info(
-    `Synced ${config.repository}: ${cache.recordCount()} records (${added.length} added, ${updated.length} updated, ${removed.length} removed) in ${(stats.ms / 1000).toFixed(1)} s, ${stats.requests} requests (${stats.notModified} not modified), ${(stats.bytes / 1024).toFixed(0)} KiB`,
+    `Synced ${config.repository}: ${cache.recordCount()} records (${added.length} added, ${updated.length} ` +
+      `updated, ${removed.length} removed) in ${(stats.ms / 1000).toFixed(1)} s, ${stats.requests} requests ` +
+      `(${stats.notModified} not modified), ${(stats.bytes / 1024).toFixed(0)} KiB`,
   );
   return { changeset, cacheDir: dir, cache, stale: [], dangling, warnings: [], stats };
 }
@@ -424,7 +437,8 @@ function guessLocales(head: CacheHead | undefined, intake: Intake, warn: (messag
     source: 'data',
   };
   warn(
-    `The server did not list the repository's locales; using the locale keys seen in the data (${keys.join(', ') || 'none'}), default ${locales.defaultLocale}, without fallbacks`,
+    `The server did not list the repository's locales; using the locale keys seen in the data ` +
+      `(${keys.join(', ') || 'none'}), default ${locales.defaultLocale}, without fallbacks`,
   );
   return locales;
 }

@@ -99,7 +99,9 @@ export type Entry = z.infer<typeof looseEntrySchema>;
 /** An entry of a `virtual:comfortable/...` module: with the `cacheKey` of a page that shows it (see `pageKey`). */
 export type VirtualEntry = Entry & { cacheKey: string };
 
-/** An entry schema for one content type, from what the data shows of its fields (a section: an object of its fields). */
+/**
+ * An entry schema for one content type, from what the data shows of its fields (a section: an object of its fields).
+ */
 export function entrySchemaFor(model: Model, contentType: string) {
   const shapeOf = (fields: TypeModel): z.ZodObject => {
     const shape: Record<string, z.ZodType> = {};
@@ -158,7 +160,10 @@ export function mapRelations(
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** A value with each list of asset references in it (inside sections too) made assets; a new object only where one changed. */
+/**
+ * A value with each list of asset references in it (inside sections too) made assets; a new object only where one
+ * changed.
+ */
 function withAssets(value: unknown, asset: (ref: EntryReference) => Asset): unknown {
   if (Array.isArray(value))
     return value.length > 0 && value.every((v) => isRef(v) && v.contentType === '_asset') ? value.map(asset) : value;
@@ -189,7 +194,8 @@ export function entryOf(
   const { fields, fallbacks } = localizeRecord(record, chain, model?.[record.contentType]);
   const asset = (ref: EntryReference): Asset => {
     const stored = assets(ref.id);
-    if (!stored) return { kind: 'unresolved', id: ref.id, contentType: ref.contentType }; // dangling, or beyond the includes
+    // dangling, or beyond the includes
+    if (!stored) return { kind: 'unresolved', id: ref.id, contentType: ref.contentType };
     const { fields: assetFields } = localizeRecord(stored, chain);
     const file = (assetFields.file ?? {}) as {
       url?: string;
@@ -219,7 +225,10 @@ export function entryOf(
   };
 }
 
-/** The entries of some documents in every locale (or those given), read from the cache in one batch with the assets they embed. */
+/**
+ * The entries of some documents in every locale (or those given), read from the cache in one batch with the assets they
+ * embed.
+ */
 export function loadEntries(
   cache: CacheReader,
   ids: Iterable<string>,

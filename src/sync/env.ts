@@ -19,7 +19,10 @@ export const envOptions = {
 
 type EnvOption = (typeof envOptions)[keyof typeof envOptions];
 
-/** The `CMFT_*` variables of the environment and of the `.env` files of `dir` for `mode` (none read when `dir` is false). */
+/**
+ * The `CMFT_*` variables of the environment and of the `.env` files of `dir` for `mode` (none read when `dir` is
+ * false).
+ */
 export function readEnv(
   dir: string | false,
   mode: string,

@@ -35,7 +35,9 @@ export class Intake {
   relinked = false;
   /** Records written to the cache in this run. */
   written = 0;
-  /** Bumped by every record written or dropped: what was worked out from the records at another version may be stale. */
+  /**
+   * Bumped by every record written or dropped: what was worked out from the records at another version may be stale.
+   */
   version = 0;
   readonly #records: Records;
   readonly #model: Model;

@@ -14,7 +14,10 @@ import type { SourcePlan } from './plan.ts';
  * documents that still differ after that (a clock off by more than the margin) are fetched by id.
  */
 
-/** A source's members as listed in this run, and those fetched in it or listed with other stamps than they were stored with. */
+/**
+ * A source's members as listed in this run, and those fetched in it or listed with other stamps than they were stored
+ * with.
+ */
 export interface Listed {
   ids: string[];
   changed: Set<string>;

@@ -13,7 +13,9 @@ export interface Locales {
   source: 'repository' | 'data' | 'config';
 }
 
-/** The locales a repository lists (`meta.locales`, `meta.defaultLocale` of its answer); undefined when it lists none. */
+/**
+ * The locales a repository lists (`meta.locales`, `meta.defaultLocale` of its answer); undefined when it lists none.
+ */
 export function repositoryLocales(meta: {
   defaultLocale?: string | undefined;
   locales?: { key: string; fallback?: string | null | undefined }[] | undefined;

@@ -110,7 +110,8 @@ export function pageKey(...parts: KeyPart[]): string {
     else if ('data' in part && typeof part.data?.cacheKey === 'string') keys.push(part.data.cacheKey);
     else
       throw new TypeError(
-        'pageKey() takes entries of comfortableLoader() collections or of virtual:comfortable modules, their keys, or lists of those',
+        'pageKey() takes entries of comfortableLoader() collections or of virtual:comfortable modules, ' +
+          'their keys, or lists of those',
       );
   };
   for (const part of parts) add(part);

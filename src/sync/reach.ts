@@ -93,7 +93,10 @@ export function reach(starts: readonly string[], options: IncludeOptions, read: 
 /** A record to read: a member (from no record), or the target of a reference. */
 type Link = { from?: string; field?: string; id: string };
 
-/** A link for each reference of `from` that `keep` accepts, in order (a loop: this runs for every record of a first sync). */
+/**
+ * A link for each reference of `from` that `keep` accepts, in order (a loop: this runs for every record of a first
+ * sync).
+ */
 function linksOf(from: Iterable<Node>, keep: (ref: Reference) => boolean): Required<Link>[] {
   const links: Required<Link>[] = [];
   for (const node of from)

@@ -133,7 +133,9 @@ function seeSection(field: FieldModel): void {
   else if (field.kind !== 'section') see(field, 'json');
 }
 
-/** The records embedded in an answered record's fields (assets under embedAssets), where `normalizeRecord` finds them. */
+/**
+ * The records embedded in an answered record's fields (assets under embedAssets), where `normalizeRecord` finds them.
+ */
 export function embeddedIn(answer: ApiRecord, locales: { has(key: string): boolean }): ApiRecord[] {
   const found: ApiRecord[] = [];
   const visit = (value: unknown): void => {
@@ -191,7 +193,8 @@ export function referenceList(record: StoredRecord): Reference[] {
       if (value === null || typeof value !== 'object') continue;
       const path = prefix === '' ? name : prefix + name;
       if (!localized.includes(path) && !Array.isArray(value) && !isStoredReference(value)) {
-        walk(value as Record<string, unknown>, `${path}.`); // a section (or an object value, whose references are read as a section's)
+        // a section (or an object value, whose references are read as a section's)
+        walk(value as Record<string, unknown>, `${path}.`);
         continue;
       }
       field = path;
@@ -204,7 +207,9 @@ export function referenceList(record: StoredRecord): Reference[] {
   return out;
 }
 
-/** A digest of a record's content: equal digests mean equal records. `json` is the record's JSON when the caller has it. */
+/**
+ * A digest of a record's content: equal digests mean equal records. `json` is the record's JSON when the caller has it.
+ */
 export function digestOf(record: StoredRecord, json = JSON.stringify(record)): string {
   return digestOfJson(json);
 }

@@ -91,7 +91,10 @@ export class SharedSync {
     return key;
   }
 
-  /** Forgets the sources of the loaders registered so far: the content config was evaluated again, and its loaders register theirs anew. */
+  /**
+   * Forgets the sources of the loaders registered so far: the content config was evaluated again, and its loaders
+   * register theirs anew.
+   */
   newGeneration(): void {
     this.#loaderSources = new Map();
     this.#held = undefined;
@@ -112,7 +115,9 @@ export class SharedSync {
   config(): SyncConfig {
     if (!this.#config) {
       throw new Error(
-        'comfortable-loader is not configured: add the comfortable() integration to astro.config (or the comfortable() Vite plugin), with CMFT_REPOSITORY and CMFT_API_KEY in .env or the environment (or the repository and apiKey options)',
+        'comfortable-loader is not configured: add the comfortable() integration to astro.config (or the ' +
+          'comfortable() Vite plugin), with CMFT_REPOSITORY and CMFT_API_KEY in .env or the environment (or ' +
+          'the repository and apiKey options)',
       );
     }
     // A loader's options for a source win over the configuration's.
@@ -204,7 +209,9 @@ export function sharedSync(): SharedSync {
   return (holder[key] ??= new SharedSync());
 }
 
-/** The changed ids a refresh webhook names (`{ changed: [ids] }`, the local server's format); none for other payloads. */
+/**
+ * The changed ids a refresh webhook names (`{ changed: [ids] }`, the local server's format); none for other payloads.
+ */
 export function changedIds(payload: unknown): string[] {
   const changed = (payload as { changed?: unknown } | null)?.changed;
   return Array.isArray(changed) ? changed.filter((id): id is string => typeof id === 'string') : [];

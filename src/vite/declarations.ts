@@ -14,7 +14,9 @@ import { toTypeScript } from '../sync/typescript.ts';
 /** The package entry the Vite declarations import `VirtualEntry` from: it reaches neither astro nor its types. */
 export const viteTypesEntry = 'comfortable-loader/vite';
 
-/** Generic declarations, their entry type imported from `from` (an entry of this package that exports `VirtualEntry`). */
+/**
+ * Generic declarations, their entry type imported from `from` (an entry of this package that exports `VirtualEntry`).
+ */
 export function genericDeclarations(from: string): string {
   const listModule = (kind: string) => `declare module 'virtual:comfortable/${kind}/*' {
   import type { VirtualEntry as Entry } from '${from}';
@@ -56,11 +58,15 @@ export function sourceDeclarations(cache: CacheReader, from: string): string {
     const common = `  type Entry = ${entryType};\n  export const locales: string[];\n  export const defaultLocale: string;\n`;
     const exports =
       kind === 'alias'
-        ? `${common}  export const entry: Entry;\n  export const entries: Record<string, Entry>;\n  export function getEntry(locale?: string): Entry | undefined;\n  export default entry;\n`
-        : `${common}  export const entries: Entry[];\n  export function getEntry(id: string, locale?: string): Entry | undefined;\n  export default entries;\n`;
+        ? `${common}  export const entry: Entry;\n  export const entries: Record<string, Entry>;\n  export ` +
+          `function getEntry(locale?: string): Entry | undefined;\n  export default entry;\n`
+        : `${common}  export const entries: Entry[];\n  export function getEntry(id: string, locale?: ` +
+          `string): Entry | undefined;\n  export default entries;\n`;
     const module = `virtual:comfortable/${folders[kind]}/${name}`;
     // A locale variant has the same exports as the whole module.
-    text += `declare module '${module}' {\n${exports}}\ndeclare module '${module}/*' {\n  export * from '${module}';\n  export { default } from '${module}';\n}\n`;
+    text +=
+      `declare module '${module}' {\n${exports}}\ndeclare module '${module}/*' {\n  export * from ` +
+      `'${module}';\n  export { default } from '${module}';\n}\n`;
   }
   return text;
 }

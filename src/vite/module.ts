@@ -25,25 +25,32 @@ export function parseVirtualId(id: string): { kind: keyof typeof kinds; name: st
   return { kind: kind as keyof typeof kinds, name, ...(locale ? { locale } : {}) };
 }
 
-/** What a virtual module holds: its entries (an alias's, one per locale), the repository's locales and the default one. */
+/**
+ * What a virtual module holds: its entries (an alias's, one per locale), the repository's locales and the default one.
+ */
 export interface ModuleData {
   entries: VirtualEntry[];
   locales: string[];
   defaultLocale: string;
 }
 
-/** The data of the module `id` (`virtual:comfortable/collections/posts`); throws for a source the sync has not or a locale the repository has not. */
+/**
+ * The data of the module `id` (`virtual:comfortable/collections/posts`); throws for a source the sync has not or a
+ * locale the repository has not.
+ */
 export function moduleData(result: SyncResult, id: string): ModuleData {
   const parsed = parseVirtualId(id);
   if (!parsed)
     throw new Error(
-      `${id}: not a module of comfortable-loader; expected virtual:comfortable/collections/<apiId>, aliases/<apiId> or queries/<name>, with /<locale> or not`,
+      `${id}: not a module of comfortable-loader; expected virtual:comfortable/collections/<apiId>, ` +
+        `aliases/<apiId> or queries/<name>, with /<locale> or not`,
     );
   const sourceKey = `${kinds[parsed.kind]}:${parsed.name}`;
   const { cache } = result;
   if (!cache.sources().some((source) => source.key === sourceKey)) {
     throw new Error(
-      `${id}: "${parsed.name}" is not synced; add it to the ${parsed.kind} option of the comfortable integration or Vite plugin`,
+      `${id}: "${parsed.name}" is not synced; add it to the ${parsed.kind} option of the comfortable ` +
+        `integration or Vite plugin`,
     );
   }
   const { locales } = cache.head;
@@ -66,12 +73,21 @@ export function moduleData(result: SyncResult, id: string): ModuleData {
 export async function virtualModule(result: SyncResult, id: string): Promise<string> {
   const parsed = parseVirtualId(id)!;
   const data = JSON.stringify(moduleData(result, id));
-  const head = `const data = JSON.parse(${JSON.stringify(data)});\nexport const locales = data.locales;\nexport const defaultLocale = data.defaultLocale;\n`;
+  const head =
+    `const data = JSON.parse(${JSON.stringify(data)});\nexport const locales = ` +
+    `data.locales;\nexport const defaultLocale = data.defaultLocale;\n`;
   // A locale variant looks entries up in its own locale; the whole module in the default one.
   const locale = `const locale = ${JSON.stringify(parsed.locale ?? null)} ?? data.defaultLocale;\n`;
   if (parsed.kind === 'aliases') {
     // Both variants have the same exports, so one declaration types them: the default is the entry.
-    return `${head}${locale}export const entries = Object.fromEntries(data.entries.map((e) => [e.locale, e]));\nexport const entry = entries[locale];\nexport function getEntry(l = locale) { return entries[l]; }\nexport default entry;\n`;
+    return (
+      `${head}${locale}export const entries = Object.fromEntries(data.entries.map((e) => [e.locale, ` +
+      `e]));\nexport const entry = entries[locale];\nexport function getEntry(l = locale) { return ` +
+      `entries[l]; }\nexport default entry;\n`
+    );
   }
-  return `${head}${locale}export const entries = data.entries;\nexport function getEntry(id, l = locale) { return entries.find((e) => e.id === id && e.locale === l); }\nexport default entries;\n`;
+  return (
+    `${head}${locale}export const entries = data.entries;\nexport function getEntry(id, l = locale) { ` +
+    `return entries.find((e) => e.id === id && e.locale === l); }\nexport default entries;\n`
+  );
 }

@@ -14,7 +14,10 @@ import type { SharedConfig } from '../sync/shared.ts';
 
 /** Options of `comfortable()` from `comfortable-loader/vite`: those of the sync, and the plugin's own. */
 export interface ComfortableViteOptions extends Partial<SharedConfig> {
-  /** Enables the signed dev refresh endpoint (see docs/astro.md, "Dev refresh"). At least 16 characters. Default: `CMFT_REFRESH_SECRET`. */
+  /**
+   * Enables the signed dev refresh endpoint (see docs/astro.md, "Dev refresh"). At least 16 characters. Default:
+   * `CMFT_REFRESH_SECRET`.
+   */
   refreshSecret?: string;
   /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
   refreshPath?: string;
@@ -48,13 +51,17 @@ const viteOptionsSchema = syncConfigSchema
 /** What the options must be when `comfortable()` is called: the connection may still come from the environment. */
 const givenSchema = viteOptionsSchema.partial({ repository: true, apiKey: true });
 
-/** Checks the options as written; throws a ConfigError naming the option (and the nearest valid key for a misspelt one). */
+/**
+ * Checks the options as written; throws a ConfigError naming the option (and the nearest valid key for a misspelt one).
+ */
 export function checkGivenOptions(options: ComfortableViteOptions): void {
   if ('snapshot' in options) {
     const file = String((options as { snapshot: unknown }).snapshot);
     throw new ConfigError(
       'snapshot',
-      `Invalid option snapshot: the Vite plugin does not serve a copy. Serve it with npx comfortable-loader serve ${file} and point baseUrl and apiKey (CMFT_BASE_URL, CMFT_API_KEY) at it, with the local key the pull printed; the Astro integration's snapshot option serves one in-process.`,
+      `Invalid option snapshot: the Vite plugin does not serve a copy. Serve it with npx comfortable-loader ` +
+        `serve ${file} and point baseUrl and apiKey (CMFT_BASE_URL, CMFT_API_KEY) at it, with the local key ` +
+        `the pull printed; the Astro integration's snapshot option serves one in-process.`,
     );
   }
   checkOptions(givenSchema, options, { prefix: optionsPrefix });
@@ -85,11 +92,14 @@ export function resolveViteOptions(
   const filled = withEnv(options, env, ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
   checkOptions(viteOptionsSchema, filled, { prefix: optionsPrefix });
   const { refreshSecret, refreshPath, dts = 'comfortable.d.ts', ...config } = filled;
-  const { baseUrl, repository } = parseSyncConfig(config, optionsPrefix); // nothing to sync is an error of the options too
+  // nothing to sync is an error of the options too
+  const { baseUrl, repository } = parseSyncConfig(config, optionsPrefix);
   // One cache per base URL and repository, so switching between two keeps each one's content.
   const cacheDir = originCacheDir(config.cacheDir ?? join(vite.cacheDir, 'comfortable'), { baseUrl, repository });
   const warning = env.CMFT_SNAPSHOT
-    ? `CMFT_SNAPSHOT is set (${env.CMFT_SNAPSHOT}), but the Vite plugin does not serve a copy: it asks ${baseUrl}. Serve the copy with npx comfortable-loader serve ${env.CMFT_SNAPSHOT} and set CMFT_BASE_URL and CMFT_API_KEY to its URL and local key.`
+    ? `CMFT_SNAPSHOT is set (${env.CMFT_SNAPSHOT}), but the Vite plugin does not serve a copy: it asks ` +
+      `${baseUrl}. Serve the copy with npx comfortable-loader serve ${env.CMFT_SNAPSHOT} and set ` +
+      `CMFT_BASE_URL and CMFT_API_KEY to its URL and local key.`
     : undefined;
   return {
     config: { ...config, cacheDir } as SharedConfig,

@@ -70,7 +70,8 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
       await writeFile(dts, text);
     } catch (error) {
       vite?.logger.warn(
-        `comfortable-loader could not write the declarations to ${dts} (${(error as Error).message}): set the dts option of comfortable() to another file, or to false`,
+        `comfortable-loader could not write the declarations to ${dts} (${(error as Error).message}): set ` +
+          `the dts option of comfortable() to another file, or to false`,
       );
     }
   };
