@@ -201,7 +201,8 @@ describe('a build', () => {
     expect(types).toContain('"contentType": "news";');
     for (const field of ['title', 'text', 'rating', 'author', 'relatedNews', 'images', 'place'])
       expect(types).toContain(`"${field}"?:`);
-    expect(types).toContain('"dependencyDigest": string;');
+    expect(types).toContain('"cacheKey": string;');
+    expect(types).not.toContain('dependencyDigest');
     expect(types).toMatch(
       /"author"\?: \(\{\s*"collection": "authors";\s*"id": string;\s*\}\) \| \(\{\s*"collection": null;\s*"id": string;\s*"contentType": string;\s*\}\) \| null;/,
     );
@@ -272,7 +273,7 @@ describe('the next builds', () => {
     expect(data).toEqual(first);
   }, 120_000);
 
-  it('drop deleted documents, and a changed author changes the dependencyDigest of the news that include it, not their digest', async () => {
+  it('drop deleted documents, and a changed author changes the cacheKey of the news that show it, not their digest', async () => {
     const edited = structuredClone(tiny);
     edited.documents = edited.documents.filter((d: Json) => d.meta.id !== '103');
     const ada = edited.documents.find((d: Json) => d.meta.id === '200');
@@ -288,8 +289,8 @@ describe('the next builds', () => {
 
     // news 100 shows Ada: same document, new dependency
     expect(after['en_US/100'].data.digest).toBe(before['en_US/100'].data.digest);
-    expect(after['en_US/100'].data.dependencyDigest).not.toBe(before['en_US/100'].data.dependencyDigest);
-    expect(after['en_US/101'].data.dependencyDigest).toBe(before['en_US/101'].data.dependencyDigest); // Bob's news
+    expect(after['en_US/100'].data.cacheKey).not.toBe(before['en_US/100'].data.cacheKey);
+    expect(after['en_US/101'].data.cacheKey).toBe(before['en_US/101'].data.cacheKey); // Bob's news
     expect(after['en_US/100'].data.fields.author).toEqual({ collection: 'authors', id: 'en_US/ada-lovelace' });
     expect(data.authorNames['en_US/100']).toBe('Ada Lovelace');
     expect(ids(data.authors)).toEqual([

@@ -30,8 +30,6 @@ import { createEntrySchema } from './schema.ts';
 export interface ComfortableEntryData extends ComfortableLiveRecord {
   /** Changes when the document changes. */
   digest: string;
-  /** Changes when the document or any record its source's includes reach from it changes. */
-  dependencyDigest: string;
   /**
    * The `cacheKey` of a page that shows this document: changes when the document changes, or
    * anything it references, or anything those reference, or any document that references it
@@ -203,11 +201,10 @@ async function loadEntries(
       batch.map((member) => member.id),
       fingerprint,
     );
-    // The digest is checked before anything is read or parsed: unchanged entries cost nothing.
+    // The digest is checked before anything is read or parsed: unchanged entries cost nothing. The page
+    // key covers the document, what it shows and the options (the fingerprint): one key for both.
     const digestOf = (member: Member, locale: string) =>
-      generateDigest(
-        `${member.digest}|${member.dependencyDigest}|${pageKeys.get(member.id)}|${aliasesOf.get(member.id)?.join(',') ?? ''}|${locale}|${fingerprint}`,
-      );
+      generateDigest(`${pageKeys.get(member.id)}|${aliasesOf.get(member.id)?.join(',') ?? ''}|${locale}`);
     const records = custom ? cache.records(batch.map((m) => m.id)) : new Map<string, StoredRecord>();
     const pending: { member: Member; locale: string; storeId: string; digest: string | number }[] = [];
     for (const member of batch) {
@@ -240,7 +237,6 @@ async function loadEntries(
         fallbacks: entry.fallbacks,
         meta: entry.meta,
         digest: member.digest,
-        dependencyDigest: member.dependencyDigest,
         cacheKey: pageKeys.get(member.id)!,
         aliases: aliasesOf.get(member.id) ?? [],
       };

@@ -123,7 +123,6 @@ export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string
     fallbacks: z.record(z.string(), z.string().nullable()),
     meta: entryMetaSchema,
     digest: z.string(),
-    dependencyDigest: z.string(),
     cacheKey: z.string(),
     aliases: z.array(z.string()),
   });
