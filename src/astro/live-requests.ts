@@ -1,6 +1,6 @@
 import { maxPageSize, type ReadApiClient } from '../api/client.ts';
 import { NotFoundError } from '../api/errors.ts';
-import type { FilterCondition, FilterEntry, ListOptions } from '../api/query.ts';
+import { andFilters, type FilterEntry, type ListOptions } from '../api/query.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import type { CollectionRequest, LiveOptions, RequestOptions } from './live-options.ts';
 
@@ -16,47 +16,6 @@ export interface LiveAnswer {
   documents: ApiRecord[];
   /** Included records (relations reached by `includes`), every group together. */
   included: ApiRecord[];
-}
-
-const isWrapped = (entry: FilterEntry, wrapper: 'and' | 'or'): boolean => {
-  const keys = Object.keys(entry);
-  return keys.length === 1 && keys[0]!.toLowerCase() === wrapper;
-};
-
-/** Filters as OR branches of AND-ed conditions (AND binds tighter than OR, as the Read API reads them). */
-function branches(entries: FilterEntry[]): FilterCondition[][] {
-  const out: FilterCondition[][] = [];
-  let current: FilterCondition[] = [];
-  for (const entry of entries) {
-    const wrapped = isWrapped(entry, 'or') || isWrapped(entry, 'and');
-    const condition = (wrapped ? Object.values(entry)[0] : entry) as FilterCondition;
-    if (isWrapped(entry, 'or') && current.length > 0) {
-      out.push(current);
-      current = [];
-    }
-    current.push(condition);
-  }
-  if (current.length > 0) out.push(current);
-  return out;
-}
-
-/**
- * `a AND b` for two lists of filters, each with its own OR branches: every branch of one joined
- * with every branch of the other, `(a1 OR a2) AND b` being `(a1 AND b) OR (a2 AND b)`.
- *
- * @example andFilters([{ '*.fields.a': { equal: 1 } }, { or: { '*.fields.a': { equal: 2 } } }], [{ '*.meta.id': {
- * equal: '7' } }])
- */
-export function andFilters(...lists: (FilterEntry[] | undefined)[]): FilterEntry[] {
-  let result: FilterCondition[][] = [];
-  for (const list of lists) {
-    if (!list || list.length === 0) continue;
-    const next = branches(list);
-    result = result.length === 0 ? next : result.flatMap((left) => next.map((right) => [...left, ...right]));
-  }
-  return result.flatMap((branch, b) =>
-    branch.map((condition, c): FilterEntry => (c > 0 ? { and: condition } : b > 0 ? { or: condition } : condition)),
-  );
 }
 
 const byId = (id: string): FilterEntry => ({ '*.meta.id': { equal: id } });
