@@ -81,7 +81,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
     collection,
     baseUrl,
     repository,
-    source,
+    aliases: source.kind === 'aliases',
     apiKey: options.apiKey,
   });
   // The schema the input typed as FieldsSchema<Fields>; parsing the options only checked it is one.
