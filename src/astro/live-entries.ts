@@ -1,9 +1,11 @@
 import type { LiveDataEntry } from 'astro';
+import { z } from 'zod';
 import { type Entry, entryOf, mapRelations } from '../sync/entries.ts';
 import type { Locales } from '../sync/locales.ts';
 import { type Model, normalizeRecord, referenceList, type StoredRecord } from '../sync/records.ts';
 import { valueAt } from '../sync/sections.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
+import type { LiveOptions } from './live-options.ts';
 import type { LiveAnswer } from './live-requests.ts';
 import { firstRichtextField, type Heading, renderRichtext, richtextOf } from './rendered.ts';
 
@@ -22,9 +24,13 @@ export interface ComfortableLiveRecord<Fields extends Record<string, unknown> = 
   id: string;
   locale: string;
   contentType: string;
-  /** Field values in this locale; relations are `{ collection, id }` references (mapped by `contentTypes`), or `{ collection: null, id, contentType }` when no collection holds the target; assets as in build-time entries (`kind` image, file or unresolved). */
+  /**
+   * Field values in this locale; relations are `{ collection, id }` references (mapped by
+   * `contentTypes`), or `{ collection: null, id, contentType }` when no collection holds the target;
+   * assets as in build-time entries (`kind` image, file or unresolved).
+   */
   fields: Fields;
-  /** Localized fields whose value is not this locale's own → the locale it came from (null: no locale has one). */
+  /** Localized fields whose value is not this locale's own → the locale it came from (null: none has one). */
   fallbacks: Record<string, string | null>;
   meta: Entry['meta'];
 }
@@ -52,13 +58,7 @@ export function cacheTag(repository: string, id?: string): string {
 }
 
 /** What shaping needs of the loader's options. */
-export interface ShapeOptions {
-  repository: string;
-  /** Content type → live collection. */
-  contentTypes: Record<string, string>;
-  /** The richtext field to render, `false` for none, undefined for the content type's first. */
-  render: string | false | undefined;
-}
+export type ShapeOptions = Pick<LiveOptions, 'repository' | 'contentTypes' | 'render'>;
 
 type Rendered = { html: string; metadata: { headings: Heading[] } };
 
@@ -162,21 +162,19 @@ export class LiveShaper {
       const found = records.get(id);
       return found?.contentType === '_asset' ? found : undefined;
     };
-    const entry = entryOf(record, locale, locales, asset, this.#model);
-    const fields = mapRelations(entry.fields, this.#model[entry.contentType], (ref) => this.#reference(ref, locale));
-    return {
-      id: entry.id,
-      locale,
-      contentType: entry.contentType,
-      fields,
-      fallbacks: entry.fallbacks,
-      meta: entry.meta,
+    const { id, contentType, fields, fallbacks, meta } = entryOf(record, locale, locales, asset, this.#model);
+    const reference = (ref: { id: string; contentType: string }) => {
+      const collection = this.#options.contentTypes[ref.contentType];
+      return collection === undefined ? { collection: null, ...ref } : { collection, id: `${locale}/${ref.id}` };
     };
-  }
-
-  #reference(ref: { id: string; contentType: string }, locale: string): unknown {
-    const collection = this.#options.contentTypes[ref.contentType];
-    return collection === undefined ? { collection: null, ...ref } : { collection, id: `${locale}/${ref.id}` };
+    return {
+      id,
+      locale,
+      contentType,
+      fields: mapRelations(fields, this.#model[contentType], reference),
+      fallbacks,
+      meta,
+    };
   }
 
   /** The id a reference to this record carries: the entry id when its content type is mapped, else the document id. */
@@ -197,10 +195,42 @@ export class LiveShaper {
 
 /** The latest of some ISO timestamps, as a Date (undefined when none can be read). */
 function newest(stamps: string[]): Date | undefined {
-  let latest = Number.NaN;
-  for (const stamp of stamps) {
-    const time = Date.parse(stamp);
-    if (!Number.isNaN(time) && !(time <= latest)) latest = time;
+  const times = stamps.map(Date.parse).filter((time) => !Number.isNaN(time));
+  return times.length > 0 ? new Date(Math.max(...times)) : undefined;
+}
+
+/** An entry whose fields do not match the `fields` option. */
+export class FieldsMismatch extends Error {
+  constructor(entryId: string, error: z.ZodError) {
+    const shown = 3;
+    const issues = error.issues
+      .slice(0, shown)
+      .map((issue) => `${['fields', ...issue.path.map(String)].join('.')}: ${issue.message}`);
+    const more = error.issues.length > shown ? ` (and ${error.issues.length - shown} more)` : '';
+    super(
+      `entry ${entryId} does not match the fields option of comfortableLiveLoader() in src/live.config.ts: ` +
+        `${issues.join('; ')}${more}. Change the schema to what the content type holds (a field that may be empty ` +
+        'needs .nullish()).',
+    );
+    this.name = 'FieldsMismatch';
   }
-  return Number.isNaN(latest) ? undefined : new Date(latest);
+}
+
+/**
+ * The `fields` option at work: each entry's fields as the schema outputs them, so that a page gets
+ * what the types promise; throws a FieldsMismatch for the first entry that does not match.
+ */
+export async function checkFields<Fields extends Record<string, unknown>>(
+  entries: LiveDataEntry<ComfortableLiveEntryData>[],
+  schema: z.ZodType<Fields, unknown> | undefined,
+): Promise<LiveDataEntry<ComfortableLiveEntryData<Fields>>[]> {
+  // Without a schema the fields stay as they are, typed Record<string, unknown> (the default of Fields).
+  if (!schema) return entries as LiveDataEntry<ComfortableLiveEntryData<Fields>>[];
+  return Promise.all(
+    entries.map(async (entry) => {
+      const result = await z.safeParseAsync(schema, entry.data.fields);
+      if (!result.success) throw new FieldsMismatch(entry.id, result.error);
+      return { ...entry, data: { ...entry.data, fields: result.data } };
+    }),
+  );
 }

@@ -1,14 +1,14 @@
 import { LiveCollectionError, LiveEntryNotFoundError } from 'astro/content/runtime';
 import { ReadApiError, type ReadApiErrorCode, scrub } from '../api/errors.ts';
-import { type HintSettings, hintFor, type OptionsSite } from '../api/hints.ts';
+import { type HintSettings, hintFor } from '../api/hints.ts';
 import { ConfigError } from '../sync/config.ts';
-import { FieldsMismatch } from './live-fields.ts';
+import { FieldsMismatch } from './live-entries.ts';
 
 /**
  * A live loader's failures as Astro's live-collection errors, returned to the page (never
  * thrown): `LiveEntryNotFoundError` for an entry that does not exist, `ComfortableLiveError`
  * (a `LiveCollectionError`) with a `code` for the rest. Each message says what failed and which
- * option to check, and never holds the key.
+ * option to check (api/hints.ts), and never holds the key.
  */
 
 export type LiveErrorCode = ReadApiErrorCode | 'config' | 'validation' | 'unknown';
@@ -33,51 +33,46 @@ export interface ErrorContext extends HintSettings {
   aliases: boolean;
 }
 
-/** The code, status and message of a failure (nothing of Astro in it). */
-function describeFailure(
-  error: unknown,
-  context: ErrorContext,
-): { code: LiveErrorCode; status: number | undefined; message: string } {
-  const where = `Live collection "${context.collection}"`;
-  let message = `${where}: ${error instanceof Error ? error.message : String(error)}`;
-  let code: LiveErrorCode = error instanceof FieldsMismatch ? 'validation' : 'unknown';
-  if (error instanceof ConfigError) code = 'config';
-  if (error instanceof ReadApiError) {
-    code = error.code;
-    const { status, serverMessage } = error;
-    const what =
-      status === undefined
-        ? error.message.replace(/\.$/, '')
-        : `${error.method} ${error.url} answered ${status}${serverMessage ? `: ${serverMessage}` : ''}`;
-    const site: OptionsSite = {
-      kind: 'live',
-      call: 'comfortableLiveLoader() in src/live.config.ts',
-      options: 'comfortableLiveLoader() in src/live.config.ts',
-      requestOptions: context.aliases ? 'includes' : 'filters, sorting and includes',
-    };
-    message = `${where}: ${what}. ${hintFor(error, { ...context, snapshot: process.env.CMFT_SNAPSHOT }, site) ?? ''}`;
-  }
-  const status = error instanceof ReadApiError ? error.status : undefined;
-  return { code, status, message: scrub(message, context.apiKey) };
-}
+const options = 'comfortableLiveLoader() in src/live.config.ts';
 
 /** A failure other than a missing entry, as Astro's live-collection error with a code. */
 class Failure extends LiveCollectionError implements ComfortableLiveError {
   override readonly name = 'ComfortableLiveError' as const;
   readonly code: LiveErrorCode;
   readonly status: number | undefined;
-  constructor(collection: string, failure: ReturnType<typeof describeFailure>, cause: unknown) {
-    super(collection, failure.message, cause instanceof Error ? cause : undefined);
-    this.code = failure.code;
-    this.status = failure.status;
+  constructor(error: unknown, context: ErrorContext) {
+    let message = error instanceof Error ? error.message : String(error);
+    if (error instanceof ReadApiError) {
+      const { status, serverMessage } = error;
+      const what =
+        status === undefined
+          ? message.replace(/\.$/, '')
+          : `${error.method} ${error.url} answered ${status}${serverMessage ? `: ${serverMessage}` : ''}`;
+      const requestOptions = context.aliases ? 'includes' : 'filters, sorting and includes';
+      const site = { kind: 'live', call: options, options, requestOptions } as const;
+      const hint = hintFor(error, { ...context, snapshot: process.env.CMFT_SNAPSHOT }, site);
+      message = `${what}.${hint ? ` ${hint}` : ''}`;
+    }
+    message = scrub(`Live collection "${context.collection}": ${message}`, context.apiKey);
+    super(context.collection, message, error instanceof Error ? error : undefined);
+    this.code =
+      error instanceof ReadApiError
+        ? error.code
+        : error instanceof ConfigError
+          ? 'config'
+          : error instanceof FieldsMismatch
+            ? 'validation'
+            : 'unknown';
+    this.status = error instanceof ReadApiError ? error.status : undefined;
     // Astro takes the cause's stack as the error's own: keep this message at its head.
-    this.stack = `ComfortableLiveError: ${failure.message}${cause instanceof Error && cause.stack ? `\n${cause.stack.split('\n').slice(1).join('\n')}` : ''}`;
+    const below = error instanceof Error && error.stack ? error.stack.split('\n').slice(1) : [];
+    this.stack = [`ComfortableLiveError: ${message}`, ...below].join('\n');
   }
 }
 
 /** The error to return for a failure. */
-export function liveError(error: unknown, context: ErrorContext): LiveCollectionError {
-  return new Failure(context.collection, describeFailure(error, context), error);
+export function liveError(error: unknown, context: ErrorContext): ComfortableLiveError {
+  return new Failure(error, context);
 }
 
 /** The error to return for an entry that does not exist; `lookup` says what was looked for, where. */
