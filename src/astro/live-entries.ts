@@ -7,7 +7,7 @@ import { valueAt } from '../sync/sections.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import type { LiveOptions } from './live-options.ts';
 import type { LiveAnswer } from './live-requests.ts';
-import { firstRichtextField, type Heading, renderRichtext, richtextOf } from './rendered.ts';
+import { firstRichtextField, renderRichtext, richtextOf } from './rendered.ts';
 
 /**
  * Live entries from the Read API's answers: each document in each locale, shaped as the
@@ -57,140 +57,91 @@ export function cacheTag(repository: string, id?: string): string {
   return id === undefined ? `comfortable:${repository}` : `comfortable:${repository}:${id}`;
 }
 
-/** What shaping needs of the loader's options. */
-export type ShapeOptions = Pick<LiveOptions, 'repository' | 'contentTypes' | 'render'>;
+/** Makes the entries of an answer: each document in each locale of `entryLocales`, in their order. */
+export type LiveShaper = (
+  answer: LiveAnswer,
+  locales: Locales,
+  entryLocales: readonly string[],
+) => LiveDataEntry<ComfortableLiveEntryData>[];
 
-type Rendered = { html: string; metadata: { headings: Heading[] } };
+export function liveShaper({
+  repository,
+  contentTypes,
+  render,
+}: Pick<LiveOptions, 'repository' | 'contentTypes' | 'render'>): LiveShaper {
+  // What the answers have shown of each content type's fields (kind, localized), learned as the
+  // sync learns it: which fields are relations, which is the first richtext field, and which
+  // localized fields a document lacks in every locale.
+  const model: Model = {};
+  /** The rendered richtext field, with heading ids; images stay as the answer has them. */
+  const rendered = ({ contentType, fields }: ComfortableLiveRecord) => {
+    const field = render === false ? undefined : (render ?? firstRichtextField(model, contentType));
+    const html = field === undefined ? undefined : richtextOf(valueAt(fields, field));
+    if (html === undefined) return {};
+    const { html: out, metadata } = renderRichtext(html, new Map(), () => false);
+    return { rendered: { html: out, metadata: { headings: metadata.headings } } };
+  };
 
-export class LiveShaper {
-  readonly #options: ShapeOptions;
-  /**
-   * What the answers have shown of each content type's fields (kind, localized), learned as the
-   * sync learns it: which fields are relations, which is the first richtext field, and which
-   * localized fields a document lacks in every locale.
-   */
-  readonly #model: Model = {};
-
-  constructor(options: ShapeOptions) {
-    this.#options = options;
-  }
-
-  /** Entries of the answer's documents, in their order, each in every locale of `entryLocales`. */
-  shape(
-    answer: LiveAnswer,
-    locales: Locales,
-    entryLocales: readonly string[],
-  ): LiveDataEntry<ComfortableLiveEntryData>[] {
-    const records = this.#normalize(answer, new Set(locales.locales.map((locale) => locale.key)));
-    const shaped = new Map<string, ComfortableLiveRecord>();
-    const recordIn = (id: string, locale: string): ComfortableLiveRecord => {
-      const key = `${locale}/${id}`;
-      let record = shaped.get(key);
-      if (!record) shaped.set(key, (record = this.#record(records.get(id)!, locale, locales, records)));
-      return record;
-    };
-    const entries: LiveDataEntry<ComfortableLiveEntryData>[] = [];
-    const seen = new Set<string>();
-    for (const document of answer.documents) {
-      if (seen.has(document.meta.id)) continue;
-      seen.add(document.meta.id);
-      const reached = this.#reached(document.meta.id, records);
-      const tags = [
-        cacheTag(this.#options.repository),
-        ...[document.meta.id, ...reached].map((id) => cacheTag(this.#options.repository, id)),
-      ];
-      const lastModified = newest([document.meta.id, ...reached].map((id) => records.get(id)!.updatedAt));
-      for (const locale of entryLocales) {
-        const own = recordIn(document.meta.id, locale);
-        const included: Record<string, ComfortableLiveRecord> = {};
-        for (const id of reached) {
-          const target = records.get(id)!;
-          if (target.contentType !== '_asset') included[this.#referenceId(target, locale)] = recordIn(id, locale);
-        }
-        const rendered = this.#render(own);
-        entries.push({
-          id: `${locale}/${document.meta.id}`,
-          data: { ...own, included },
-          ...(rendered ? { rendered } : {}),
-          cacheHint: { tags, ...(lastModified ? { lastModified } : {}) },
-        });
-      }
-    }
-    return entries;
-  }
-
-  /** The answer's documents, included records and embedded assets, normalised, by id. */
-  #normalize(answer: LiveAnswer, localeKeys: Set<string>): Map<string, StoredRecord> {
+  return (answer, locales, entryLocales) => {
+    // The documents, included records and embedded assets, normalised, by id.
+    const keys = new Set(locales.locales.map((locale) => locale.key));
     const records = new Map<string, StoredRecord>();
     const add = (record: ApiRecord): void => {
       if (records.has(record.meta.id)) return;
       const embedded: ApiRecord[] = [];
       records.set(
         record.meta.id,
-        normalizeRecord(record, localeKeys, this.#model, (child) => embedded.push(child)),
+        normalizeRecord(record, keys, model, (child) => embedded.push(child)),
       );
       embedded.forEach(add);
     };
-    answer.documents.forEach(add);
-    answer.included.forEach(add);
-    return records;
-  }
+    [...answer.documents, ...answer.included].forEach(add);
+    const asset = (id: string) => (records.get(id)?.contentType === '_asset' ? records.get(id) : undefined);
+    // The id a reference carries: the entry id when its content type is mapped, else the document id.
+    const referenceId = (id: string, contentType: string, locale: string) =>
+      contentTypes[contentType] === undefined ? id : `${locale}/${id}`;
 
-  /** Ids of the records of the answer that a document reaches through its references, breadth first. */
-  #reached(id: string, records: Map<string, StoredRecord>): string[] {
-    const reached = new Set<string>([id]);
-    const queue = [id];
-    while (queue.length > 0) {
-      for (const reference of referenceList(records.get(queue.shift()!)!)) {
-        if (reached.has(reference.id) || !records.has(reference.id)) continue;
-        reached.add(reference.id);
-        queue.push(reference.id);
-      }
-    }
-    reached.delete(id);
-    return [...reached];
-  }
-
-  /** A record in one locale, its relations as references. */
-  #record(
-    record: StoredRecord,
-    locale: string,
-    locales: Locales,
-    records: Map<string, StoredRecord>,
-  ): ComfortableLiveRecord {
-    const asset = (id: string) => {
-      const found = records.get(id);
-      return found?.contentType === '_asset' ? found : undefined;
+    /** A record in one locale, its relations as references; each made once. */
+    const shaped = new Map<string, ComfortableLiveRecord>();
+    const recordIn = (id: string, locale: string): ComfortableLiveRecord => {
+      const made = shaped.get(`${locale}/${id}`);
+      if (made) return made;
+      const entry = entryOf(records.get(id)!, locale, locales, asset, model);
+      const reference = (ref: { id: string; contentType: string }) =>
+        contentTypes[ref.contentType] === undefined
+          ? { collection: null, ...ref }
+          : { collection: contentTypes[ref.contentType], id: referenceId(ref.id, ref.contentType, locale) };
+      const { contentType, fallbacks, meta } = entry;
+      const fields = mapRelations(entry.fields, model[contentType], reference);
+      const record = { id: entry.id, locale, contentType, fields, fallbacks, meta };
+      shaped.set(`${locale}/${id}`, record);
+      return record;
     };
-    const { id, contentType, fields, fallbacks, meta } = entryOf(record, locale, locales, asset, this.#model);
-    const reference = (ref: { id: string; contentType: string }) => {
-      const collection = this.#options.contentTypes[ref.contentType];
-      return collection === undefined ? { collection: null, ...ref } : { collection, id: `${locale}/${ref.id}` };
-    };
-    return {
-      id,
-      locale,
-      contentType,
-      fields: mapRelations(fields, this.#model[contentType], reference),
-      fallbacks,
-      meta,
-    };
-  }
 
-  /** The id a reference to this record carries: the entry id when its content type is mapped, else the document id. */
-  #referenceId(record: StoredRecord, locale: string): string {
-    return this.#options.contentTypes[record.contentType] === undefined ? record.id : `${locale}/${record.id}`;
-  }
+    return [...new Set(answer.documents.map((document) => document.meta.id))].flatMap((id) => {
+      const reached = reachedFrom(id, records);
+      const tags = [cacheTag(repository), ...reached.map((other) => cacheTag(repository, other))];
+      const lastModified = newest(reached.map((other) => records.get(other)!.updatedAt));
+      return entryLocales.map((locale) => {
+        const own = recordIn(id, locale);
+        const included: Record<string, ComfortableLiveRecord> = {};
+        for (const other of reached.slice(1)) {
+          const { contentType } = records.get(other)!;
+          if (contentType !== '_asset') included[referenceId(other, contentType, locale)] = recordIn(other, locale);
+        }
+        const cacheHint = { tags, ...(lastModified && { lastModified }) };
+        return { id: `${locale}/${id}`, data: { ...own, included }, ...rendered(own), cacheHint };
+      });
+    });
+  };
+}
 
-  /** The rendered richtext field, with heading ids; images stay as the answer has them. */
-  #render(record: ComfortableLiveRecord): Rendered | undefined {
-    if (this.#options.render === false) return undefined;
-    const field = this.#options.render ?? firstRichtextField(this.#model, record.contentType);
-    const html = field === undefined ? undefined : richtextOf(valueAt(record.fields, field));
-    if (html === undefined) return undefined;
-    const { html: out, metadata } = renderRichtext(html, new Map(), () => false);
-    return { html: out, metadata: { headings: metadata.headings } };
-  }
+/** The id, then the ids of the records of the answer it reaches through its references, breadth first. */
+function reachedFrom(id: string, records: Map<string, StoredRecord>): string[] {
+  const reached = new Set([id]);
+  for (const at of reached)
+    for (const reference of referenceList(records.get(at)!)) if (records.has(reference.id)) reached.add(reference.id);
+  return [...reached];
 }
 
 /** The latest of some ISO timestamps, as a Date (undefined when none can be read). */

@@ -4,7 +4,7 @@ import { createClient, defaultBaseUrl, type ReadApiClient } from '../api/client.
 import { ConfigError } from '../sync/config.ts';
 import { type Locales, repositoryLocales } from '../sync/locales.ts';
 import { valueNamed } from '../sync/sections.ts';
-import { cacheTag, type ComfortableLiveEntryData, checkFields, LiveShaper } from './live-entries.ts';
+import { cacheTag, type ComfortableLiveEntryData, checkFields, liveShaper } from './live-entries.ts';
 import { type ComfortableLiveError, entryNotFound, liveError } from './live-errors.ts';
 import {
   type ComfortableLiveLoaderOptions,
@@ -81,7 +81,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
   };
   const locales = repositoryLocalesOf(clientOf, options.locales);
   const requests = new LiveRequests(clientOf, options);
-  const shaper = new LiveShaper(options);
+  const shape = liveShaper(options);
   // The schema the input typed as FieldsSchema<Fields>; parsing the options only checked it is one.
   const fields = options.fields as FieldsSchema<Fields> | undefined;
   const failure = (error: unknown, collection: string): Failure => ({
@@ -100,7 +100,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
         const missing = request.locale && missingLocale(request.locale, held, options, known, 'getLiveCollection()');
         if (missing)
           return { error: entryNotFound(collection, `entries in ${request.locale} (${missing})`) } as Failure;
-        const shaped = shaper.shape(await requests.list(request), known, request.locale ? [request.locale] : held);
+        const shaped = shape(await requests.list(request), known, request.locale ? [request.locale] : held);
         return {
           entries: await checkFields(shaped, fields),
           cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] },
@@ -134,7 +134,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
   async function findEntry(request: EntryRequest, locale: string, known: Locales) {
     if (request.by === 'field' && source.kind === 'alias') {
       // A handful of aliases: their documents are compared in the locale here.
-      const entries = shaper.shape(await requests.list({}), known, [locale]);
+      const entries = shape(await requests.list({}), known, [locale]);
       return entries.find((entry) => valueNamed(entry.data.fields, request.field) === request.value);
     }
     const answer =
@@ -143,7 +143,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
         : request.by === 'alias'
           ? await requests.byAlias(request.alias)
           : await requests.byField(request.field, request.value, locale);
-    return answer && shaper.shape(answer, known, [locale])[0];
+    return answer && shape(answer, known, [locale])[0];
   }
 }
 
