@@ -16,7 +16,28 @@ import { ConfigError, configProblem, sourceOptionsSchema } from '../sync/config.
  */
 export type FieldsSchema<Fields extends Record<string, unknown> = Record<string, unknown>> = z.ZodType<Fields, unknown>;
 
-export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unknown> = Record<string, unknown>> {
+/**
+ * The request options of a live loader, which hold for every list and lookup of its collection, and
+ * of `getLiveCollection()`, whose own are ANDed with (filters, search, tags) or replace (sorting,
+ * includes) the loader's.
+ */
+export interface LiveRequestOptions {
+  /** Filters: a `Filter` or its JSON form. */
+  filters?: Filter | FilterEntry[];
+  /** The order of lists: a `Sorting` or `{ 'fields.date': 'DESC' }`. */
+  sorting?: Sorting | SortingMap;
+  /** Relations fetched with each document: a level from 0 to 5, or a field map (`Includes`). Default 1. */
+  includes?: number | IncludeMap | Includes;
+  /** Only documents with one of these tags. */
+  includeTags?: string[];
+  /** No documents with any of these tags. */
+  excludeTags?: string[];
+  /** Every word must occur in the document's text. */
+  search?: string;
+}
+
+export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unknown> = Record<string, unknown>>
+  extends LiveRequestOptions {
   /** The Read API base URL. Default `https://api.cmft.io/v1`. */
   baseUrl?: string | undefined;
   /** The repository's API id, such as `demo`. */
@@ -33,20 +54,8 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
   contentType?: string;
   /** The source: the documents of these aliases, by API id. */
   aliases?: string[];
-  /** Filters every request of this loader is restricted by (ANDed with a request's own): a `Filter` or its JSON. */
-  filters?: Filter | FilterEntry[];
-  /** The order of lists, unless a request gives its own. A `Sorting` or `{ 'fields.date': 'DESC' }`. */
-  sorting?: Sorting | SortingMap;
-  /** Relations fetched with each document: a level from 0 to 5, or a field map (`Includes`). Default 1. */
-  includes?: number | IncludeMap | Includes;
   /** Asset fields arrive as images with their documents. Default true. */
   embedAssets?: boolean;
-  /** Only documents with one of these tags. */
-  includeTags?: string[];
-  /** No documents with any of these tags. */
-  excludeTags?: string[];
-  /** Every word must occur in the document's text. */
-  search?: string;
   /** Locales that get entries. Default: every locale of the repository. */
   locales?: string[];
   /**
@@ -82,19 +91,9 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
 }
 
 /** What `getLiveCollection(name, filter)` accepts. */
-export interface LiveCollectionFilter {
+export interface LiveCollectionFilter extends LiveRequestOptions {
   /** Only this locale's entries; filters, sorting and search then read this locale's values. */
   locale?: string;
-  /** ANDed with the loader's filters. A `Filter` or its JSON form. */
-  filters?: Filter | FilterEntry[];
-  /** Replaces the loader's sorting. */
-  sorting?: Sorting | SortingMap;
-  /** Replaces the loader's includes. */
-  includes?: number | IncludeMap | Includes;
-  /** Every word must occur in the document's text (with the loader's search, if any). */
-  search?: string;
-  includeTags?: string[];
-  excludeTags?: string[];
   /** Documents at most, 1 to 1000. Default: every document. */
   limit?: number;
   /** Documents to skip. */
