@@ -1,4 +1,3 @@
-import type { LiveDataCollection, LiveDataEntry } from 'astro';
 import type { LiveLoader } from 'astro/loaders';
 import { createClient, defaultBaseUrl, type ReadApiClient } from '../api/client.ts';
 import { ConfigError } from '../sync/config.ts';
@@ -70,14 +69,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
       );
     }
     const { timeouts, retry, concurrency } = options;
-    return (client ??= createClient({
-      baseUrl,
-      repository,
-      apiKey,
-      timeouts,
-      retry,
-      ...(concurrency && { concurrency }),
-    }));
+    return (client ??= createClient({ baseUrl, repository, apiKey, timeouts, retry, concurrency }));
   };
   const locales = repositoryLocalesOf(clientOf, options.locales);
   const requests = new LiveRequests(clientOf, options);
@@ -104,7 +96,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
         return {
           entries: await checkFields(shaped, fields),
           cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] },
-        } satisfies LiveDataCollection<ComfortableLiveEntryData<Fields>>;
+        };
       } catch (error) {
         return failure(error, collection);
       }
@@ -122,9 +114,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
         // Astro's own error for a missing entry, saying what was looked for and where.
         const lookup = `${lookupText(request)} in ${locale} (${missing ?? sourceText(options)})`;
         if (!entry) return { error: entryNotFound(collection, lookup) } as Failure;
-        return (await checkFields([entry], fields))[0] satisfies
-          | LiveDataEntry<ComfortableLiveEntryData<Fields>>
-          | undefined;
+        return (await checkFields([entry], fields))[0];
       } catch (error) {
         return failure(error, collection);
       }
