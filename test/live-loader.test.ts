@@ -12,7 +12,7 @@ import {
   type ComfortableLiveLoaderOptions,
   comfortableLiveLoader,
 } from '../src/astro/index.ts';
-import { andFilters } from '../src/astro/live-requests.ts';
+import { andFilters } from '../src/api/query.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { entryOf, mapRelations } from '../src/sync/entries.ts';
 import { sync } from '../src/sync/engine.ts';

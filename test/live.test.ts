@@ -4,7 +4,7 @@ import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../src/api/client.ts';
 import { Filter, Sorting } from '../src/api/query.ts';
-import { andFilters } from '../src/astro/live-requests.ts';
+import { andFilters } from '../src/api/query.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { type AstroDev, copyFixture, freePort, startAstroDev } from './helpers/astro.ts';
 import { demoKey, demoSnapshot } from './helpers/server.ts';

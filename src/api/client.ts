@@ -19,10 +19,9 @@ import { type ListOptions, optionsToJson, type RecordOptions, serializeQuery } f
 import { Transport, type TransportOptions } from './transport.ts';
 
 /**
- * List answers are the big ones (a page of 1000 documents with includes is several MB). On JSON,
- * `fields: z.record(z.string(), z.unknown())` checks only that `fields` is an object, but copies it
- * key by key, which was most of the cost of validating a page; here the same check is made
- * without the copy. Same type, same JSON paths in errors.
+ * Full list pages are the big ones (a page of 1000 documents with includes is several MB): the
+ * wire schema's `fields` record copies each record's fields key by key, most of the cost of
+ * validating a page; here they are checked to be an object and kept (see docs/decisions.md).
  */
 const isObject = (value: unknown): boolean => typeof value === 'object' && value !== null && !Array.isArray(value);
 const listRecordSchema = recordSchema.extend({
@@ -31,48 +30,6 @@ const listRecordSchema = recordSchema.extend({
 export const fastListAnswerSchema: z.ZodType<ListAnswer> = listAnswerSchema.extend({
   data: z.array(listRecordSchema),
   includes: z.record(z.string(), z.array(listRecordSchema)).optional(),
-});
-
-/**
- * Masked lists are the many ones (a sync lists every member's stamps, a thousand a page): their
- * records are checked by hand for what `maskedRecordSchema` checks (and kept as they are);
- * a page with a record that fails is checked again by zod, to name the place.
- */
-const metaTypes: Record<string, string> = {
-  id: 'string',
-  contentType: 'string',
-  repository: 'string',
-  revision: 'number',
-  createdAt: 'string',
-  updatedAt: 'string',
-};
-function isMaskedRecord(value: unknown): boolean {
-  if (!isObject(value)) return false;
-  const { fields, meta } = value as { fields?: unknown; meta?: Record<string, unknown> };
-  if (fields !== undefined && !isObject(fields)) return false;
-  if (meta === undefined) return true;
-  if (!isObject(meta)) return false;
-  for (const key in meta) {
-    const type = metaTypes[key];
-    if (type !== undefined && meta[key] !== undefined && typeof meta[key] !== type) return false;
-    if (
-      key === 'tags' &&
-      meta.tags !== undefined &&
-      !(Array.isArray(meta.tags) && meta.tags.every((tag) => typeof tag === 'string'))
-    )
-      return false;
-  }
-  return true;
-}
-const listShape = maskedListAnswerSchema.omit({ data: true });
-export const fastMaskedListAnswerSchema = z.unknown().transform((value, ctx): MaskedListAnswer => {
-  const data = (value as { data?: unknown } | null)?.data;
-  const head = Array.isArray(data) && data.every(isMaskedRecord) ? listShape.safeParse(value) : undefined;
-  if (head?.success) return { ...head.data, data } as MaskedListAnswer;
-  const full = maskedListAnswerSchema.safeParse(value);
-  if (full.success) return full.data;
-  for (const issue of full.error.issues) ctx.addIssue(issue as Parameters<typeof ctx.addIssue>[0]);
-  return z.NEVER;
 });
 
 export const defaultBaseUrl = 'https://api.cmft.io/v1';
@@ -152,7 +109,7 @@ export class ReadApiClient {
     return this.#list(
       this.#path('documents'),
       options ?? {},
-      options?.fields ? fastMaskedListAnswerSchema : fastListAnswerSchema,
+      options?.fields ? maskedListAnswerSchema : fastListAnswerSchema,
     ) as never;
   }
 
@@ -161,7 +118,7 @@ export class ReadApiClient {
     return this.#list(
       this.#path('collections', apiId),
       options ?? {},
-      options?.fields ? fastMaskedListAnswerSchema : fastListAnswerSchema,
+      options?.fields ? maskedListAnswerSchema : fastListAnswerSchema,
     ) as never;
   }
 

@@ -124,11 +124,23 @@ export function scrub(text: string, secret: string | undefined): string {
   return text;
 }
 
+/** The code of the error for an HTTP status. */
+export function codeForStatus(status: number): ReadApiErrorCode {
+  if (status === 401 || status === 403) return 'authentication';
+  if (status === 404) return 'not_found';
+  if (status === 429) return 'rate_limited';
+  return status >= 500 ? 'server' : 'bad_request';
+}
+
+const byStatusCode = {
+  authentication: AuthenticationError,
+  not_found: NotFoundError,
+  rate_limited: RateLimitedError,
+  server: ServerError,
+  bad_request: BadRequestError,
+};
+
 /** Builds the error for an HTTP status. */
 export function errorForStatus(status: number, message: string, details: ReadApiErrorDetails): ReadApiError {
-  if (status === 401 || status === 403) return new AuthenticationError(message, details);
-  if (status === 404) return new NotFoundError(message, details);
-  if (status === 429) return new RateLimitedError(message, details);
-  if (status >= 500) return new ServerError(message, details);
-  return new BadRequestError(message, details);
+  return new byStatusCode[codeForStatus(status) as keyof typeof byStatusCode](message, details);
 }

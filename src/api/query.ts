@@ -126,6 +126,38 @@ export class Filter {
   }
 }
 
+/** Filters as OR branches of AND-ed conditions (AND binds tighter than OR, as the Read API reads them). */
+function branches(entries: readonly FilterEntry[]): FilterCondition[][] {
+  const out: FilterCondition[][] = [];
+  for (const entry of entries) {
+    const keys = Object.keys(entry);
+    const join = keys.length === 1 ? keys[0]!.toLowerCase() : undefined;
+    const condition = (join === 'and' || join === 'or' ? Object.values(entry)[0] : entry) as FilterCondition;
+    if (join === 'or' || out.length === 0) out.push([condition]);
+    else out[out.length - 1]!.push(condition);
+  }
+  return out;
+}
+
+/**
+ * `a AND b` for lists of filters, each with its own OR branches: every branch of one joined with
+ * every branch of the other, `(a1 OR a2) AND b` being `(a1 AND b) OR (a2 AND b)`.
+ *
+ * @example andFilters([{ '*.meta.contentType': { equal: 'post' } }], new Filter().where('a', 'equal', 1).or('b',
+ * 'equal', 2).toJSON()) // type AND a, OR type AND b
+ */
+export function andFilters(...lists: (readonly FilterEntry[] | undefined)[]): FilterEntry[] {
+  let result: FilterCondition[][] = [];
+  for (const list of lists) {
+    if (!list || list.length === 0) continue;
+    const next = branches(list);
+    result = result.length === 0 ? next : result.flatMap((left) => next.map((right) => [...left, ...right]));
+  }
+  return result.flatMap((branch, b) =>
+    branch.map((condition, c): FilterEntry => (c > 0 ? { and: condition } : b > 0 ? { or: condition } : condition)),
+  );
+}
+
 /**
  * Builds a sorting on several keys, the first key first.
  *

@@ -3,6 +3,7 @@ import { Pool } from 'undici';
 import type { z } from 'zod';
 import { errorAnswerSchema } from '../wire/schemas.ts';
 import {
+  codeForStatus,
   errorForStatus,
   NetworkError,
   RateLimitedError,
@@ -14,6 +15,7 @@ import {
   UnexpectedAnswerError,
 } from './errors.ts';
 import { type Answer, exchange } from './exchange.ts';
+import { hintFor, type OptionsSite } from './hints.ts';
 import {
   backoffDelay,
   defaultRetryPolicy,
@@ -144,6 +146,9 @@ export async function closeAllPools(): Promise<void> {
   sharedByOrigin.clear();
   await Promise.all(pools.map((pool) => pool.close()));
 }
+
+/** The client's hints, after its messages: its caller knows where the options are written. */
+const clientSite: OptionsSite = { kind: 'client', call: 'createClient()', options: 'createClient()' };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -338,19 +343,9 @@ export class Transport {
     headers: Record<string, string | string[] | undefined>,
   ): ReadApiError {
     const said = serverMessage ? `: ${serverMessage}` : '';
-    const hint =
-      status === 401 || status === 403
-        ? ' Check the API key: it must be a Read API key of this repository.'
-        : status === 404
-          ? ' Check the repository API id and the id or API id in the path.'
-          : status >= 500
-            ? ` The server kept failing after ${details.attempts} attempt${details.attempts === 1 ? '' : 's'}.`
-            : '';
-    const error = errorForStatus(
-      status,
-      `${method} ${shown} answered ${status}${said}${/[.!?]$/.test(said) ? '' : '.'}${hint}`,
-      details,
-    );
+    const hint = hintFor({ code: codeForStatus(status), ...details }, { baseUrl: this.baseUrl }, clientSite);
+    const message = `${method} ${shown} answered ${status}${said}${/[.!?]$/.test(said) ? '' : '.'}`;
+    const error = errorForStatus(status, hint ? `${message} ${hint}` : message, details);
     if (error instanceof RateLimitedError) error.retryAfterMs = parseRetryAfter(headers['retry-after']);
     return error;
   }

@@ -1,11 +1,12 @@
 import { AstroError } from 'astro/errors';
 import { scrub } from '../api/errors.ts';
-import { hintFor, hintSettings, type OptionsSite, rootOf } from '../sync/hints.ts';
+import { hintFor, type OptionsSite } from '../api/hints.ts';
+import { hintSettings, rootOf } from '../sync/hints.ts';
 import type { SharedSync } from '../sync/shared.ts';
 
 /**
  * A loader's failure as Astro shows it: the message of what failed, and a hint naming the
- * option to check (see sync/hints.ts). Without one, Astro hints at "a syntax error inside your
+ * option to check (see api/hints.ts). Without one, Astro hints at "a syntax error inside your
  * content", which sends a user with a wrong key or a server that is down to the wrong place.
  * Astro prints the `hint` of an `AstroError` (from `astro/errors`) under the message, in a
  * build and in dev.
@@ -22,6 +23,8 @@ export class LoaderError extends AstroError {
 
 /** Where an Astro project writes the options the hints name. */
 export const astroSite: OptionsSite = {
+  kind: 'sync',
+  call: 'comfortable()',
   options: 'comfortable() in astro.config',
   cacheFolder: 'node_modules/.astro',
   loaders: { name: 'comfortableLoader', file: 'src/content.config.ts' },

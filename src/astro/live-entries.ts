@@ -1,11 +1,13 @@
 import type { LiveDataEntry } from 'astro';
+import { z } from 'zod';
 import { type Entry, entryOf, mapRelations } from '../sync/entries.ts';
 import type { Locales } from '../sync/locales.ts';
 import { type Model, normalizeRecord, referenceList, type StoredRecord } from '../sync/records.ts';
 import { valueAt } from '../sync/sections.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
+import type { LiveOptions } from './live-options.ts';
 import type { LiveAnswer } from './live-requests.ts';
-import { firstRichtextField, type Heading, renderRichtext, richtextOf } from './rendered.ts';
+import { firstRichtextField, renderRichtext, richtextOf } from './rendered.ts';
 
 /**
  * Live entries from the Read API's answers: each document in each locale, shaped as the
@@ -22,9 +24,13 @@ export interface ComfortableLiveRecord<Fields extends Record<string, unknown> = 
   id: string;
   locale: string;
   contentType: string;
-  /** Field values in this locale; relations are `{ collection, id }` references (mapped by `contentTypes`), or `{ collection: null, id, contentType }` when no collection holds the target; assets as in build-time entries (`kind` image, file or unresolved). */
+  /**
+   * Field values in this locale; relations are `{ collection, id }` references (mapped by
+   * `contentTypes`), or `{ collection: null, id, contentType }` when no collection holds the target;
+   * assets as in build-time entries (`kind` image, file or unresolved).
+   */
   fields: Fields;
-  /** Localized fields whose value is not this locale's own → the locale it came from (null: no locale has one). */
+  /** Localized fields whose value is not this locale's own → the locale it came from (null: none has one). */
   fallbacks: Record<string, string | null>;
   meta: Entry['meta'];
 }
@@ -51,156 +57,131 @@ export function cacheTag(repository: string, id?: string): string {
   return id === undefined ? `comfortable:${repository}` : `comfortable:${repository}:${id}`;
 }
 
-/** What shaping needs of the loader's options. */
-export interface ShapeOptions {
-  repository: string;
-  /** Content type → live collection. */
-  contentTypes: Record<string, string>;
-  /** The richtext field to render, `false` for none, undefined for the content type's first. */
-  render: string | false | undefined;
-}
+/** Makes the entries of an answer: each document in each locale of `entryLocales`, in their order. */
+export type LiveShaper = (
+  answer: LiveAnswer,
+  locales: Locales,
+  entryLocales: readonly string[],
+) => LiveDataEntry<ComfortableLiveEntryData>[];
 
-type Rendered = { html: string; metadata: { headings: Heading[] } };
+export function liveShaper({
+  repository,
+  contentTypes,
+  render,
+}: Pick<LiveOptions, 'repository' | 'contentTypes' | 'render'>): LiveShaper {
+  // What the answers have shown of each content type's fields (kind, localized), learned as the
+  // sync learns it: which fields are relations, which is the first richtext field, and which
+  // localized fields a document lacks in every locale.
+  const model: Model = {};
+  /** The rendered richtext field, with heading ids; images stay as the answer has them. */
+  const rendered = ({ contentType, fields }: ComfortableLiveRecord) => {
+    const field = render === false ? undefined : (render ?? firstRichtextField(model, contentType));
+    const html = field === undefined ? undefined : richtextOf(valueAt(fields, field));
+    if (html === undefined) return {};
+    const { html: out, metadata } = renderRichtext(html, new Map(), () => false);
+    return { rendered: { html: out, metadata: { headings: metadata.headings } } };
+  };
 
-export class LiveShaper {
-  readonly #options: ShapeOptions;
-  /**
-   * What the answers have shown of each content type's fields (kind, localized), learned as the
-   * sync learns it: which fields are relations, which is the first richtext field, and which
-   * localized fields a document lacks in every locale.
-   */
-  readonly #model: Model = {};
-
-  constructor(options: ShapeOptions) {
-    this.#options = options;
-  }
-
-  /** Entries of the answer's documents, in their order, each in every locale of `entryLocales`. */
-  shape(
-    answer: LiveAnswer,
-    locales: Locales,
-    entryLocales: readonly string[],
-  ): LiveDataEntry<ComfortableLiveEntryData>[] {
-    const records = this.#normalize(answer, new Set(locales.locales.map((locale) => locale.key)));
-    const shaped = new Map<string, ComfortableLiveRecord>();
-    const recordIn = (id: string, locale: string): ComfortableLiveRecord => {
-      const key = `${locale}/${id}`;
-      let record = shaped.get(key);
-      if (!record) shaped.set(key, (record = this.#record(records.get(id)!, locale, locales, records)));
-      return record;
-    };
-    const entries: LiveDataEntry<ComfortableLiveEntryData>[] = [];
-    const seen = new Set<string>();
-    for (const document of answer.documents) {
-      if (seen.has(document.meta.id)) continue;
-      seen.add(document.meta.id);
-      const reached = this.#reached(document.meta.id, records);
-      const tags = [
-        cacheTag(this.#options.repository),
-        ...[document.meta.id, ...reached].map((id) => cacheTag(this.#options.repository, id)),
-      ];
-      const lastModified = newest([document.meta.id, ...reached].map((id) => records.get(id)!.updatedAt));
-      for (const locale of entryLocales) {
-        const own = recordIn(document.meta.id, locale);
-        const included: Record<string, ComfortableLiveRecord> = {};
-        for (const id of reached) {
-          const target = records.get(id)!;
-          if (target.contentType !== '_asset') included[this.#referenceId(target, locale)] = recordIn(id, locale);
-        }
-        const rendered = this.#render(own);
-        entries.push({
-          id: `${locale}/${document.meta.id}`,
-          data: { ...own, included },
-          ...(rendered ? { rendered } : {}),
-          cacheHint: { tags, ...(lastModified ? { lastModified } : {}) },
-        });
-      }
-    }
-    return entries;
-  }
-
-  /** The answer's documents, included records and embedded assets, normalised, by id. */
-  #normalize(answer: LiveAnswer, localeKeys: Set<string>): Map<string, StoredRecord> {
+  return (answer, locales, entryLocales) => {
+    // The documents, included records and embedded assets, normalised, by id.
+    const keys = new Set(locales.locales.map((locale) => locale.key));
     const records = new Map<string, StoredRecord>();
     const add = (record: ApiRecord): void => {
       if (records.has(record.meta.id)) return;
       const embedded: ApiRecord[] = [];
       records.set(
         record.meta.id,
-        normalizeRecord(record, localeKeys, this.#model, (child) => embedded.push(child)),
+        normalizeRecord(record, keys, model, (child) => embedded.push(child)),
       );
       embedded.forEach(add);
     };
-    answer.documents.forEach(add);
-    answer.included.forEach(add);
-    return records;
-  }
+    [...answer.documents, ...answer.included].forEach(add);
+    const asset = (id: string) => (records.get(id)?.contentType === '_asset' ? records.get(id) : undefined);
+    // The id a reference carries: the entry id when its content type is mapped, else the document id.
+    const referenceId = (id: string, contentType: string, locale: string) =>
+      contentTypes[contentType] === undefined ? id : `${locale}/${id}`;
 
-  /** Ids of the records of the answer that a document reaches through its references, breadth first. */
-  #reached(id: string, records: Map<string, StoredRecord>): string[] {
-    const reached = new Set<string>([id]);
-    const queue = [id];
-    while (queue.length > 0) {
-      for (const reference of referenceList(records.get(queue.shift()!)!)) {
-        if (reached.has(reference.id) || !records.has(reference.id)) continue;
-        reached.add(reference.id);
-        queue.push(reference.id);
-      }
-    }
-    reached.delete(id);
-    return [...reached];
-  }
-
-  /** A record in one locale, its relations as references. */
-  #record(
-    record: StoredRecord,
-    locale: string,
-    locales: Locales,
-    records: Map<string, StoredRecord>,
-  ): ComfortableLiveRecord {
-    const asset = (id: string) => {
-      const found = records.get(id);
-      return found?.contentType === '_asset' ? found : undefined;
+    /** A record in one locale, its relations as references; each made once. */
+    const shaped = new Map<string, ComfortableLiveRecord>();
+    const recordIn = (id: string, locale: string): ComfortableLiveRecord => {
+      const made = shaped.get(`${locale}/${id}`);
+      if (made) return made;
+      const entry = entryOf(records.get(id)!, locale, locales, asset, model);
+      const reference = (ref: { id: string; contentType: string }) =>
+        contentTypes[ref.contentType] === undefined
+          ? { collection: null, ...ref }
+          : { collection: contentTypes[ref.contentType], id: referenceId(ref.id, ref.contentType, locale) };
+      const { contentType, fallbacks, meta } = entry;
+      const fields = mapRelations(entry.fields, model[contentType], reference);
+      const record = { id: entry.id, locale, contentType, fields, fallbacks, meta };
+      shaped.set(`${locale}/${id}`, record);
+      return record;
     };
-    const entry = entryOf(record, locale, locales, asset, this.#model);
-    const fields = mapRelations(entry.fields, this.#model[entry.contentType], (ref) => this.#reference(ref, locale));
-    return {
-      id: entry.id,
-      locale,
-      contentType: entry.contentType,
-      fields,
-      fallbacks: entry.fallbacks,
-      meta: entry.meta,
-    };
-  }
 
-  #reference(ref: { id: string; contentType: string }, locale: string): unknown {
-    const collection = this.#options.contentTypes[ref.contentType];
-    return collection === undefined ? { collection: null, ...ref } : { collection, id: `${locale}/${ref.id}` };
-  }
+    return [...new Set(answer.documents.map((document) => document.meta.id))].flatMap((id) => {
+      const reached = reachedFrom(id, records);
+      const tags = [cacheTag(repository), ...reached.map((other) => cacheTag(repository, other))];
+      const lastModified = newest(reached.map((other) => records.get(other)!.updatedAt));
+      return entryLocales.map((locale) => {
+        const own = recordIn(id, locale);
+        const included: Record<string, ComfortableLiveRecord> = {};
+        for (const other of reached.slice(1)) {
+          const { contentType } = records.get(other)!;
+          if (contentType !== '_asset') included[referenceId(other, contentType, locale)] = recordIn(other, locale);
+        }
+        const cacheHint = { tags, ...(lastModified && { lastModified }) };
+        return { id: `${locale}/${id}`, data: { ...own, included }, ...rendered(own), cacheHint };
+      });
+    });
+  };
+}
 
-  /** The id a reference to this record carries: the entry id when its content type is mapped, else the document id. */
-  #referenceId(record: StoredRecord, locale: string): string {
-    return this.#options.contentTypes[record.contentType] === undefined ? record.id : `${locale}/${record.id}`;
-  }
-
-  /** The rendered richtext field, with heading ids; images stay as the answer has them. */
-  #render(record: ComfortableLiveRecord): Rendered | undefined {
-    if (this.#options.render === false) return undefined;
-    const field = this.#options.render ?? firstRichtextField(this.#model, record.contentType);
-    const html = field === undefined ? undefined : richtextOf(valueAt(record.fields, field));
-    if (html === undefined) return undefined;
-    const { html: out, metadata } = renderRichtext(html, new Map(), () => false);
-    return { html: out, metadata: { headings: metadata.headings } };
-  }
+/** The id, then the ids of the records of the answer it reaches through its references, breadth first. */
+function reachedFrom(id: string, records: Map<string, StoredRecord>): string[] {
+  const reached = new Set([id]);
+  for (const at of reached)
+    for (const reference of referenceList(records.get(at)!)) if (records.has(reference.id)) reached.add(reference.id);
+  return [...reached];
 }
 
 /** The latest of some ISO timestamps, as a Date (undefined when none can be read). */
 function newest(stamps: string[]): Date | undefined {
-  let latest = Number.NaN;
-  for (const stamp of stamps) {
-    const time = Date.parse(stamp);
-    if (!Number.isNaN(time) && !(time <= latest)) latest = time;
+  const times = stamps.map(Date.parse).filter((time) => !Number.isNaN(time));
+  return times.length > 0 ? new Date(Math.max(...times)) : undefined;
+}
+
+/** An entry whose fields do not match the `fields` option. */
+export class FieldsMismatch extends Error {
+  constructor(entryId: string, error: z.ZodError) {
+    const shown = 3;
+    const issues = error.issues
+      .slice(0, shown)
+      .map((issue) => `${['fields', ...issue.path.map(String)].join('.')}: ${issue.message}`);
+    const more = error.issues.length > shown ? ` (and ${error.issues.length - shown} more)` : '';
+    super(
+      `entry ${entryId} does not match the fields option of comfortableLiveLoader() in src/live.config.ts: ` +
+        `${issues.join('; ')}${more}. Change the schema to what the content type holds (a field that may be empty ` +
+        'needs .nullish()).',
+    );
+    this.name = 'FieldsMismatch';
   }
-  return Number.isNaN(latest) ? undefined : new Date(latest);
+}
+
+/**
+ * The `fields` option at work: each entry's fields as the schema outputs them, so that a page gets
+ * what the types promise; throws a FieldsMismatch for the first entry that does not match.
+ */
+export async function checkFields<Fields extends Record<string, unknown>>(
+  entries: LiveDataEntry<ComfortableLiveEntryData>[],
+  schema: z.ZodType<Fields, unknown> | undefined,
+): Promise<LiveDataEntry<ComfortableLiveEntryData<Fields>>[]> {
+  // Without a schema the fields stay as they are, typed Record<string, unknown> (the default of Fields).
+  if (!schema) return entries as LiveDataEntry<ComfortableLiveEntryData<Fields>>[];
+  return Promise.all(
+    entries.map(async (entry) => {
+      const result = await z.safeParseAsync(schema, entry.data.fields);
+      if (!result.success) throw new FieldsMismatch(entry.id, result.error);
+      return { ...entry, data: { ...entry.data, fields: result.data } };
+    }),
+  );
 }

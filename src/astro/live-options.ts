@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Filter, FilterEntry, Includes, IncludeMap, Sorting, SortingMap } from '../api/query.ts';
+import type { Filter, FilterEntry, IncludeMap, Includes, Sorting, SortingMap } from '../api/query.ts';
 import type { RetryPolicy } from '../api/retry.ts';
 import type { Timeouts } from '../api/transport.ts';
 import { ConfigError, configProblem, sourceOptionsSchema } from '../sync/config.ts';
@@ -16,7 +16,28 @@ import { ConfigError, configProblem, sourceOptionsSchema } from '../sync/config.
  */
 export type FieldsSchema<Fields extends Record<string, unknown> = Record<string, unknown>> = z.ZodType<Fields, unknown>;
 
-export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unknown> = Record<string, unknown>> {
+/**
+ * The request options of a live loader, which hold for every list and lookup of its collection, and
+ * of `getLiveCollection()`, whose own are ANDed with (filters, search, tags) or replace (sorting,
+ * includes) the loader's.
+ */
+export interface LiveRequestOptions {
+  /** Filters: a `Filter` or its JSON form. */
+  filters?: Filter | FilterEntry[];
+  /** The order of lists: a `Sorting` or `{ 'fields.date': 'DESC' }`. */
+  sorting?: Sorting | SortingMap;
+  /** Relations fetched with each document: a level from 0 to 5, or a field map (`Includes`). Default 1. */
+  includes?: number | IncludeMap | Includes;
+  /** Only documents with one of these tags. */
+  includeTags?: string[];
+  /** No documents with any of these tags. */
+  excludeTags?: string[];
+  /** Every word must occur in the document's text. */
+  search?: string;
+}
+
+export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unknown> = Record<string, unknown>>
+  extends LiveRequestOptions {
   /** The Read API base URL. Default `https://api.cmft.io/v1`. */
   baseUrl?: string | undefined;
   /** The repository's API id, such as `demo`. */
@@ -33,20 +54,8 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
   contentType?: string;
   /** The source: the documents of these aliases, by API id. */
   aliases?: string[];
-  /** Filters every request of this loader is restricted by (ANDed with a request's own). A `Filter` or its JSON form. */
-  filters?: Filter | FilterEntry[];
-  /** The order of lists, unless a request gives its own. A `Sorting` or `{ 'fields.date': 'DESC' }`. */
-  sorting?: Sorting | SortingMap;
-  /** Relations fetched with each document: a level from 0 to 5, or a field map (`Includes`). Default 1. */
-  includes?: number | IncludeMap | Includes;
   /** Asset fields arrive as images with their documents. Default true. */
   embedAssets?: boolean;
-  /** Only documents with one of these tags. */
-  includeTags?: string[];
-  /** No documents with any of these tags. */
-  excludeTags?: string[];
-  /** Every word must occur in the document's text. */
-  search?: string;
   /** Locales that get entries. Default: every locale of the repository. */
   locales?: string[];
   /**
@@ -68,7 +77,10 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
    * z.literal('authors'), id: z.string() }).nullish() })
    */
   fields?: FieldsSchema<Fields>;
-  /** The richtext field rendered for `render(entry)` (inside a section by its path, `'content.body'`). Default: the content type's first; `false` renders none. */
+  /**
+   * The richtext field rendered for `render(entry)` (inside a section by its path, `'content.body'`).
+   * Default: the content type's first; `false` renders none.
+   */
   render?: string | false;
   /** Timeouts of each request. Default: connect 5 s, headers 10 s, body 10 s (a page waits for them). */
   timeouts?: Partial<Timeouts>;
@@ -79,19 +91,9 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
 }
 
 /** What `getLiveCollection(name, filter)` accepts. */
-export interface LiveCollectionFilter {
+export interface LiveCollectionFilter extends LiveRequestOptions {
   /** Only this locale's entries; filters, sorting and search then read this locale's values. */
   locale?: string;
-  /** ANDed with the loader's filters. A `Filter` or its JSON form. */
-  filters?: Filter | FilterEntry[];
-  /** Replaces the loader's sorting. */
-  sorting?: Sorting | SortingMap;
-  /** Replaces the loader's includes. */
-  includes?: number | IncludeMap | Includes;
-  /** Every word must occur in the document's text (with the loader's search, if any). */
-  search?: string;
-  includeTags?: string[];
-  excludeTags?: string[];
   /** Documents at most, 1 to 1000. Default: every document. */
   limit?: number;
   /** Documents to skip. */
@@ -111,19 +113,21 @@ export type LiveEntryFilter =
 
 /** Builders (`Filter`, `Sorting`, `Includes`) as their JSON; anything else as it is. */
 const json = (value: unknown): unknown =>
-  value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function'
+  typeof (value as { toJSON?: unknown } | null)?.toJSON === 'function'
     ? (value as { toJSON(): unknown }).toJSON()
     : value;
 
-const requestShape = sourceOptionsSchema.omit({ fields: true }).shape;
+// The build-time loader's request options, builders resolved.
+const requestShape = sourceOptionsSchema.shape;
 const requestOptions = {
-  filters: z.preprocess(json, requestShape.filters),
-  sorting: z.preprocess(json, requestShape.sorting),
+  filters: (z.preprocess(json, requestShape.filters) as z.ZodType<FilterEntry[]>).optional(),
+  sorting: (z.preprocess(json, requestShape.sorting) as z.ZodType<SortingMap>).optional(),
   includes: z.preprocess(json, requestShape.includes),
   includeTags: requestShape.includeTags,
   excludeTags: requestShape.excludeTags,
   search: requestShape.search,
 };
+const apiIds = (what: string) => z.array(z.string().min(1)).min(1, `expected at least one ${what}`);
 
 const optionsSchema = z.strictObject({
   baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as https://api.cmft.io/v1' }).optional(),
@@ -131,22 +135,25 @@ const optionsSchema = z.strictObject({
   apiKey: z.string({ error: 'expected the API key (read it from an environment variable)' }).optional(),
   collection: z.string().min(1).optional(),
   contentType: z.string().min(1).optional(),
-  aliases: z.array(z.string().min(1)).min(1, 'expected at least one alias API id').optional(),
+  aliases: apiIds('alias API id').optional(),
   ...requestOptions,
-  embedAssets: z.boolean().optional(),
-  locales: z.array(z.string().min(1)).min(1, 'expected at least one locale key').optional(),
-  contentTypes: z.record(z.string().min(1), z.string().min(1)).optional(),
+  embedAssets: z.boolean().default(true),
+  locales: apiIds('locale key').optional(),
+  contentTypes: z.record(z.string().min(1), z.string().min(1)).default({}),
   render: z.union([z.string().min(1), z.literal(false)]).optional(),
   fields: z
     .custom<z.ZodType>(
-      isZodSchema,
+      // A zod 4 schema, of this package's zod or of another copy (Astro's `astro/zod`).
+      (value) => typeof value === 'object' && value !== null && '_zod' in value,
       'expected a zod schema of the fields, such as z.object({ title: z.string() }) with z from astro/zod',
     )
     .optional(),
+  // Request-time defaults: a page waits for every timeout and retry.
   timeouts: z
     .strictObject({ connectMs: z.number().positive(), headersMs: z.number().positive(), bodyMs: z.number().positive() })
     .partial()
-    .optional(),
+    .default({})
+    .transform((timeouts): Partial<Timeouts> => ({ connectMs: 5_000, headersMs: 10_000, bodyMs: 10_000, ...timeouts })),
   retry: z
     .strictObject({
       attempts: z.number().int().min(1),
@@ -155,49 +162,23 @@ const optionsSchema = z.strictObject({
       budgetMs: z.number().positive(),
     })
     .partial()
-    .optional(),
+    .default({})
+    .transform((retry): Partial<RetryPolicy> => ({ attempts: 3, budgetMs: 10_000, ...retry })),
   concurrency: z.number().int().min(1).max(64).optional(),
 });
 
-/** The request options as JSON, builders resolved. */
-export interface RequestOptions {
-  filters?: FilterEntry[] | undefined;
-  sorting?: SortingMap | undefined;
-  includes?: number | IncludeMap | undefined;
-  includeTags?: string[] | undefined;
-  excludeTags?: string[] | undefined;
-  search?: string | undefined;
-}
+/**
+ * The loader's source, in the sync's words: a collection, a query of every document of a content
+ * type (the `contentType` option), or aliases.
+ */
+export type LiveSource =
+  | { kind: 'collection'; name: string }
+  | { kind: 'query'; contentType: string }
+  | { kind: 'alias'; names: string[] };
 
-export type Source =
-  | { kind: 'collection'; apiId: string }
-  | { kind: 'contentType'; contentType: string }
-  | { kind: 'aliases'; aliases: string[] };
-
-export interface LiveOptions extends RequestOptions {
-  baseUrl: string | undefined;
-  repository: string;
-  apiKey: string | undefined;
-  source: Source;
-  embedAssets: boolean;
-  locales: string[] | undefined;
-  contentTypes: Record<string, string>;
-  render: string | false | undefined;
-  /** The `fields` option: checks and types each entry's fields. */
-  fields: z.ZodType | undefined;
-  timeouts: Partial<Timeouts>;
-  retry: Partial<RetryPolicy>;
-  concurrency: number | undefined;
-}
-
-/** Request-time defaults: a page waits for every timeout and retry. */
-const liveTimeouts: Partial<Timeouts> = { connectMs: 5_000, headersMs: 10_000, bodyMs: 10_000 };
-const liveRetry: Partial<RetryPolicy> = { attempts: 3, budgetMs: 10_000 };
-
-/** A zod 4 schema, of this package's zod or of another copy (Astro's `astro/zod`). */
-function isZodSchema(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && '_zod' in value;
-}
+export type LiveOptions = Omit<z.output<typeof optionsSchema>, 'collection' | 'contentType' | 'aliases'> & {
+  source: LiveSource;
+};
 
 /** Checks the options; throws a ConfigError whose message names the option. */
 export function parseLiveOptions<Fields extends Record<string, unknown>>(
@@ -208,43 +189,25 @@ export function parseLiveOptions<Fields extends Record<string, unknown>>(
     const problem = configProblem(result.error, { schema: optionsSchema });
     throw new ConfigError(problem.option, `comfortableLiveLoader(): ${problem.message}`);
   }
-  const options = result.data;
-  const given = [options.collection, options.contentType, options.aliases].filter((value) => value !== undefined);
-  if (given.length !== 1) {
+  const { collection, contentType, aliases, ...options } = result.data;
+  if ([collection, contentType, aliases].filter((value) => value !== undefined).length !== 1) {
     throw new ConfigError(
       'collection',
-      'comfortableLiveLoader() needs exactly one of collection, contentType or aliases, for example comfortableLiveLoader({ repository, apiKey, collection: "posts" })',
+      'comfortableLiveLoader() needs exactly one of collection, contentType or aliases, for example ' +
+        'comfortableLiveLoader({ repository, apiKey, collection: "posts" })',
     );
   }
-  const source: Source = options.collection
-    ? { kind: 'collection', apiId: options.collection }
-    : options.contentType
-      ? { kind: 'contentType', contentType: options.contentType }
-      : { kind: 'aliases', aliases: options.aliases! };
-  return {
-    baseUrl: options.baseUrl,
-    repository: options.repository,
-    apiKey: options.apiKey,
-    source,
-    filters: options.filters as FilterEntry[] | undefined,
-    sorting: options.sorting as SortingMap | undefined,
-    includes: options.includes,
-    includeTags: options.includeTags,
-    excludeTags: options.excludeTags,
-    search: options.search,
-    embedAssets: options.embedAssets ?? true,
-    locales: options.locales,
-    contentTypes: options.contentTypes ?? {},
-    render: options.render,
-    fields: options.fields,
-    timeouts: { ...liveTimeouts, ...options.timeouts },
-    retry: { ...liveRetry, ...options.retry },
-    concurrency: options.concurrency,
-  };
+  const source: LiveSource = collection
+    ? { kind: 'collection', name: collection }
+    : contentType
+      ? { kind: 'query', contentType }
+      : { kind: 'alias', names: aliases! };
+  return { ...options, source };
 }
 
+const locale = z.string().min(1).optional();
 const collectionFilterSchema = z.strictObject({
-  locale: z.string().min(1).optional(),
+  locale,
   ...requestOptions,
   limit: z.number().int().min(1).max(1000).optional(),
   offset: z.number().int().min(0).optional(),
@@ -252,44 +215,52 @@ const collectionFilterSchema = z.strictObject({
 });
 
 /** A collection filter with builders resolved and `page` turned into `offset`. */
-export interface CollectionRequest extends RequestOptions {
-  locale?: string | undefined;
-  limit?: number | undefined;
-  offset?: number | undefined;
-}
+export type CollectionRequest = Omit<z.output<typeof collectionFilterSchema>, 'page'>;
 
-/** Checks a `getLiveCollection()` filter; throws a ConfigError naming the member. */
-export function parseCollectionFilter(input: unknown): CollectionRequest {
+/** Checks a `getLiveCollection()` filter for a loader of `source`; throws a ConfigError naming the member. */
+export function parseCollectionFilter(input: unknown, source: LiveSource): CollectionRequest {
+  const invalid = (option: string, message: string) =>
+    new ConfigError(option, `Invalid filter of getLiveCollection(): ${message}`);
   const result = collectionFilterSchema.safeParse(input ?? {}, { reportInput: true });
-  if (!result.success) throw filterProblem(result.error, 'getLiveCollection()');
-  const { page, ...filter } = result.data;
-  if (page !== undefined) {
-    if (filter.limit === undefined)
-      throw new ConfigError(
-        'page',
-        'Invalid filter of getLiveCollection(): page needs a limit (the number of documents per page)',
-      );
-    if (filter.offset !== undefined)
-      throw new ConfigError('page', 'Invalid filter of getLiveCollection(): give page or offset, not both');
-    filter.offset = (page - 1) * filter.limit;
+  if (!result.success) {
+    const problem = configProblem(result.error);
+    throw new ConfigError(
+      problem.option,
+      problem.message.replace(/^Invalid option/, 'Invalid filter of getLiveCollection():'),
+    );
   }
-  return filter as CollectionRequest;
+  const { page, ...filter } = result.data;
+  if (source.kind === 'alias') {
+    const unsupported = (['filters', 'sorting', 'search', 'includeTags', 'excludeTags'] as const).find(
+      (name) => filter[name] !== undefined,
+    );
+    if (unsupported)
+      throw invalid(
+        unsupported,
+        `${unsupported} needs a loader for a collection or contentType; this one lists aliases`,
+      );
+  }
+  if (page === undefined) return filter;
+  if (filter.limit === undefined) throw invalid('page', 'page needs a limit (the number of documents per page)');
+  if (filter.offset !== undefined) throw invalid('page', 'give page or offset, not both');
+  return { ...filter, offset: (page - 1) * filter.limit };
 }
 
 /** An entry lookup: by document id, by a field's value, or by alias; `locale` undefined when the filter names none. */
-export type EntryRequest =
-  | { by: 'id'; id: string; locale?: string | undefined }
-  | { by: 'field'; field: string; value: string | number | boolean; locale?: string | undefined }
-  | { by: 'alias'; alias: string; locale?: string | undefined };
+export type EntryRequest = { locale?: string | undefined } & (
+  | { by: 'id'; id: string }
+  | { by: 'field'; field: string; value: string | number | boolean }
+  | { by: 'alias'; alias: string }
+);
 
 const entryFilterSchema = z.union([
-  z.strictObject({ id: z.string().min(1), locale: z.string().min(1).optional() }),
+  z.strictObject({ id: z.string().min(1), locale }),
   z.strictObject({
     field: z.string().regex(/^(fields\.)?[^.]+$/, 'expected a field name such as "slug"'),
     value: z.union([z.string(), z.number(), z.boolean()]),
-    locale: z.string().min(1).optional(),
+    locale,
   }),
-  z.strictObject({ alias: z.string().min(1), locale: z.string().min(1).optional() }),
+  z.strictObject({ alias: z.string().min(1), locale }),
 ]);
 
 /** Checks a `getLiveEntry()` filter (or id); throws a ConfigError naming what is wrong. */
@@ -298,26 +269,22 @@ export function parseEntryFilter(input: unknown): EntryRequest {
   if (!result.success) {
     throw new ConfigError(
       'filter',
-      `Invalid filter of getLiveEntry(): expected an entry id such as "en_US/123", { id, locale }, { field: 'slug', value, locale } or { alias, locale } (got ${JSON.stringify(input)?.slice(0, 80)})`,
+      'Invalid filter of getLiveEntry(): expected an entry id such as "en_US/123", { id, locale }, ' +
+        `{ field: 'slug', value, locale } or { alias, locale } (got ${JSON.stringify(input)?.slice(0, 80)})`,
     );
   }
   const filter = result.data;
-  if ('alias' in filter) return { by: 'alias', alias: filter.alias, locale: filter.locale };
-  if ('field' in filter)
-    return { by: 'field', field: filter.field.replace(/^fields\./, ''), value: filter.value, locale: filter.locale };
+  if ('alias' in filter) return { by: 'alias', ...filter };
+  if ('field' in filter) return { by: 'field', ...filter, field: filter.field.replace(/^fields\./, '') };
   const slash = filter.id.indexOf('/');
-  if (slash < 0) return { by: 'id', id: filter.id, locale: filter.locale };
-  const [locale, id] = [filter.id.slice(0, slash), filter.id.slice(slash + 1)];
-  if (filter.locale !== undefined && filter.locale !== locale) {
+  if (slash < 0) return { by: 'id', ...filter };
+  const [inId, id] = [filter.id.slice(0, slash), filter.id.slice(slash + 1)];
+  if (filter.locale !== undefined && filter.locale !== inId) {
     throw new ConfigError(
       'locale',
-      `Invalid filter of getLiveEntry(): the id "${filter.id}" is in ${locale}, the locale option says ${filter.locale}; give one of them`,
+      `Invalid filter of getLiveEntry(): the id "${filter.id}" is in ${inId}, the locale option says ` +
+        `${filter.locale}; give one of them`,
     );
   }
-  return { by: 'id', id, locale };
-}
-
-function filterProblem(error: z.ZodError, call: string): ConfigError {
-  const problem = configProblem(error);
-  return new ConfigError(problem.option, problem.message.replace(/^Invalid option/, `Invalid filter of ${call}:`));
+  return { by: 'id', id, locale: inId };
 }

@@ -1,8 +1,8 @@
-import { maxPageSize, type ReadApiClient } from '../api/client.ts';
+import { type ListSource, maxPageSize, type ReadApiClient } from '../api/client.ts';
 import { NotFoundError } from '../api/errors.ts';
-import type { FilterCondition, FilterEntry, ListOptions } from '../api/query.ts';
+import { andFilters, type FilterEntry, type ListOptions } from '../api/query.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
-import type { CollectionRequest, LiveOptions, RequestOptions } from './live-options.ts';
+import type { CollectionRequest, LiveOptions } from './live-options.ts';
 
 /**
  * The requests behind a live collection: which endpoint, with which options, for a list or one
@@ -18,47 +18,14 @@ export interface LiveAnswer {
   included: ApiRecord[];
 }
 
-const isWrapped = (entry: FilterEntry, wrapper: 'and' | 'or'): boolean => {
-  const keys = Object.keys(entry);
-  return keys.length === 1 && keys[0]!.toLowerCase() === wrapper;
-};
+type Answered = { data: ApiRecord[]; includes?: Record<string, ApiRecord[]> | undefined };
+type Includes = LiveOptions['includes'];
 
-/** Filters as OR branches of AND-ed conditions (AND binds tighter than OR, as the Read API reads them). */
-function branches(entries: FilterEntry[]): FilterCondition[][] {
-  const out: FilterCondition[][] = [];
-  let current: FilterCondition[] = [];
-  for (const entry of entries) {
-    const wrapped = isWrapped(entry, 'or') || isWrapped(entry, 'and');
-    const condition = (wrapped ? Object.values(entry)[0] : entry) as FilterCondition;
-    if (isWrapped(entry, 'or') && current.length > 0) {
-      out.push(current);
-      current = [];
-    }
-    current.push(condition);
-  }
-  if (current.length > 0) out.push(current);
-  return out;
-}
-
-/**
- * `a AND b` for two lists of filters, each with its own OR branches: every branch of one joined
- * with every branch of the other, `(a1 OR a2) AND b` being `(a1 AND b) OR (a2 AND b)`.
- *
- * @example andFilters([{ '*.fields.a': { equal: 1 } }, { or: { '*.fields.a': { equal: 2 } } }], [{ '*.meta.id': {
- * equal: '7' } }])
- */
-export function andFilters(...lists: (FilterEntry[] | undefined)[]): FilterEntry[] {
-  let result: FilterCondition[][] = [];
-  for (const list of lists) {
-    if (!list || list.length === 0) continue;
-    const next = branches(list);
-    result = result.length === 0 ? next : result.flatMap((left) => next.map((right) => [...left, ...right]));
-  }
-  return result.flatMap((branch, b) =>
-    branch.map((condition, c): FilterEntry => (c > 0 ? { and: condition } : b > 0 ? { or: condition } : condition)),
-  );
-}
-
+const answerOf = (answers: Answered[]): LiveAnswer => ({
+  documents: answers.flatMap((answer) => answer.data),
+  included: answers.flatMap((answer) => Object.values(answer.includes ?? {}).flat()),
+});
+const found = (answer: LiveAnswer): LiveAnswer | undefined => (answer.documents.length > 0 ? answer : undefined);
 const byId = (id: string): FilterEntry => ({ '*.meta.id': { equal: id } });
 
 export class LiveRequests {
@@ -70,106 +37,11 @@ export class LiveRequests {
     this.#options = options;
   }
 
-  /** What every document of the answers is fetched with: every locale, includes (default 1), embedded assets. */
-  #full(includes = this.#options.includes): ListOptions {
-    return { locale: 'all', includes: includes ?? 1, embedAssets: this.#options.embedAssets };
-  }
-
-  /**
-   * What holds a document to the source beyond its endpoint: its content type, the loader's
-   * filters and tags (as filters, so that a request's own tags still mean what they say) and
-   * search, with `filters` ANDed to them.
-   */
-  #constraints(filters?: FilterEntry[]): Pick<ListOptions, 'filters' | 'search'> {
-    const { source, includeTags, excludeTags, search } = this.#options;
-    const own: FilterEntry[] = [];
-    if (source.kind === 'contentType') own.push({ '*.meta.contentType': { equal: source.contentType } });
-    if (includeTags?.length) own.push({ '*.meta.tags': { in: includeTags } });
-    if (excludeTags?.length) own.push({ '*.meta.tags': { notIn: excludeTags } });
-    const all = andFilters(own, this.#options.filters, filters);
-    return { ...(all.length > 0 ? { filters: all } : {}), ...(search ? { search } : {}) };
-  }
-
-  /** Whether a document fetched alone must be checked against the source with a list request. */
-  get #needsMembership(): boolean {
-    const { source, filters, includeTags, excludeTags, search } = this.#options;
-    return (
-      source.kind === 'collection' || Boolean(filters?.length || includeTags?.length || excludeTags?.length || search)
-    );
-  }
-
-  #page(
-    options: ListOptions,
-  ): Promise<{ data: ApiRecord[]; includes?: Record<string, ApiRecord[]> | undefined; meta: { total: number } }> {
-    const { source } = this.#options;
-    const client = this.#client();
-    return (
-      source.kind === 'collection' ? client.collection(source.apiId, options) : client.documents(options)
-    ) as never;
-  }
-
-  /** Every page of a list (or `limit` documents), in order. */
-  async #pages(options: ListOptions): Promise<LiveAnswer> {
-    const answer: LiveAnswer = { documents: [], included: [] };
-    const add = (page: { data: ApiRecord[]; includes?: Record<string, ApiRecord[]> | undefined }) => {
-      answer.documents.push(...page.data);
-      for (const group of Object.values(page.includes ?? {})) answer.included.push(...group);
-    };
-    if (options.limit !== undefined) {
-      add(await this.#page(options));
-      return answer;
-    }
-    const { source } = this.#options;
-    const client = this.#client();
-    const list = source.kind === 'collection' ? { collection: source.apiId } : 'documents';
-    for await (const page of client.pages(list, options)) add(page as never); // pages as large as the API gives
-    return answer;
-  }
-
-  /** The ids of a list as it is in one locale, in its order. */
-  async #ids(options: ListOptions): Promise<string[]> {
-    const answer = await this.#pages({ ...options, includes: 0, embedAssets: false, fields: 'meta(id)' });
-    return answer.documents.map((document) => document.meta.id);
-  }
-
-  /** Documents by id with every locale, in the order given (one that is gone by now is left out). */
-  async #byIds(ids: string[], includes: RequestOptions['includes']): Promise<LiveAnswer> {
-    const answer: LiveAnswer = { documents: [], included: [] };
-    const chunks: string[][] = [];
-    // As many ids in one `in` filter as a page holds.
-    for (let start = 0; start < ids.length; start += maxPageSize) chunks.push(ids.slice(start, start + maxPageSize));
-    const pages = await Promise.all(
-      chunks.map((chunk) =>
-        this.#client().documents({
-          ...this.#full(includes),
-          filters: [{ '*.meta.id': { in: chunk } }],
-          limit: chunk.length,
-        }),
-      ),
-    );
-    const found = new Map<string, ApiRecord>();
-    for (const page of pages) {
-      for (const document of page.data) found.set(document.meta.id, document);
-      for (const group of Object.values(page.includes ?? {})) answer.included.push(...group);
-    }
-    for (const id of ids) if (found.has(id)) answer.documents.push(found.get(id)!);
-    return answer;
-  }
-
-  /** The documents of every alias of an aliases source, in the order of the option. */
-  async #aliases(names: string[], includes?: RequestOptions['includes']): Promise<LiveAnswer> {
-    const answers = await Promise.all(names.map((name) => this.#client().alias(name, this.#full(includes))));
-    return {
-      documents: answers.map(({ includes: _, ...document }) => document),
-      included: answers.flatMap((answer) => Object.values(answer.includes ?? {}).flat()),
-    };
-  }
-
   /** A list of the source, as `getLiveCollection()` asks for it. */
   async list(request: CollectionRequest): Promise<LiveAnswer> {
     const { source, sorting } = this.#options;
-    if (source.kind === 'aliases') {
-      const answer = await this.#aliases(source.aliases, request.includes);
+    if (source.kind === 'alias') {
+      const answer = await this.#aliases(request.includes);
       const start = request.offset ?? 0;
       answer.documents = answer.documents.slice(start, request.limit === undefined ? undefined : start + request.limit);
       return answer;
@@ -186,76 +58,125 @@ export class LiveRequests {
     };
     // A collection's own definition may filter or sort on localized values too.
     const localeSensitive =
-      source.kind === 'collection' ||
-      options.filters !== undefined ||
-      options.sorting !== undefined ||
-      options.search !== undefined;
+      source.kind === 'collection' || Boolean(options.filters || options.sorting || options.search);
     if (request.locale !== undefined && localeSensitive)
       return this.#byIds(await this.#ids({ ...options, locale: request.locale }), request.includes);
-    return this.#pages({ ...options, ...this.#full(request.includes) });
+    return this.#list({ ...options, ...this.#full(request.includes) });
   }
 
   /** The document with this id, if the source holds it. */
   async byId(id: string): Promise<LiveAnswer | undefined> {
-    const { source } = this.#options;
-    if (source.kind === 'aliases') return this.#only(await this.#aliases(source.aliases), id);
+    if (this.#options.source.kind === 'alias') {
+      const { documents, included } = await this.#aliases();
+      return found({ documents: documents.filter((document) => document.meta.id === id).slice(0, 1), included });
+    }
     if (this.#needsMembership)
-      return this.#first(await this.#pages({ ...this.#full(), ...this.#constraints([byId(id)]), limit: 1 }));
+      return found(await this.#list({ ...this.#full(), ...this.#constraints([byId(id)]), limit: 1 }));
     const answer = await this.#single(() => this.#client().document(id, this.#full()));
     return answer && this.#ofSource(answer) ? answer : undefined;
   }
 
-  /** The first document of the source whose field has this value in the locale. */
+  /** The first document of the source whose field has this value in the locale (not for aliases). */
   async byField(field: string, value: string | number | boolean, locale: string): Promise<LiveAnswer | undefined> {
-    const { source } = this.#options;
-    if (source.kind === 'aliases') throw new Error('byField is answered from the aliases by the loader');
-    const ids = await this.#ids({
-      ...this.#constraints([{ [`*.fields.${field}`]: { equal: value } }]),
-      locale,
-      limit: 1,
-    });
-    if (ids.length === 0) return undefined;
-    return this.#single(() => this.#client().document(ids[0]!, this.#full()));
+    const filter = { [`*.fields.${field}`]: { equal: value } };
+    const [id] = await this.#ids({ ...this.#constraints([filter]), locale, limit: 1 });
+    return id === undefined ? undefined : this.#single(() => this.#client().document(id, this.#full()));
   }
 
   /** The document an alias points to, if the source holds it. */
   async byAlias(alias: string): Promise<LiveAnswer | undefined> {
     const { source } = this.#options;
-    if (source.kind === 'aliases' && !source.aliases.includes(alias)) return undefined;
+    if (source.kind === 'alias' && !source.names.includes(alias)) return undefined;
     const answer = await this.#single(() => this.#client().alias(alias, this.#full()));
-    if (!answer || source.kind === 'aliases') return answer;
+    if (!answer || source.kind === 'alias') return answer;
     if (!this.#needsMembership) return this.#ofSource(answer) ? answer : undefined;
-    const id = answer.documents[0]!.meta.id;
-    const member = await this.#ids({ ...this.#constraints([byId(id)]), limit: 1 });
+    const member = await this.#ids({ ...this.#constraints([byId(answer.documents[0]!.meta.id)]), limit: 1 });
     return member.length > 0 ? answer : undefined;
   }
 
-  /** A single-record request; a 404 is no document. */
-  async #single(
-    send: () => Promise<ApiRecord & { includes?: Record<string, ApiRecord[]> | undefined }>,
-  ): Promise<LiveAnswer | undefined> {
-    try {
-      const { includes, ...document } = await send();
-      return { documents: [document as ApiRecord], included: Object.values(includes ?? {}).flat() };
-    } catch (error) {
-      if (error instanceof NotFoundError) return undefined;
-      throw error;
-    }
+  /** What every document of the answers is fetched with: every locale, includes (default 1), embedded assets. */
+  #full(includes = this.#options.includes): ListOptions {
+    return { locale: 'all', includes: includes ?? 1, embedAssets: this.#options.embedAssets };
+  }
+
+  /**
+   * What holds a document to the source beyond its endpoint: its content type, the loader's
+   * filters and tags (as filters, so that a request's own tags still mean what they say) and
+   * search, with `filters` ANDed to them.
+   */
+  #constraints(filters?: FilterEntry[]): Pick<ListOptions, 'filters' | 'search'> {
+    const { source, includeTags, excludeTags, search } = this.#options;
+    const own: FilterEntry[] = [];
+    if (source.kind === 'query') own.push({ '*.meta.contentType': { equal: source.contentType } });
+    if (includeTags?.length) own.push({ '*.meta.tags': { in: includeTags } });
+    if (excludeTags?.length) own.push({ '*.meta.tags': { notIn: excludeTags } });
+    const all = andFilters(own, this.#options.filters, filters);
+    return { ...(all.length > 0 ? { filters: all } : {}), ...(search ? { search } : {}) };
+  }
+
+  /** Whether a document fetched alone must be checked against the source with a list request. */
+  get #needsMembership(): boolean {
+    const { source, filters, includeTags, excludeTags, search } = this.#options;
+    return (
+      source.kind === 'collection' || Boolean(filters?.length || includeTags?.length || excludeTags?.length || search)
+    );
   }
 
   #ofSource(answer: LiveAnswer): boolean {
     const { source } = this.#options;
-    return source.kind !== 'contentType' || answer.documents[0]?.meta.contentType === source.contentType;
+    return source.kind !== 'query' || answer.documents[0]?.meta.contentType === source.contentType;
   }
 
-  #first(answer: LiveAnswer): LiveAnswer | undefined {
-    return answer.documents.length > 0
-      ? { documents: answer.documents.slice(0, 1), included: answer.included }
-      : undefined;
+  /** Every page of a list of the source, as large as the API gives them, in order; or the first `limit` documents. */
+  async #list(options: ListOptions): Promise<LiveAnswer> {
+    const { source } = this.#options;
+    const list: ListSource = source.kind === 'collection' ? { collection: source.name } : 'documents';
+    const pages: Answered[] = [];
+    for await (const page of this.#client().pages(list, { ...options, pageSize: options.limit ?? maxPageSize })) {
+      pages.push(page);
+      if (options.limit !== undefined) break;
+    }
+    return answerOf(pages);
   }
 
-  #only(answer: LiveAnswer, id: string): LiveAnswer | undefined {
-    const document = answer.documents.find((candidate) => candidate.meta.id === id);
-    return document && { documents: [document], included: answer.included };
+  /** The ids of a list as it is in one locale, in its order. */
+  async #ids(options: ListOptions): Promise<string[]> {
+    const answer = await this.#list({ ...options, includes: 0, embedAssets: false, fields: 'meta(id)' });
+    return answer.documents.map((document) => document.meta.id);
+  }
+
+  /** Documents by id with every locale, in the order given (one that is gone by now is left out). */
+  async #byIds(ids: string[], includes: Includes): Promise<LiveAnswer> {
+    const chunks: string[][] = [];
+    // As many ids in one `in` filter as a page holds.
+    for (let start = 0; start < ids.length; start += maxPageSize) chunks.push(ids.slice(start, start + maxPageSize));
+    const filtered = (chunk: string[]) =>
+      this.#client().documents({
+        ...this.#full(includes),
+        filters: [{ '*.meta.id': { in: chunk } }],
+        limit: chunk.length,
+      });
+    const answer = answerOf(await Promise.all(chunks.map(filtered)));
+    const byIds = new Map(answer.documents.map((document) => [document.meta.id, document]));
+    return { documents: ids.flatMap((id) => byIds.get(id) ?? []), included: answer.included };
+  }
+
+  /** The documents of every alias of an aliases source, in the order of the option. */
+  async #aliases(includes?: Includes): Promise<LiveAnswer> {
+    const { source } = this.#options;
+    const names = source.kind === 'alias' ? source.names : [];
+    const answers = await Promise.all(names.map((name) => this.#client().alias(name, this.#full(includes))));
+    return answerOf(answers.map(({ includes, ...document }) => ({ data: [document], includes })));
+  }
+
+  /** A single-record request; a 404 is no document. */
+  async #single(send: () => Promise<ApiRecord & Omit<Answered, 'data'>>): Promise<LiveAnswer | undefined> {
+    try {
+      const { includes, ...document } = await send();
+      return answerOf([{ data: [document as ApiRecord], includes }]);
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
   }
 }

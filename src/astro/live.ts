@@ -1,25 +1,22 @@
-import type { LiveDataCollection, LiveDataEntry } from 'astro';
 import type { LiveLoader } from 'astro/loaders';
 import { createClient, defaultBaseUrl, type ReadApiClient } from '../api/client.ts';
 import { ConfigError } from '../sync/config.ts';
-import type { Locales } from '../sync/locales.ts';
+import { type Locales, repositoryLocales } from '../sync/locales.ts';
 import { valueNamed } from '../sync/sections.ts';
-import { cacheTag, type ComfortableLiveEntryData, LiveShaper } from './live-entries.ts';
-import { type ComfortableLiveError, entryNotFound, type ErrorContext, liveError } from './live-errors.ts';
-import { checkFields } from './live-fields.ts';
-import { RepositoryLocales } from './live-locales.ts';
+import { cacheTag, type ComfortableLiveEntryData, checkFields, liveShaper } from './live-entries.ts';
+import { type ComfortableLiveError, entryNotFound, liveError } from './live-errors.ts';
 import {
   type ComfortableLiveLoaderOptions,
   type EntryRequest,
-  type LiveCollectionFilter,
   type FieldsSchema,
+  type LiveCollectionFilter,
   type LiveEntryFilter,
   type LiveOptions,
   parseCollectionFilter,
   parseEntryFilter,
   parseLiveOptions,
 } from './live-options.ts';
-import { type LiveAnswer, LiveRequests } from './live-requests.ts';
+import { LiveRequests } from './live-requests.ts';
 
 /**
  * A live loader of this package, as `defineLiveCollection({ loader })` takes it; `Fields` is the
@@ -31,6 +28,11 @@ export type ComfortableLiveLoader<Fields extends Record<string, unknown> = Recor
   LiveCollectionFilter,
   ComfortableLiveError
 >;
+
+type Failure = { error: ComfortableLiveError };
+
+/** How long the repository's locales are used before they are asked for again. */
+const localesMaxAgeMs = 60_000;
 
 /**
  * A live loader for `src/live.config.ts`: content fetched from the Read API when a page asks for
@@ -53,162 +55,152 @@ export type ComfortableLiveLoader<Fields extends Record<string, unknown> = Recor
 export function comfortableLiveLoader<Fields extends Record<string, unknown> = Record<string, unknown>>(
   input: ComfortableLiveLoaderOptions<Fields>,
 ): ComfortableLiveLoader<Fields> {
-  const options: LiveOptions = parseLiveOptions(input);
-  const { repository, source } = options;
+  const options = parseLiveOptions(input);
+  const { repository, source, apiKey } = options;
   const baseUrl = options.baseUrl ?? defaultBaseUrl;
   let client: ReadApiClient | undefined;
   // Made on the first request: the key may be set only where the site runs, not where it is built.
   const clientOf = (): ReadApiClient => {
-    if (!options.apiKey) {
+    if (!apiKey) {
       throw new ConfigError(
         'apiKey',
-        `the apiKey option of comfortableLiveLoader() is not set. Give it a Read API key of the repository "${repository}", read from the environment when the server runs (apiKey: process.env.CMFT_API_KEY).`,
+        `the apiKey option of comfortableLiveLoader() is not set. Give it a Read API key of the repository ` +
+          `"${repository}", read from the environment when the server runs (apiKey: process.env.CMFT_API_KEY).`,
       );
     }
-    return (client ??= createClient({
-      baseUrl,
-      repository,
-      apiKey: options.apiKey,
-      timeouts: options.timeouts,
-      retry: options.retry,
-      ...(options.concurrency ? { concurrency: options.concurrency } : {}),
-    }));
+    const { timeouts, retry, concurrency } = options;
+    return (client ??= createClient({ baseUrl, repository, apiKey, timeouts, retry, concurrency }));
   };
-  const repositoryLocales = new RepositoryLocales(clientOf, options.locales);
+  const locales = repositoryLocalesOf(clientOf, options.locales);
   const requests = new LiveRequests(clientOf, options);
-  const shaper = new LiveShaper({ repository, contentTypes: options.contentTypes, render: options.render });
-  const context = (collection: string): ErrorContext => ({
-    collection,
-    baseUrl,
-    repository,
-    source,
-    apiKey: options.apiKey,
-  });
+  const shape = liveShaper(options);
   // The schema the input typed as FieldsSchema<Fields>; parsing the options only checked it is one.
   const fields = options.fields as FieldsSchema<Fields> | undefined;
+  const failure = (error: unknown, collection: string): Failure => ({
+    error: liveError(error, { collection, baseUrl, repository, apiKey, aliases: source.kind === 'alias' }),
+  });
 
   return {
     name: 'comfortable-live-loader',
 
-    async loadCollection({
-      filter,
-      collection,
-    }): Promise<LiveDataCollection<ComfortableLiveEntryData<Fields>> | { error: ComfortableLiveError }> {
+    async loadCollection({ filter, collection }) {
       try {
-        const request = parseCollectionFilter(filter);
-        if (source.kind === 'aliases') {
-          const unsupported = (['filters', 'sorting', 'search', 'includeTags', 'excludeTags'] as const).find(
-            (name) => request[name] !== undefined,
-          );
-          if (unsupported)
-            throw new ConfigError(
-              unsupported,
-              `Invalid filter of getLiveCollection(): ${unsupported} needs a loader for a collection or contentType; this one lists aliases`,
-            );
-        }
-        const locales = await repositoryLocales.get();
-        const held = loaderLocales(options, locales);
+        const request = parseCollectionFilter(filter, source);
+        const known = await locales();
+        const held = loaderLocales(options, known);
         // A locale from the URL that has no entries is a page that does not exist, not a broken config.
-        const missing =
-          request.locale === undefined
-            ? undefined
-            : missingLocale(request.locale, held, options, locales, 'getLiveCollection()');
+        const missing = request.locale && missingLocale(request.locale, held, options, known, 'getLiveCollection()');
         if (missing)
-          return {
-            error: entryNotFound(collection, `entries in ${request.locale} (${missing})`) as ComfortableLiveError,
-          };
-        const shaped = shaper.shape(
-          await requests.list(request),
-          locales,
-          request.locale === undefined ? held : [request.locale],
-        );
+          return { error: entryNotFound(collection, `entries in ${request.locale} (${missing})`) } as Failure;
+        const shaped = shape(await requests.list(request), known, request.locale ? [request.locale] : held);
         return {
           entries: await checkFields(shaped, fields),
           cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] },
         };
       } catch (error) {
-        return { error: liveError(error, context(collection)) as ComfortableLiveError };
+        return failure(error, collection);
       }
     },
 
-    async loadEntry({
-      filter,
-      collection,
-    }): Promise<LiveDataEntry<ComfortableLiveEntryData<Fields>> | undefined | { error: ComfortableLiveError }> {
+    async loadEntry({ filter, collection }) {
       try {
         const request = parseEntryFilter(filter);
-        const locales = await repositoryLocales.get();
-        const held = loaderLocales(options, locales);
-        const locale = request.locale ?? defaultLocale(held, locales);
-        const missing = missingLocale(locale, held, options, locales, 'getLiveEntry()');
-        const entry = missing ? undefined : await findEntry(request, locale, locales);
+        const known = await locales();
+        const held = loaderLocales(options, known);
+        // Without a locale: the repository's default, if the loader holds it, else the loader's first.
+        const locale = request.locale ?? (held.includes(known.defaultLocale) ? known.defaultLocale : held[0]!);
+        const missing = missingLocale(locale, held, options, known, 'getLiveEntry()');
+        const entry = missing ? undefined : await findEntry(request, locale, known);
         // Astro's own error for a missing entry, saying what was looked for and where.
-        if (!entry)
-          return {
-            error: entryNotFound(
-              collection,
-              `${lookupText(request, locale)} (${missing ?? sourceText(options)})`,
-            ) as ComfortableLiveError,
-          };
+        const lookup = `${lookupText(request)} in ${locale} (${missing ?? sourceText(options)})`;
+        if (!entry) return { error: entryNotFound(collection, lookup) } as Failure;
         return (await checkFields([entry], fields))[0];
       } catch (error) {
-        return { error: liveError(error, context(collection)) as ComfortableLiveError };
+        return failure(error, collection);
       }
     },
   };
 
-  async function findEntry(
-    request: EntryRequest,
-    locale: string,
-    locales: Locales,
-  ): Promise<LiveDataEntry<ComfortableLiveEntryData> | undefined> {
-    let answer: LiveAnswer | undefined;
-    if (request.by === 'id') answer = await requests.byId(request.id);
-    else if (request.by === 'alias') answer = await requests.byAlias(request.alias);
-    else if (source.kind !== 'aliases') answer = await requests.byField(request.field, request.value, locale);
-    else {
+  async function findEntry(request: EntryRequest, locale: string, known: Locales) {
+    if (request.by === 'field' && source.kind === 'alias') {
       // A handful of aliases: their documents are compared in the locale here.
-      const entries = shaper.shape(await requests.list({}), locales, [locale]);
+      const entries = shape(await requests.list({}), known, [locale]);
       return entries.find((entry) => valueNamed(entry.data.fields, request.field) === request.value);
     }
-    return answer && shaper.shape(answer, locales, [locale])[0];
+    const answer =
+      request.by === 'id'
+        ? await requests.byId(request.id)
+        : request.by === 'alias'
+          ? await requests.byAlias(request.alias)
+          : await requests.byField(request.field, request.value, locale);
+    return answer && shape(answer, known, [locale])[0];
   }
+}
+
+/**
+ * The repository's locales and fallback chains, from the repository endpoint: fetched on the
+ * first request, then kept and asked again at most once a minute, a conditional GET the server
+ * answers with 304 while they are unchanged. Requests waiting for them share one. The `locales`
+ * option stands for them when the server lists none.
+ */
+function repositoryLocalesOf(client: () => ReadApiClient, configured: string[] | undefined): () => Promise<Locales> {
+  let current: { locales: Locales; at: number } | undefined;
+  let pending: Promise<Locales> | undefined;
+  const fetch = async (): Promise<Locales> => {
+    try {
+      const { meta } = await client().repository();
+      const locales =
+        repositoryLocales(meta) ??
+        (configured && {
+          defaultLocale: meta.defaultLocale ?? configured[0]!,
+          locales: configured.map((key) => ({ key })),
+          source: 'config' as const,
+        });
+      if (!locales)
+        throw new Error(
+          `The repository "${meta.apiId}" lists no locales: set the locales option of comfortableLiveLoader() to ` +
+            'its locale keys, the default first',
+        );
+      current = { locales, at: Date.now() };
+      return locales;
+    } catch (error) {
+      // Kept while the server cannot say: a request for content reports its own failure.
+      if (current) return current.locales;
+      throw error;
+    }
+  };
+  return () => {
+    if (current && Date.now() - current.at < localesMaxAgeMs) return Promise.resolve(current.locales);
+    pending ??= fetch().finally(() => (pending = undefined));
+    return pending;
+  };
 }
 
 /** The locales the loader makes entries in: its `locales` option, checked, or every locale of the repository. */
 function loaderLocales(options: LiveOptions, locales: Locales): string[] {
   const known = locales.locales.map((locale) => locale.key);
-  if (!options.locales) return known;
-  const unknown = options.locales.find((key) => !known.includes(key));
+  const unknown = options.locales?.find((key) => !known.includes(key));
   if (unknown)
     throw new ConfigError(
       'locales',
-      `the locales option of comfortableLiveLoader() names "${unknown}", which is not a locale of the repository "${options.repository}" (${known.join(', ')})`,
+      `the locales option of comfortableLiveLoader() names "${unknown}", which is not a locale of the repository ` +
+        `"${options.repository}" (${known.join(', ')})`,
     );
-  return options.locales;
-}
-
-/** An entry's locale when the filter names none: the repository's default, if the loader holds it, else the loader's first. */
-function defaultLocale(held: string[], locales: Locales): string {
-  return held.includes(locales.defaultLocale) ? locales.defaultLocale : held[0]!;
+  return options.locales ?? known;
 }
 
 /**
  * Why a locale a filter names has no entries of the loader: not a locale of the repository, or
  * not one of its `locales` option (each naming what to check); undefined when it has.
  */
-function missingLocale(
-  locale: string,
-  held: string[],
-  options: LiveOptions,
-  locales: Locales,
-  call: string,
-): string | undefined {
+function missingLocale(locale: string, held: string[], options: LiveOptions, locales: Locales, call: string) {
   const known = locales.locales.map((l) => l.key);
-  if (!known.includes(locale))
-    return `the repository "${options.repository}" has no locale "${locale}", only ${known.join(', ')}: check the locale given to ${call}`;
-  if (!held.includes(locale))
-    return `${locale} is not one of the locales option of comfortableLiveLoader() in src/live.config.ts: ${held.join(', ')}`;
+  if (!known.includes(locale)) {
+    const only = `only ${known.join(', ')}: check the locale given to ${call}`;
+    return `the repository "${options.repository}" has no locale "${locale}", ${only}`;
+  }
+  const option = 'the locales option of comfortableLiveLoader() in src/live.config.ts';
+  if (!held.includes(locale)) return `${locale} is not one of ${option}: ${held.join(', ')}`;
   return undefined;
 }
 
@@ -217,22 +209,24 @@ function missingLocale(
  * `…:contentType:<type>`, `…:alias:<apiId>`): a list carries them, so that a new document, in no
  * cached list yet, can purge the lists it joins.
  */
-function sourceTags({ repository, source }: Pick<LiveOptions, 'repository' | 'source'>): string[] {
-  if (source.kind === 'collection') return [`${cacheTag(repository)}:collection:${source.apiId}`];
-  if (source.kind === 'contentType') return [`${cacheTag(repository)}:contentType:${source.contentType}`];
-  return source.aliases.map((alias) => `${cacheTag(repository)}:alias:${alias}`);
+function sourceTags({ repository, source }: LiveOptions): string[] {
+  if (source.kind === 'collection') return [`${cacheTag(repository)}:collection:${source.name}`];
+  if (source.kind === 'query') return [`${cacheTag(repository)}:contentType:${source.contentType}`];
+  return source.names.map((alias) => `${cacheTag(repository)}:alias:${alias}`);
 }
 
-function lookupText(request: EntryRequest, locale: string): string {
-  if (request.by === 'id') return `document ${request.id} in ${locale}`;
-  if (request.by === 'alias') return `alias "${request.alias}" in ${locale}`;
-  return `${request.field} ${JSON.stringify(request.value)} in ${locale}`;
+function lookupText(request: EntryRequest): string {
+  if (request.by === 'id') return `document ${request.id}`;
+  if (request.by === 'alias') return `alias "${request.alias}"`;
+  return `${request.field} ${JSON.stringify(request.value)}`;
 }
 
 function sourceText({ source, repository }: LiveOptions): string {
-  if (source.kind === 'collection')
-    return `among the documents of the collection "${source.apiId}" of the repository "${repository}"`;
-  if (source.kind === 'contentType')
-    return `among the documents of content type "${source.contentType}" of the repository "${repository}"`;
-  return `among the documents of the aliases ${source.aliases.map((alias) => `"${alias}"`).join(', ')} of the repository "${repository}"`;
+  const among =
+    source.kind === 'collection'
+      ? `the collection "${source.name}"`
+      : source.kind === 'query'
+        ? `content type "${source.contentType}"`
+        : `the aliases ${source.names.map((alias) => `"${alias}"`).join(', ')}`;
+  return `among the documents of ${among} of the repository "${repository}"`;
 }

@@ -1,7 +1,7 @@
 import { hash as oneShotHash } from 'node:crypto';
 import { z } from 'zod';
 import { defaultBaseUrl } from '../api/client.ts';
-import { filterOperators, type IncludeMap, type ListOptions } from '../api/query.ts';
+import { andFilters, type FilterEntry, filterOperators, type IncludeMap, type ListOptions } from '../api/query.ts';
 import type { Changeset } from './changeset.ts';
 import { allowedKeys, nearestKey } from './option-keys.ts';
 
@@ -234,13 +234,10 @@ export function sourcesOf(config: SyncConfig): Source[] {
   const make = (kind: Source['kind'], name: string, options: SourceOptions & { contentType?: string }): Source => {
     const { contentType, ...rest } = options;
     const effective: SourceOptions = { includes: 1, embedAssets: true, ...rest };
+    // The content type joins every OR branch (AND binds tighter than OR).
     if (contentType) {
-      // The content type joins every OR branch (AND binds tighter than OR).
       const only = { '*.meta.contentType': { equal: contentType } };
-      effective.filters = [
-        only,
-        ...(rest.filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: only }] : [entry])),
-      ];
+      effective.filters = andFilters([only], rest.filters as FilterEntry[] | undefined) as SourceOptions['filters'];
     }
     return { key: `${kind}:${name}`, kind, name, options: effective, fingerprint: hash(canonicalOptions(effective)) };
   };

@@ -1,5 +1,5 @@
 import type { ReadApiClient } from '../api/client.ts';
-import type { FilterEntry, ListOptions } from '../api/query.ts';
+import { andFilters, type FilterEntry, type ListOptions } from '../api/query.ts';
 import type { ApiRecord, ListAnswer } from '../wire/schemas.ts';
 import { requestOptions, type Source } from './config.ts';
 import type { AnsweredPage, Intake } from './intake.ts';
@@ -99,18 +99,6 @@ export async function settleAll<T>(tasks: Promise<T>[]): Promise<T[]> {
   return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
 }
 
-/** Adds a condition to every OR branch of a filter list. */
-export function andEveryBranch(
-  filters: FilterEntry[] | undefined,
-  condition: Record<string, Record<string, unknown>>,
-): FilterEntry[] {
-  const only = condition as FilterEntry;
-  return [
-    only,
-    ...(filters ?? []).flatMap((entry) => ('or' in entry ? [entry, { and: condition } as FilterEntry] : [entry])),
-  ];
-}
-
 /**
  * Whole documents (every locale) a page of a source's first sync, or a request by id, asks at
  * most (`pageSize` when lower): pages of 1,000 run to megabytes each, and the sync holds several
@@ -181,9 +169,7 @@ export class Fetcher {
    */
   async changedSince(source: Source, since: string): Promise<void> {
     const options = requestOptions(source);
-    const filters = andEveryBranch(options.filters as FilterEntry[] | undefined, {
-      '*.meta.updatedAt': { greaterThanEqual: since },
-    });
+    const filters = andFilters([{ '*.meta.updatedAt': { greaterThanEqual: since } }], options.filters as FilterEntry[]);
     for await (const page of this.#client.pages(listOf(source), {
       ...options,
       includes: 0,

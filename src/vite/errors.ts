@@ -1,15 +1,21 @@
 import { scrub } from '../api/errors.ts';
 import { ConfigError } from '../sync/config.ts';
-import { hintFor, hintSettings, type OptionsSite, rootOf } from '../sync/hints.ts';
+import { hintFor, type OptionsSite } from '../api/hints.ts';
+import { hintSettings, rootOf } from '../sync/hints.ts';
 import type { SharedSync } from '../sync/shared.ts';
 
 /**
  * The plugin's failures as a Vite user sees them: the message of what failed, then the option
- * to fix and where it is written (see sync/hints.ts), as the Astro loader's hints say it.
+ * to fix and where it is written (see api/hints.ts), as the Astro loader's hints say it.
  */
 
 /** Where a plain Vite project writes the options the hints name. */
-export const viteSite: OptionsSite = { options: 'comfortable() in vite.config', cacheFolder: 'node_modules/.vite' };
+export const viteSite: OptionsSite = {
+  kind: 'sync',
+  call: 'comfortable()',
+  options: 'comfortable() in vite.config',
+  cacheFolder: 'node_modules/.vite',
+};
 
 /**
  * A sync's failure that a user fixes in the options: the message (with the URL and the answer)
