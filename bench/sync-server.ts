@@ -1,5 +1,5 @@
 import { startServer } from '../src/server/index.ts';
-import type { Snapshot, SnapshotRecord } from '../src/server/snapshot.ts';
+import type { Snapshot, SnapshotRecord } from '../src/wire/snapshot.ts';
 import { generateSnapshot, type Weight, weights } from './generate.ts';
 
 /**

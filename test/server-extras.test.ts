@@ -8,7 +8,7 @@ import type { SnapshotIndexes } from '../src/server/derived.ts';
 import { compileFilters } from '../src/server/filters.ts';
 import { type ReadApiServer, type ReloadEvent, SnapshotError, startServer } from '../src/server/index.ts';
 import { PreparedRepository } from '../src/server/repository.ts';
-import { parseSnapshot } from '../src/server/snapshot.ts';
+import { parseSnapshot } from '../src/wire/snapshot.ts';
 import { parseSorting, sortRecords } from '../src/server/sorting.ts';
 import { warmFrom } from '../src/server/warm.ts';
 import { runCli, serveProcess } from './helpers/cli.ts';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { compileFilters } from '../src/server/filters.ts';
 import { PreparedRepository } from '../src/server/repository.ts';
-import { parseSnapshot } from '../src/server/snapshot.ts';
+import { parseSnapshot } from '../src/wire/snapshot.ts';
 import { type Options, refusedEveryWay } from './helpers/forms.ts';
 import { fixture, servedForFile } from './helpers/server.ts';
 import { byId, filterAsks, startFiltersServer, where } from './helpers/server-filters.ts';

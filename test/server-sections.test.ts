@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseSnapshot, SnapshotError } from '../src/server/snapshot.ts';
+import { parseSnapshot, SnapshotError } from '../src/wire/snapshot.ts';
 import { startServer } from '../src/server/index.ts';
 import { idsOf, shapingAsks } from './helpers/server-shaping.ts';
 import { fixture, getJson, servedForFile } from './helpers/server.ts';

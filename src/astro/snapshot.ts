@@ -1,8 +1,7 @@
 import { hash } from 'node:crypto';
 import { access } from 'node:fs/promises';
 import { type ReadApiServer, startServer } from '../server/server.ts';
-import { localFilePath } from '../server/repository.ts';
-import { readSnapshotFile } from '../server/snapshot.ts';
+import { localFilePath, readSnapshotFile } from '../wire/snapshot.ts';
 import { ConfigError } from '../sync/config.ts';
 
 /**

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pLimit from 'p-limit';
 import { fetch } from 'undici';
-import { localFilePath } from '../server/repository.ts';
+import { localFilePath } from '../wire/snapshot.ts';
 import type { SnapshotRecord } from './records.ts';
 
 /**

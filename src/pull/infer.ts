@@ -1,4 +1,4 @@
-import type { ContentTypeDefinition, FieldDefinition, FieldType } from '../server/snapshot.ts';
+import type { ContentTypeDefinition, FieldDefinition, FieldType } from '../wire/snapshot.ts';
 import { isSection } from '../sync/sections.ts';
 import { type FieldKind, isLocaleMap, kindOfValue, mergeKinds } from '../sync/shapes.ts';
 

@@ -4,7 +4,7 @@ import { collectIncludes } from './includes.ts';
 import { applyMask } from './mask.ts';
 import type { RequestOptions } from './options.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
-import type { CollectionDefinition } from './snapshot.ts';
+import type { CollectionDefinition } from '../wire/snapshot.ts';
 import { parseSorting, sortedDocuments, sortRecords } from './sorting.ts';
 
 /**

@@ -1,7 +1,6 @@
 import { posix } from 'node:path';
 import { fileBounds, type FileProblem, fileProblem, type SnapshotPaths } from './files.ts';
-import { localFilePath } from './repository.ts';
-import type { Snapshot } from './snapshot.ts';
+import { localFilePath, type Snapshot } from '../wire/snapshot.ts';
 
 /**
  * Asset files `/files` would answer 404 for: a snapshot copied without its `images/` folder

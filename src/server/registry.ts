@@ -1,7 +1,7 @@
 import { basename, dirname } from 'node:path';
 import { collectionError } from './answer.ts';
 import { PreparedRepository } from './repository.ts';
-import { type Snapshot, SnapshotError } from './snapshot.ts';
+import { type Snapshot, SnapshotError } from '../wire/snapshot.ts';
 import { warmFrom } from './warm.ts';
 
 /** Where a repository's snapshot came from: a file (whose folder serves its asset files), or an object. */

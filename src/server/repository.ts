@@ -4,9 +4,11 @@ import {
   assetContentType,
   type ContentTypeDefinition,
   type FieldDefinition,
+  localFilePath,
+  mapImageSources,
   type Snapshot,
   type SnapshotRecord,
-} from './snapshot.ts';
+} from '../wire/snapshot.ts';
 
 /**
  * A snapshot prepared for serving: records by id, aliases, fallback chains, and per-locale
@@ -33,20 +35,6 @@ export function valueIn(fields: Record<string, unknown>, field: FieldDefinition)
     field.section === undefined ? fields : Object.hasOwn(fields, field.section) ? fields[field.section] : undefined;
   if (typeof holder !== 'object' || holder === null) return undefined;
   return Object.hasOwn(holder, field.apiId) ? (holder as Record<string, unknown>)[field.apiId] : undefined; // a field named constructor is not Object's
-}
-
-/** The path under the snapshot's folder of a relative asset URL; undefined for an absolute URL. */
-export function localFilePath(url: string): string | undefined {
-  if (/^[a-z][a-z0-9+.-]*:/i.test(url) || url.startsWith('//')) return undefined;
-  return url.replace(/^\.?\//, '');
-}
-
-/** Richtext HTML with the `src` of each `<img>` replaced where `map` gives a new one. */
-export function mapImageSources(html: string, map: (src: string) => string | undefined): string {
-  return html.replace(/(<img\b[^>]*?\ssrc=")([^"]*)(")/gi, (tag, start: string, src: string, end: string) => {
-    const next = map(src);
-    return next === undefined ? tag : `${start}${next}${end}`;
-  });
 }
 
 export function isReference(value: unknown): value is Reference {

@@ -19,7 +19,7 @@ import { redactKey } from './query-string.ts';
 import { checkDistinct, type ReloadEvent, Repositories, type Source } from './registry.ts';
 import { SnapshotFiles } from './reload.ts';
 import { handleApiRequest } from './routes.ts';
-import { parseSnapshot, readSnapshotFile, type Snapshot } from './snapshot.ts';
+import { parseSnapshot, readSnapshotFile, type Snapshot } from '../wire/snapshot.ts';
 import { sendWebhook, type WebhookTarget } from './webhooks.ts';
 
 export { diffSnapshots, type ReloadEvent } from './registry.ts';

@@ -1,5 +1,5 @@
 import { badRequest, quote } from './errors.ts';
-import type { FieldType } from './snapshot.ts';
+import type { FieldType } from '../wire/snapshot.ts';
 import { kept } from './derived.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
 

@@ -1,13 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { fastFieldsTest } from './fast-check.ts';
 
 /**
  * The repository snapshot format of `spec/read-api.md` §1, as zod schemas.
  * Structure is checked by `snapshotSchema`; field values are checked per content type by
- * `fieldsSchema` (after a faster test of the same rules, ./fast-check.ts, has refused them), and
- * the cross-references (ids, locales, aliases) by `parseSnapshot` itself.
+ * `fieldsSchema`, and the cross-references (ids, locales, aliases) by `parseSnapshot` itself.
+ * The server serves this format and `pull` writes it.
  */
+
+/** The field types of the Read API: a snapshot's content types declare them, the sync reads them from values. */
 
 export const fieldTypes = [
   'text',
@@ -300,14 +301,12 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
     });
   });
 
-  // Per content type, one check of a record's fields: the fast test, and the zod schema (built
-  // when first needed) where it refuses, for the verdict and the message.
+  // Per content type, one check of a record's fields, made when first needed.
   const fieldChecks = new Map<string, (fields: Record<string, unknown>, path: PropertyKey[]) => void>();
   const checkFields = (type: ContentTypeDefinition, fields: Record<string, unknown>, path: PropertyKey[]) => {
     let checkOf = fieldChecks.get(type.apiId);
     if (!checkOf) {
-      const fast = fastFieldsTest(type, localeKeys);
-      let schema: z.ZodType | undefined;
+      const schema = fieldsSchema(type, localeKeys);
       // A field named like a member of every object (constructor, toString…) that a record lacks
       // would be checked as that member: such records (and sections) lose their prototype, so the
       // check reads only what they hold (the server's own reads take own properties only).
@@ -331,7 +330,7 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
           if (typeof held === 'object' && held !== null && !Array.isArray(held))
             ownOnly(held as Record<string, unknown>, names);
         }
-        if (!fast(value)) check((schema ??= fieldsSchema(type, localeKeys)), value, file, [...at, 'fields']);
+        check(schema, value, file, [...at, 'fields']);
       };
       fieldChecks.set(type.apiId, checkOf);
     }
@@ -434,6 +433,20 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
     }
   });
   return snapshot;
+}
+
+/** The path under the snapshot's folder of a relative asset URL; undefined for an absolute URL. */
+export function localFilePath(url: string): string | undefined {
+  if (/^[a-z][a-z0-9+.-]*:/i.test(url) || url.startsWith('//')) return undefined;
+  return url.replace(/^\.?\//, '');
+}
+
+/** Richtext HTML with the `src` of each `<img>` replaced where `map` gives a new one. */
+export function mapImageSources(html: string, map: (src: string) => string | undefined): string {
+  return html.replace(/(<img\b[^>]*?\ssrc=")([^"]*)(")/gi, (tag, start: string, src: string, end: string) => {
+    const next = map(src);
+    return next === undefined ? tag : `${start}${next}${end}`;
+  });
 }
 
 /** Reads, parses and validates one snapshot file. */
