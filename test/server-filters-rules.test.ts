@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { compileFilters } from '../src/server/filters.ts';
-import { PreparedRepository } from '../src/server/repository.ts';
+import { PreparedRepository } from '../src/server/prepared-repository.ts';
 import { parseSnapshot } from '../src/wire/snapshot.ts';
 import { type Options, refusedEveryWay } from './helpers/forms.ts';
 import { fixture, servedForFile } from './helpers/server.ts';

@@ -4,7 +4,7 @@ import { compileFilters, type Predicate } from './filters.ts';
 import { type IncludePlan, parseIncludes } from './includes.ts';
 import { type Mask, parseMask } from './mask.ts';
 import type { QueryTree } from './query-string.ts';
-import type { LocaleView, PreparedRepository } from './repository.ts';
+import type { LocaleView, PreparedRepository } from './prepared-repository.ts';
 import { parseSorting, type SortKey } from './sorting.ts';
 
 /** Request options (spec §3), read and checked; every malformed value is a 400 naming the option. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { SnapshotIndexes } from './derived.ts';
+import { SnapshotIndexes } from './indexes.ts';
 import {
   assetContentType,
   type ContentTypeDefinition,
@@ -36,6 +36,10 @@ export function valueIn(fields: Record<string, unknown>, field: FieldDefinition)
   if (typeof holder !== 'object' || holder === null) return undefined;
   return Object.hasOwn(holder, field.apiId) ? (holder as Record<string, unknown>)[field.apiId] : undefined; // a field named constructor is not Object's
 }
+
+/** A field's values in a view: its value, or for `all` each locale's value of a localized field. */
+const valuesIn = (field: FieldDefinition, value: unknown, locale: LocaleView): unknown[] =>
+  locale === 'all' && field.localized && value && typeof value === 'object' ? Object.values(value) : [value];
 
 export function isReference(value: unknown): value is Reference {
   return (
@@ -133,10 +137,8 @@ export class PreparedRecord {
   /** Ids this record references through a field, in order (every locale's for `all`). */
   references(field: FieldDefinition, locale: LocaleView): string[] {
     const value = valueIn(this.fields(locale), field);
-    const values =
-      locale === 'all' && field.localized && value && typeof value === 'object' ? Object.values(value) : [value];
     const ids: string[] = [];
-    for (const v of values) {
+    for (const v of valuesIn(field, value, locale)) {
       for (const ref of Array.isArray(v) ? v : [v])
         if (isReference(ref) && !ids.includes(ref.meta.id)) ids.push(ref.meta.id);
     }
@@ -156,19 +158,16 @@ export class PreparedRecord {
     };
     const view = this.fields(locale);
     for (const field of this.type.definition.fields) {
-      const value = valueIn(view, field);
-      if (locale === 'all' && field.localized && value && typeof value === 'object') {
-        for (const v of Object.values(value)) add(field, v);
-      } else add(field, value);
+      for (const value of valuesIn(field, valueIn(view, field), locale)) add(field, value);
     }
     text = parts.join('\u0000').toLowerCase();
     this.#search.set(locale, text);
     return text;
   }
 
-  /** `{ fields, meta }` as an object. */
-  toObject(locale: LocaleView): { fields: Record<string, unknown>; meta: PreparedRecord['meta'] } {
-    return { fields: this.fields(locale), meta: this.meta };
+  /** `{ fields, meta }` as an object; with `embedAssets`, its asset references replaced by the assets. */
+  toObject(locale: LocaleView, embedAssets = false): { fields: Record<string, unknown>; meta: PreparedRecord['meta'] } {
+    return embedAssets ? this.#repository.embedAssets(this, locale) : { fields: this.fields(locale), meta: this.meta };
   }
 
   /** `{ fields, meta }` as UTF-8 JSON, serialised once per locale and reused by every answer. */
@@ -176,9 +175,7 @@ export class PreparedRecord {
     const key = embedAssets ? `${locale}+embed` : locale;
     let json = this.#json.get(key);
     if (json === undefined) {
-      json = Buffer.from(
-        JSON.stringify(embedAssets ? this.#repository.embedAssets(this, locale) : this.toObject(locale)),
-      );
+      json = Buffer.from(JSON.stringify(this.toObject(locale, embedAssets)));
       this.#json.set(key, json);
     }
     return json;
