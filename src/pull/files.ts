@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pLimit from 'p-limit';
 import { fetch } from 'undici';
-import { localFilePath } from '../wire/snapshot.ts';
+import { assetFilePath } from '../wire/snapshot.ts';
 import type { SnapshotRecord } from './records.ts';
 
 /**
@@ -80,8 +80,7 @@ function writable(segments: string[]): boolean {
 export function filePaths(assets: Iterable<SnapshotRecord>): Set<string> {
   const paths = new Set<string>();
   for (const asset of assets) {
-    const url = (asset.fields?.file as { url?: unknown } | undefined)?.url;
-    const path = typeof url === 'string' ? localFilePath(url) : undefined;
+    const path = assetFilePath(asset);
     // Checked again as a download's path is: a snapshot written by hand may name anything.
     if (path !== undefined && writable(path.split('/'))) paths.add(path);
   }

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { fileBounds, type FileProblem, fileProblem, type SnapshotPaths } from './files.ts';
-import { localFilePath, type Snapshot } from '../wire/snapshot.ts';
+import { assetFilePath, type Snapshot } from '../wire/snapshot.ts';
 
 /**
  * Asset files `/files` would answer 404 for: a snapshot copied without its `images/` folder
@@ -29,8 +29,7 @@ export async function findMissingFiles(
   snapshots: SnapshotPaths,
 ): Promise<MissingFile[]> {
   const local = snapshot.assets.flatMap((asset) => {
-    const url = (asset.fields.file as { url?: unknown } | null | undefined)?.url;
-    const path = typeof url === 'string' ? localFilePath(url) : undefined;
+    const path = assetFilePath(asset);
     return path === undefined ? [] : [{ id: asset.meta.id, path }];
   });
   if (local.length === 0) return [];

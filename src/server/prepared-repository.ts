@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { SnapshotIndexes } from './indexes.ts';
 import {
   assetContentType,
+  assetFilePath,
   type ContentTypeDefinition,
   type FieldDefinition,
   localFilePath,
@@ -324,12 +325,7 @@ export class PreparedRepository {
    * beside a snapshot also holds the snapshot itself, API keys included.
    */
   localFiles(): Set<string> {
-    if (!this.indexes.localFiles) {
-      const urls = this.snapshot.assets.map((asset) => (asset.fields.file as { url?: string } | null | undefined)?.url);
-      this.indexes.localFiles = new Set(
-        urls.map((url) => (url === undefined ? undefined : localFilePath(url))).filter((path) => path !== undefined),
-      );
-    }
+    this.indexes.localFiles ??= new Set(this.snapshot.assets.flatMap((asset) => assetFilePath(asset) ?? []));
     return this.indexes.localFiles;
   }
 

@@ -441,6 +441,12 @@ export function localFilePath(url: string): string | undefined {
   return url.replace(/^\.?\//, '');
 }
 
+/** The path under the snapshot's folder of an asset's file; undefined when its URL is absolute, or it has none. */
+export function assetFilePath(asset: SnapshotRecord): string | undefined {
+  const url = (asset.fields?.file as { url?: unknown } | null | undefined)?.url;
+  return typeof url === 'string' ? localFilePath(url) : undefined;
+}
+
 /** Richtext HTML with the `src` of each `<img>` replaced where `map` gives a new one. */
 export function mapImageSources(html: string, map: (src: string) => string | undefined): string {
   return html.replace(/(<img\b[^>]*?\ssrc=")([^"]*)(")/gi, (tag, start: string, src: string, end: string) => {
