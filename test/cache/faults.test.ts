@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { generateSnapshot } from '../../bench/generate.ts';
+import { generateSnapshot } from '../helpers/generate-snapshot.ts';
 import { openCache } from '../../src/cache/index.ts';
 import { DatabaseSync } from '../../src/cache/sqlite.ts';
 import { sync } from '../../src/sync/engine.ts';

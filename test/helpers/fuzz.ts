@@ -1,8 +1,8 @@
 import { connect } from 'node:net';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSnapshot } from '../../bench/generate.ts';
-import { Random as GeneratorRandom } from '../../bench/random.ts';
+import { generateSnapshot } from './generate-snapshot.ts';
+import { Random as GeneratorRandom } from './random.ts';
 import type { ReadApiServer } from '../../src/server/index.ts';
 import { startTiny, tinyKey } from './server.ts';
 
