@@ -24,9 +24,14 @@ export const fieldTypes = [
   'json',
 ] as const;
 export type FieldType = (typeof fieldTypes)[number];
-const localizableTypes = new Set<FieldType>(['text', 'richtext', 'number', 'select', 'asset']);
+/** The field types whose values may be localized. */
+export const localizableTypes: ReadonlySet<FieldType> = new Set(['text', 'richtext', 'number', 'select', 'asset']);
+/** An API id (of a content type, a field, a section, a collection…). */
+export const apiIdPattern = /^[A-Za-z0-9_-]{1,100}$/;
+/** A date field's value: an ISO 8601 UTC date or timestamp, no offset. */
+export const datePattern = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?Z)?$/;
 
-const apiId = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be 1-100 letters, digits, "_" or "-"');
+const apiId = z.string().regex(apiIdPattern, 'must be 1-100 letters, digits, "_" or "-"');
 const documentId = z.string().regex(/^\d{1,20}$/, 'must be a string of 1-20 digits');
 const localeKey = z.string().regex(/^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/, 'must be a language key such as en_US or de');
 const timestamp = z
@@ -38,7 +43,7 @@ const timestamp = z
   .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
 const date = z
   .string()
-  .regex(/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?Z)?$/, 'must be an ISO 8601 UTC date or timestamp')
+  .regex(datePattern, 'must be an ISO 8601 UTC date or timestamp')
   .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
 
 const fieldSchema = z.strictObject({
