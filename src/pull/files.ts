@@ -73,7 +73,8 @@ function writable(segments: string[]): boolean {
     )
   )
     return false;
-  return !(segments.length === 1 && segments[0]!.toLowerCase().endsWith('.json')); // beside the snapshot, serve would read it as one
+  // beside the snapshot, serve would read it as one
+  return !(segments.length === 1 && segments[0]!.toLowerCase().endsWith('.json'));
 }
 
 /** The relative paths of the files the assets of a snapshot have (those a pull wrote, and may replace or remove). */

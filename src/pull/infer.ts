@@ -36,7 +36,9 @@ interface Sighting {
   plain: boolean;
   /** Two values of kinds that do not merge, for the warning. */
   clash?: [FieldType, FieldType];
-  /** Values that are objects of fields (a section, or a JSON object), and the fields seen in them; values that are not. */
+  /**
+   * Values that are objects of fields (a section, or a JSON object), and the fields seen in them; values that are not.
+   */
   objects: number;
   others: number;
   inner: Map<string, Sighting>;
@@ -184,7 +186,8 @@ export function contentTypesOf(sightings: Sightings, confirmed: ReadonlySet<stri
       if (!apiIdPattern.test(name) || keys.some((key) => !apiIdPattern.test(key) || owners.get(key)! > 1)) {
         sections.delete(name);
         warnings.push(
-          `Field ${apiId}.${name} holds objects of fields whose names are no API ids, or are another field's of ${apiId}: it is typed json, not as a section`,
+          `Field ${apiId}.${name} holds objects of fields whose names are no API ids, ` +
+            `or are another field's of ${apiId}: it is typed json, not as a section`,
         );
       }
     }

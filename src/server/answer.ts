@@ -41,7 +41,10 @@ function selects(selection: Selection, view: LocaleView): (record: PreparedRecor
     (!search || search.every((term) => record.searchText(view).includes(term)));
 }
 
-/** A collection's candidates before its conditions: its listed documents that exist, in listed order, or every document in the default order. */
+/**
+ * A collection's candidates before its conditions: its listed documents that exist, in listed order, or every document
+ * in the default order.
+ */
 function memberBase(repository: PreparedRepository, collection: CollectionDefinition): PreparedRecord[] {
   if (!collection.members) return repository.defaultOrder;
   const listed: PreparedRecord[] = [];
@@ -52,7 +55,10 @@ function memberBase(repository: PreparedRepository, collection: CollectionDefini
   return listed;
 }
 
-/** The documents of a collection in its own order (its sorting, else its listed order, else the default order), for a locale; kept for the snapshot. */
+/**
+ * The documents of a collection in its own order (its sorting, else its listed order, else the default order), for a
+ * locale; kept for the snapshot.
+ */
 export function collectionMembers(
   repository: PreparedRepository,
   collection: CollectionDefinition,
@@ -76,7 +82,10 @@ export function collectionMembers(
   return members;
 }
 
-/** Checks a collection's stored filters and sorting; returns the 400 a request would get, and which of the two it is about. */
+/**
+ * Checks a collection's stored filters and sorting; returns the 400 a request would get, and which of the two it is
+ * about.
+ */
 export function collectionError(
   repository: PreparedRepository,
   collection: CollectionDefinition,

@@ -209,7 +209,8 @@ function compileTest(
       const kind = kindOf(field.type);
       if (!kind)
         throw badRequest(
-          `Cannot filter on ${quote(`${source.contentType}.fields.${source.name}`)}: filters do not work on ${field.type} fields`,
+          `Cannot filter on ${quote(`${source.contentType}.fields.${source.name}`)}: ` +
+            `filters do not work on ${field.type} fields`,
         );
       matchers.set(contentType, matcherFor(kind, field.type));
     }

@@ -24,7 +24,8 @@ export function parseIncludes(value: unknown): IncludePlan | undefined {
     const level = typeof value === 'number' ? value : /^\s*-?\d+\s*$/.test(value) ? Number(value) : NaN;
     if (!Number.isInteger(level) || level < 0 || level > maxIncludeDepth) {
       throw badRequest(
-        `Invalid includes ${quote(value)}: expected a level from 0 to ${maxIncludeDepth}, or fields such as includes[*.fields.author]=1`,
+        `Invalid includes ${quote(value)}: expected a level from 0 to ${maxIncludeDepth}, ` +
+          'or fields such as includes[*.fields.author]=1',
       );
     }
     return level === 0 ? undefined : { level };

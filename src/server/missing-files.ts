@@ -76,7 +76,8 @@ export function missingFilesWarning(repository: string, snapshotFile: string, mi
   }
   if (refused) advice.push(`A file outside the snapshot's folder, or a snapshot file, is never served.`);
   return [
-    `Warning: ${missing.length} ${one ? 'asset' : 'assets'} of repository ${repository} ${one ? 'names' : 'name'} a file the server cannot find${refused ? ' or will not serve' : ''},`,
+    `Warning: ${missing.length} ${one ? 'asset' : 'assets'} of repository ${repository} ${one ? 'names' : 'name'} ` +
+      `a file the server cannot find${refused ? ' or will not serve' : ''},`,
     `so /files/${repository}/ answers 404 for ${one ? 'it' : 'them'}: ${listed}${more}.`,
     ...advice,
   ].join(' ');

@@ -30,12 +30,16 @@ export interface TypeInfo {
   referenceFields: FieldDefinition[];
 }
 
-/** A field's value in a record's fields (or a view of them): under its section's key when it stands in one; own keys only. */
+/**
+ * A field's value in a record's fields (or a view of them): under its section's key when it stands in one; own keys
+ * only.
+ */
 export function valueIn(fields: Record<string, unknown>, field: FieldDefinition): unknown {
   const holder =
     field.section === undefined ? fields : Object.hasOwn(fields, field.section) ? fields[field.section] : undefined;
   if (typeof holder !== 'object' || holder === null) return undefined;
-  return Object.hasOwn(holder, field.apiId) ? (holder as Record<string, unknown>)[field.apiId] : undefined; // a field named constructor is not Object's
+  // Own keys only: a field named constructor is not Object's.
+  return Object.hasOwn(holder, field.apiId) ? (holder as Record<string, unknown>)[field.apiId] : undefined;
 }
 
 /** A field's values in a view: its value, or for `all` each locale's value of a localized field. */
@@ -299,10 +303,14 @@ export class PreparedRepository {
   #fileUrl(relative: string): string | undefined {
     const local = localFilePath(relative);
     if (local === undefined) return undefined;
-    return `${this.#filesOrigin}/files/${encodeURIComponent(this.apiId)}/${local.split('/').map(encodeURIComponent).join('/')}`;
+    const path = local.split('/').map(encodeURIComponent).join('/');
+    return `${this.#filesOrigin}/files/${encodeURIComponent(this.apiId)}/${path}`;
   }
 
-  /** A richtext value (or, for `locale=all`, its values by locale) with the images that show an asset's file made absolute. */
+  /**
+   * A richtext value (or, for `locale=all`, its values by locale) with the images that show an asset's file made
+   * absolute.
+   */
   #absolutizeRichtext(value: object): unknown {
     const rewrite = (text: { html: string; plain: string }) => {
       const html = mapImageSources(text.html, (src) => {

@@ -127,7 +127,8 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
       response.on('finish', () => {
         const shown = query ? `${path}?${redactKey(query)}` : path;
         log(
-          `${request.method} ${shown.replace(/\?$/, '')} ${response.statusCode} ${(performance.now() - started).toFixed(1)}ms`,
+          `${request.method} ${shown.replace(/\?$/, '')} ${response.statusCode} ` +
+            `${(performance.now() - started).toFixed(1)}ms`,
         );
       });
     }
@@ -207,7 +208,8 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
         try {
           const event = repositories.swap(await readSnapshotFile(file), { file }, file);
           log(
-            `reloaded ${event.repository} from ${file}: ${event.changed.length} changed, ${event.removed.length} removed`,
+            `reloaded ${event.repository} from ${file}: ` +
+              `${event.changed.length} changed, ${event.removed.length} removed`,
           );
           await checkFiles(event.repository);
           await notify(event);

@@ -70,7 +70,10 @@ const metaSchema = z.strictObject({
   updatedAt: timestamp,
 });
 
-/** A plain object; its values are checked per content type by `fieldsSchema` (a record schema here would cost a copy of every record). */
+/**
+ * A plain object; its values are checked per content type by `fieldsSchema` (a record schema here would cost a copy of
+ * every record).
+ */
 const fieldsObject = z.custom<Record<string, unknown>>(
   (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
   'expected an object of fields',
@@ -289,7 +292,8 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
       if (names.has(field.apiId))
         fail(
           ['contentTypes', i, 'fields', j, 'apiId'],
-          `duplicate field ${JSON.stringify(field.apiId)} (a field's API id is unique in its content type, across sections)`,
+          `duplicate field ${JSON.stringify(field.apiId)} ` +
+            "(a field's API id is unique in its content type, across sections)",
         );
       names.add(field.apiId);
       if (sections.has(field.apiId))
@@ -401,7 +405,8 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
             ];
             fail(
               at,
-              `reference to ${ref.meta.id} says ${JSON.stringify(ref.meta.contentType)} but that record is a ${JSON.stringify(actual)}`,
+              `reference to ${ref.meta.id} says ${JSON.stringify(ref.meta.contentType)} ` +
+                `but that record is a ${JSON.stringify(actual)}`,
             );
           }
         }
