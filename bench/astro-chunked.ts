@@ -14,7 +14,7 @@ import {
 
 /**
  * A large store: `astro build` of a generated site of 100,000 documents × 3 locales (300,000
- * entries; bench/generate.ts, seed 7, plus a collection `all` of every document) through
+ * entries; test/helpers/generate-snapshot.ts, seed 7, plus a collection `all` of every document) through
  * `comfortableLoader({ collection: 'all' })` against the local Read API server (bench/sync-server.ts,
  * in its own process), with `experimental: { collectionStorage: 'chunked' }`. One page prints the
  * count and a few entries. Checks that the build succeeds and the page shows 300,000 entries;

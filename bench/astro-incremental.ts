@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { openCache } from '../src/cache/index.ts';
 import { cacheKeys } from '../src/sync/page-keys.ts';
 import { startServer } from '../src/server/index.ts';
-import type { Snapshot } from '../src/server/snapshot.ts';
+import type { Snapshot } from '../src/wire/snapshot.ts';
 import {
   astroBuild,
   type Build,
@@ -18,11 +18,11 @@ import {
   root,
   seconds,
 } from './astro-site.ts';
-import { generateSnapshot } from './generate.ts';
+import { generateSnapshot } from '../test/helpers/generate-snapshot.ts';
 
 /**
  * Astro's incremental build (`experimental.incrementalBuild`) on a generated site of 10,000
- * documents × 3 locales (bench/generate.ts, seed 7: articles, authors, categories; the
+ * documents × 3 locales (test/helpers/generate-snapshot.ts, seed 7: articles, authors, categories; the
  * collection `all` of every document), through `comfortableLoader({ collection: 'all' })`
  * against the local Read API server (in this process), with one page per entry
  * (`src/pages/[locale]/[id].astro`, 30,000 pages). Each page shows its entry's title and the

@@ -19,11 +19,11 @@ import {
   root,
   seconds,
 } from './astro-site.ts';
-import { generateSnapshot, writeSnapshot } from './generate.ts';
+import { generateSnapshot, writeSnapshot } from '../test/helpers/generate-snapshot.ts';
 
 /**
  * `astro build` of a generated site whose one collection holds 10,000 documents × 3 locales
- * (30,000 entries; bench/generate.ts, seed 7, plus a collection `all` of every document),
+ * (30,000 entries; test/helpers/generate-snapshot.ts, seed 7, plus a collection `all` of every document),
  * through `comfortableLoader({ collection: 'all' })` against the local Read API server, and the
  * floor: the same entries (same ids, same data, same count, written by running the loader once
  * in this process) read from a local JSON file by Astro's `file()` loader, without a schema.

@@ -7,7 +7,7 @@ import { request } from 'undici';
 import { fastListAnswerSchema } from '../src/api/client.ts';
 import { closeAllPools, createClient } from '../src/api/index.ts';
 import { listAnswerSchema } from '../src/wire/schemas.ts';
-import { generateSnapshot } from './generate.ts';
+import { generateSnapshot } from '../test/helpers/generate-snapshot.ts';
 
 /**
  * Reads every document of a generated 10,000-document, 3-locale repository with `locale=all`

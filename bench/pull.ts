@@ -7,9 +7,9 @@ import { request } from 'undici';
 import { closeAllPools } from '../src/api/index.ts';
 import { pull } from '../src/pull/pull.ts';
 import { snapshotDocument } from '../src/pull/records.ts';
-import { parseSnapshot } from '../src/server/snapshot.ts';
+import { parseSnapshot } from '../src/wire/snapshot.ts';
 import type { ApiRecord } from '../src/wire/schemas.ts';
-import { generateSnapshot } from './generate.ts';
+import { generateSnapshot } from '../test/helpers/generate-snapshot.ts';
 
 /**
  * `comfortable-loader pull` of a generated 10,000-document, 3-locale repository from the local

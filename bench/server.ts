@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { Pool } from 'undici';
 import { startServer } from '../src/server/index.ts';
-import { generateSnapshot } from './generate.ts';
+import { generateSnapshot } from '../test/helpers/generate-snapshot.ts';
 
 /**
  * Benchmark of the local Read API on a generated 10,000-document, 3-locale repository.

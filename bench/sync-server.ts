@@ -1,10 +1,10 @@
 import { startServer } from '../src/server/index.ts';
-import type { Snapshot, SnapshotRecord } from '../src/server/snapshot.ts';
-import { generateSnapshot, type Weight, weights } from './generate.ts';
+import type { Snapshot, SnapshotRecord } from '../src/wire/snapshot.ts';
+import { generateSnapshot, type Weight, weights } from '../test/helpers/generate-snapshot.ts';
 
 /**
  * The server process of bench/sync.ts (forked, talks over IPC): generates a seeded snapshot of
- * one weight (bench/generate.ts) with one more collection, `all` (every document), serves it,
+ * one weight (test/helpers/generate-snapshot.ts) with one more collection, `all` (every document), serves it,
  * and on request changes a fraction of the generated documents (title edited, updatedAt and
  * revision bumped; other ones each round) with `replaceSnapshot`. It tallies the requests it
  * answers (count and latency by kind) between marks, and reports its own peak RSS, so the sync

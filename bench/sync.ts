@@ -2,10 +2,10 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Weight, weights as allWeights } from './generate.ts';
+import { type Weight, weights as allWeights } from '../test/helpers/generate-snapshot.ts';
 
 /**
- * The sync engine on 10,000 and 100,000 documents × 3 locales (bench/generate.ts, seed 7), each
+ * The sync engine on 10,000 and 100,000 documents × 3 locales (test/helpers/generate-snapshot.ts, seed 7), each
  * size in both weights (full, and light: less text, fewer related articles, no gallery; a cold
  * sync downloads about 40% of the bytes of a full one). For each size and weight, three kinds of
  * sync on one cache: cold (empty cache), warm with no change, and warm after 1% of the documents

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Random } from '../bench/random.ts';
+import { Random } from './helpers/random.ts';
 import {
   defaultLoaders,
   type KitchenServer,

@@ -185,7 +185,12 @@ describe('loadEntry', () => {
       await live.loadEntry({ filter: { id: 'en_US/100000000000000101' }, collection: 'posts' });
     expect(requests.filter((line) => line.startsWith('GET /v1/demo '))).toHaveLength(1);
     expect(requests.filter((line) => line.startsWith('GET /v1/demo/documents/100000000000000101'))).toHaveLength(3);
-    expect(sharedLimit(server.url)).toBeDefined(); // the client's limit, shared by every client of the server
+    // The requests went through the limit that every client of the server shares: another loader, with a concurrency
+    // of its own, takes the same one, the first client's.
+    const limit = sharedLimit(server.url);
+    await loader({ concurrency: 2 }).loadEntry({ filter: { id: 'en_US/100000000000000101' }, collection: 'posts' });
+    expect(limit?.concurrency).toBe(8);
+    expect(sharedLimit(server.url)).toBe(limit);
   });
 });
 

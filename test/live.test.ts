@@ -8,6 +8,7 @@ import { andFilters } from '../src/api/query.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { type AstroDev, copyFixture, freePort, startAstroDev } from './helpers/astro.ts';
 import { demoKey, demoSnapshot } from './helpers/server.ts';
+import { skippedWhen } from './helpers/skip.ts';
 
 /**
  * Live collections in a server-rendered site: `astro dev` on test/fixtures/astro-live, whose
@@ -181,51 +182,54 @@ describe('getLiveCollection in a page', () => {
   });
 });
 
-describe.skipIf(!existsSync(chromiumPath))('a live page in Chromium', () => {
-  let browser: Browser;
-  beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+describe.skipIf(skippedWhen(!existsSync(chromiumPath), 'a live page in Chromium', `needs Chromium at ${chromiumPath}`))(
+  'a live page in Chromium',
+  () => {
+    let browser: Browser;
+    beforeAll(async () => {
+      browser = await chromium.launch({
+        executablePath: chromiumPath,
+        args: [
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
+      });
     });
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
+    afterAll(async () => {
+      await browser?.close();
+    });
 
-  it('shows the post, its cover and its table of contents, and the edited title after a reload', async () => {
-    const tab = await browser.newPage();
-    await tab.goto(`${dev.url}/posts/en_US/the-slow-boat-to-the-fjords`);
-    expect(await tab.textContent('h1')).toBe('The Slow Boat to the Fjords');
-    const cover = await tab
-      .locator('#cover')
-      .evaluate((img: { complete: boolean; naturalWidth: number; decode(): Promise<void> }) =>
-        img.decode().then(
-          () => img.naturalWidth,
-          () => 0,
-        ),
+    it('shows the post, its cover and its table of contents, and the edited title after a reload', async () => {
+      const tab = await browser.newPage();
+      await tab.goto(`${dev.url}/posts/en_US/the-slow-boat-to-the-fjords`);
+      expect(await tab.textContent('h1')).toBe('The Slow Boat to the Fjords');
+      const cover = await tab
+        .locator('#cover')
+        .evaluate((img: { complete: boolean; naturalWidth: number; decode(): Promise<void> }) =>
+          img.decode().then(
+            () => img.naturalWidth,
+            () => 0,
+          ),
+        );
+      expect(cover).toBeGreaterThan(0);
+      const firstHeading = await tab.locator('nav a').first().getAttribute('href');
+      expect(await tab.locator(`#content ${firstHeading}`).count()).toBe(1);
+
+      await server.replaceSnapshot(
+        edited('100000000000000101', (fields) => (fields.title.en_US = 'The Slow Boat, seen live')),
       );
-    expect(cover).toBeGreaterThan(0);
-    const firstHeading = await tab.locator('nav a').first().getAttribute('href');
-    expect(await tab.locator(`#content ${firstHeading}`).count()).toBe(1);
-
-    await server.replaceSnapshot(
-      edited('100000000000000101', (fields) => (fields.title.en_US = 'The Slow Boat, seen live')),
-    );
-    try {
-      await tab.reload();
-      expect(await tab.textContent('h1')).toBe('The Slow Boat, seen live');
-    } finally {
-      await server.replaceSnapshot(structuredClone(demo));
-      await tab.close();
-    }
-  });
-});
+      try {
+        await tab.reload();
+        expect(await tab.textContent('h1')).toBe('The Slow Boat, seen live');
+      } finally {
+        await server.replaceSnapshot(structuredClone(demo));
+        await tab.close();
+      }
+    });
+  },
+);

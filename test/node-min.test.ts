@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openCache } from '../src/cache/index.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { startTiny, tinyKey } from './helpers/server.ts';
+import { skipBecause } from './helpers/skip.ts';
 
 /**
  * The oldest Node the package allows (`engines.node`, 22.19) runs the built CLI with a
@@ -95,7 +96,7 @@ describe(`the oldest Node the package allows (${minimum[0]})`, () => {
   it('runs `sync --config comfortable.config.ts` of the built CLI, writes the cache, and warns of nothing', {
     timeout: 60_000,
   }, async (context) => {
-    if (!minNode) return context.skip(noBinary);
+    if (!minNode) return skipBecause(context, noBinary);
     const version = (await run(minNode, ['-v'], root)).stdout.trim();
     expect(version, `${minNode} is not the minimum Node`).toMatch(new RegExp(`^v${minimum[1]}\\.${minimum[2]}\\.`));
 
@@ -140,7 +141,8 @@ describe('a Node older than the package allows', () => {
     timeout: 60_000,
   }, async (context) => {
     const old = olderNode();
-    if (!old) return context.skip('no Node older than the package allows on this machine: set COMFORTABLE_OLD_NODE');
+    if (!old)
+      return skipBecause(context, 'no Node older than the package allows on this machine: set COMFORTABLE_OLD_NODE');
     const version = (await run(old, ['-v'], root)).stdout.trim().replace(/^v/, '');
     const sentence = `comfortable-loader needs Node.js ${minimum[1]}.${minimum[2]} or newer, and this is Node.js ${version}: install a newer Node.js (24 LTS, say) and run it again.`;
     const cli = await buildCli();

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
-import { generateSnapshot, writeSnapshot } from '../bench/generate.ts';
-import { mulberry32 } from '../bench/random.ts';
+import { generateSnapshot, writeSnapshot } from './helpers/generate-snapshot.ts';
+import { mulberry32 } from './helpers/random.ts';
 import { type ReadApiServer, type Snapshot, startServer } from '../src/server/index.ts';
 
 /**

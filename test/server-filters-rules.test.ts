@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { compileFilters } from '../src/server/filters.ts';
-import { PreparedRepository } from '../src/server/repository.ts';
-import { parseSnapshot } from '../src/server/snapshot.ts';
-import { type Options, refusedEveryWay } from './helpers/forms.ts';
+import { PreparedRepository } from '../src/server/prepared-repository.ts';
+import { parseSnapshot } from '../src/wire/snapshot.ts';
+import type { Options } from './helpers/forms.ts';
 import { fixture, servedForFile } from './helpers/server.ts';
 import { byId, filterAsks, startFiltersServer, where } from './helpers/server-filters.ts';
 
@@ -17,12 +17,7 @@ import { byId, filterAsks, startFiltersServer, where } from './helpers/server-fi
  */
 
 const server = servedForFile(startFiltersServer);
-const { list, matching, raw } = filterAsks(server);
-
-/** Asks three ways; all must be refused with a 400. Returns the first message. */
-function refused(options: Options, path = '/tiny/documents'): Promise<string> {
-  return refusedEveryWay(server(), path, options);
-}
+const { list, matching, raw, refused } = filterAsks(server);
 
 describe('entries join with AND, an or entry starts a new branch, and AND binds tighter than OR', () => {
   const a = { '*.fields.category': { equal: 'food' } }; // 100

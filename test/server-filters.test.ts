@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mulberry32 } from '../bench/random.ts';
+import { mulberry32 } from './helpers/random.ts';
 import { compileLike, foldCase } from '../src/server/like.ts';
 import { filterAsks, startFiltersServer, where } from './helpers/server-filters.ts';
 import { servedForFile } from './helpers/server.ts';

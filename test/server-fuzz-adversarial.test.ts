@@ -10,6 +10,8 @@ import {
   benchSnapshot,
   type Case,
   generated,
+  getCase,
+  postCase,
   Random,
   rawExchange,
   run,
@@ -46,33 +48,14 @@ describe('__proto__, constructor and prototype are ordinary keys (§3: only know
 
   function casesFor(t: Target): Case[] {
     const list = `/v1/${t.repo}/documents`;
-    const get = (query: string, expect: Case['expect'], check?: Case['check']): Case => ({
-      label: `GET ${list}?${query}`,
-      path: `${list}?${query}`,
-      headers: auth(t),
-      expect,
-      ...(expect === 'error' ? { status: 400 } : {}),
-      ...(check ? { check } : {}),
-    });
-    const post = (body: string, expect: Case['expect'], check?: Case['check']): Case => ({
-      label: `POST ${list} ${body}`,
-      method: 'POST',
-      path: list,
-      body,
-      headers: auth(t),
-      expect,
-      ...(expect === 'error' ? { status: 400 } : {}),
-      ...(check ? { check } : {}),
-    });
-    const viaQuery = (json: string, expect: Case['expect'], check?: Case['check']) =>
-      get(`query=${encodeURIComponent(json)}`, expect, check);
-    const path = (p: string, status: number, headers: Record<string, string> = auth(t)): Case => ({
-      label: `GET ${p}`,
-      path: p,
-      headers,
-      expect: 'error',
-      status,
-    });
+    const get = (query: string, expected: Case['expect'], check?: Case['check']) =>
+      getCase(t, `${list}?${query}`, expected, check ? { check } : {});
+    const post = (body: string, expected: Case['expect'], check?: Case['check']) =>
+      postCase(t, list, body, expected, check ? { check } : {});
+    const viaQuery = (json: string, expected: Case['expect'], check?: Case['check']) =>
+      get(`query=${encodeURIComponent(json)}`, expected, check);
+    const path = (p: string, status: number, headers: Record<string, string> = auth(t)) =>
+      getCase(t, p, 'error', { status, headers });
     const json: [string, Case['expect'], Case['check']?][] = [
       ['{"__proto__":{"limit":1}}', 'ok', limit(25)],
       ['{"__proto__":{"polluted":true},"limit":2}', 'ok', limit(2)],
@@ -188,48 +171,19 @@ describe('routes, methods and keys: the order of checks (§2)', () => {
       const parts = Array.from({ length: random.int(1, 5) }, () => random.pick(segments));
       const path = `/${parts.join('/')}${random.chance(0.2) ? '/' : ''}${random.chance(0.3) ? '?limit=1' : ''}`;
       const t = random.pick(targets);
-      cases.push({ label: `GET ${path}`, path, headers: auth(t), expect: 'either' });
+      cases.push(getCase(t, path, 'either'));
     }
     for (const t of targets) {
       const list = `/v1/${t.repo}/documents`;
       const single = `/v1/${t.repo}/documents/${t.document}`;
       for (const method of ['PUT', 'DELETE', 'PATCH', 'TRACE', 'PROPFIND']) {
-        cases.push({ label: `${method} ${list}`, method, path: list, headers: auth(t), expect: 'error', status: 405 });
-        cases.push({
-          label: `${method} ${single}`,
-          method,
-          path: single,
-          headers: auth(t),
-          expect: 'error',
-          status: 405,
-        });
-        cases.push({
-          label: `${method} /v1/nowhere/documents`,
-          method,
-          path: '/nowhere/documents',
-          headers: auth(t),
-          expect: 'error',
-          status: 404,
-        });
+        for (const route of [list, single])
+          cases.push(getCase(t, route, 'error', { label: `${method} ${route}`, method, status: 405 }));
+        const label = `${method} /v1/nowhere/documents`;
+        cases.push(getCase(t, '/nowhere/documents', 'error', { label, method, status: 404 }));
       }
-      cases.push({
-        label: `POST ${single}`,
-        method: 'POST',
-        path: single,
-        body: '{}',
-        headers: auth(t),
-        expect: 'error',
-        status: 405,
-      });
-      cases.push({
-        label: `POST /v1/${t.repo}`,
-        method: 'POST',
-        path: `/v1/${t.repo}`,
-        body: '{}',
-        headers: auth(t),
-        expect: 'error',
-        status: 405,
-      });
+      for (const route of [single, `/v1/${t.repo}`])
+        cases.push(postCase(t, route, '{}', 'error', { label: `POST ${route}`, status: 405 }));
       cases.push({ label: 'no key', path: list, expect: 'error', status: 401 });
       cases.push({
         label: 'a wrong key',
@@ -275,13 +229,8 @@ describe('routes, methods and keys: the order of checks (§2)', () => {
         expect: 'error',
         status: 401,
       });
-      cases.push({
-        label: 'bad options before a missing document: 400 first',
-        path: `/v1/${t.repo}/documents/1?locale=xx`,
-        headers: auth(t),
-        expect: 'error',
-        status: 400,
-      });
+      const label = 'bad options before a missing document: 400 first';
+      cases.push(getCase(t, `/v1/${t.repo}/documents/1?locale=xx`, 'error', { label }));
       cases.push({
         label: 'If-None-Match: * answers 304',
         path: list,
@@ -289,14 +238,7 @@ describe('routes, methods and keys: the order of checks (§2)', () => {
         expect: 'either',
         status: 304,
       });
-      cases.push({
-        label: 'HEAD with bad options',
-        method: 'HEAD',
-        path: `${list}?limit=x`,
-        headers: auth(t),
-        expect: 'error',
-        status: 400,
-      });
+      cases.push(getCase(t, `${list}?limit=x`, 'error', { label: 'HEAD with bad options', method: 'HEAD' }));
     }
     return cases;
   }
@@ -349,25 +291,16 @@ describe('adversarial input is answered in time linear in its size, and holds up
 
   function casesFor(t: Target, richtext: string): Case[] {
     const list = `/v1/${t.repo}/documents`;
-    const post = (label: string, options: object | string, expect: Case['expect'], status?: number): Case => ({
-      label: `POST ${list} ${label}`,
-      method: 'POST',
-      path: list,
-      body: typeof options === 'string' ? options : JSON.stringify(options),
-      headers: auth(t),
-      expect,
-      ...(status ? { status } : {}),
-    });
+    const post = (label: string, options: object | string, expected: Case['expect'], status?: number) =>
+      postCase(t, list, typeof options === 'string' ? options : JSON.stringify(options), expected, {
+        label: `POST ${list} ${label}`,
+        ...(status ? { status } : {}),
+      });
     const filter = (path: string, operator: string, value: unknown) => ({
       filters: [{ [path]: { [operator]: value } }],
     });
-    const get = (label: string, query: string, expect: Case['expect'], status?: number): Case => ({
-      label: `GET ${list}?${label}`,
-      path: `${list}?${query}`,
-      headers: auth(t),
-      expect,
-      ...(status ? { status } : {}),
-    });
+    const get = (label: string, query: string, expected: Case['expect'], status?: number) =>
+      getCase(t, `${list}?${query}`, expected, { label: `GET ${list}?${label}`, ...(status ? { status } : {}) });
     return [
       // like: a pattern of many % against text that almost matches
       get(

@@ -1,14 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { tinyKey } from './helpers/server.ts';
 import {
-  auth,
   bracketSamples,
   type Case,
   decodeURIComponentSafe,
+  getCase,
   jsonObject,
   jsonSamples,
   listOnly,
   optionNames,
+  postCase,
   Random,
   rawExchange,
   run,
@@ -43,35 +44,15 @@ describe('a known option with a malformed value is a 400 naming the option; a va
         [false, json[name].invalid],
       ] as const) {
         for (const value of values) {
-          const expect = valid ? 'ok' : 'error';
-          const status = valid ? undefined : 400;
+          const expected = valid ? 'ok' : 'error';
           const options = jsonObject([[name, value]]);
-          cases.push({
-            label: `GET ${list}?query=${options}`,
-            path: `${list}?query=${encodeURIComponent(options)}`,
-            headers: auth(t),
-            expect,
-            status,
-          });
-          cases.push({
-            label: `POST ${list} ${options}`,
-            method: 'POST',
-            path: list,
-            body: options,
-            headers: auth(t),
-            expect,
-            status,
-          });
+          const query = (path: string) => `${path}?query=${encodeURIComponent(options)}`;
+          cases.push(getCase(t, query(list), expected, { label: `GET ${list}?query=${options}` }));
+          cases.push(postCase(t, list, options, expected));
           // On a single document, list options are ignored (they apply to lists only).
           const single = `/v1/${t.repo}/documents/${t.document}`;
           const ignored = (listOnly as readonly string[]).includes(name);
-          cases.push({
-            label: `GET ${single}?query=${options}`,
-            path: `${single}?query=${encodeURIComponent(options)}`,
-            headers: auth(t),
-            expect: ignored ? 'ok' : expect,
-            status: ignored ? undefined : status,
-          });
+          cases.push(getCase(t, query(single), ignored ? 'ok' : expected, { label: `GET ${single}?query=${options}` }));
         }
       }
       for (const [valid, values] of [
@@ -79,21 +60,9 @@ describe('a known option with a malformed value is a 400 naming the option; a va
         [false, brackets[name].invalid],
       ] as const) {
         for (const fragment of values) {
-          cases.push({
-            label: `GET ${list}?${fragment}`,
-            path: `${list}?${fragment}`,
-            headers: auth(t),
-            expect: valid ? 'ok' : 'error',
-            status: valid ? undefined : 400,
-          });
           const collection = `/v1/${t.repo}/collections/${t.collection}`;
-          cases.push({
-            label: `GET ${collection}?${fragment}`,
-            path: `${collection}?${fragment}`,
-            headers: auth(t),
-            expect: valid ? 'ok' : 'error',
-            status: valid ? undefined : 400,
-          });
+          for (const route of [list, collection])
+            cases.push(getCase(t, `${route}?${fragment}`, valid ? 'ok' : 'error'));
         }
       }
     }
@@ -108,14 +77,7 @@ describe('a known option with a malformed value is a 400 naming the option; a va
   it('names the option in the message', async () => {
     for (const name of optionNames) {
       const value = name === 'search' ? '[]' : 'null';
-      const answer = await send({
-        label: name,
-        method: 'POST',
-        path: '/v1/tiny/documents',
-        body: `{"${name}":${value}}`,
-        headers: auth(tiny),
-        expect: 'error',
-      });
+      const answer = await send(postCase(tiny, '/v1/tiny/documents', `{"${name}":${value}}`, 'error'));
       expect(answer.status).toBe(400);
       expect(JSON.parse(answer.text).error.message).toContain(name);
     }
@@ -168,15 +130,11 @@ describe('random mixes of the three forms: the body wins over query=, query= ove
     if (query.length > 0) fragments.push(`query=${encodeURIComponent(jsonObject(query))}`);
     const target = fragments.length > 0 ? `${path}?${random.some(fragments, fragments.length).join('&')}` : path;
     const bodyText = method === 'POST' && (body.length > 0 || random.chance(0.5)) ? jsonObject(body) : undefined;
-    return {
+    return getCase(t, target, valid ? 'ok' : 'error', {
       label: `#${index} ${method} ${decodeURIComponentSafe(target)}${bodyText ? ` body ${bodyText}` : ''}`,
       method,
-      path: target,
       ...(bodyText !== undefined ? { body: bodyText } : {}),
-      headers: auth(t),
-      expect: valid ? 'ok' : 'error',
-      ...(valid ? {} : { status: 400 }),
-    };
+    });
   }
 
   for (const t of targets) {
@@ -219,11 +177,11 @@ describe('broken brackets in parameter names are a 400 (§3, §9)', () => {
         for (const broken of breakers) {
           const value = random.pick(['1', '', 'x', '%5B', 'asc']);
           const path = `/v1/${t.repo}/${random.pick(['documents', `collections/${t.collection}`, `documents/${t.document}`])}?${broken(name)}=${value}`;
-          cases.push({ label: `GET ${path}`, path, headers: auth(t), expect: 'error', status: 400 });
+          cases.push(getCase(t, path, 'error'));
         }
         for (const conflict of conflicts) {
           const path = `/v1/${t.repo}/documents?${conflict(name)}`;
-          cases.push({ label: `GET ${path}`, path, headers: auth(t), expect: 'error', status: 400 });
+          cases.push(getCase(t, path, 'error'));
         }
       }
     }
@@ -233,17 +191,13 @@ describe('broken brackets in parameter names are a 400 (§3, §9)', () => {
   it('treats x[][y] as an array of objects: ignored for an unknown name, a list of filter entries for filters', async () => {
     expect(
       await run([
-        { label: 'x[][y]', path: '/v1/tiny/documents?x[][y]=1', headers: auth(tiny), expect: 'ok' },
-        {
-          label: 'filters[][...]',
-          path: '/v1/tiny/documents?filters[][*.fields.title][equal]=Apple%20harvest',
-          headers: auth(tiny),
-          expect: 'ok',
+        getCase(tiny, '/v1/tiny/documents?x[][y]=1', 'ok'),
+        getCase(tiny, '/v1/tiny/documents?filters[][*.fields.title][equal]=Apple%20harvest', 'ok', {
           check: (body) =>
             body.data.map((d: any) => d.meta.id).join() === '100'
               ? undefined
               : `got ${body.data.map((d: any) => d.meta.id)}`,
-        },
+        }),
       ]),
     ).toEqual([]);
   });
@@ -281,59 +235,20 @@ describe('bad JSON in query= and in POST bodies is a 400 (§3, §9)', () => {
     for (const t of targets) {
       for (const text of [...broken, ...notObjects]) {
         for (const path of [`/v1/${t.repo}/documents`, `/v1/${t.repo}/collections/${t.collection}`]) {
-          cases.push({
-            label: `GET ${path}?query=${JSON.stringify(text)}`,
-            path: `${path}?query=${encodeURIComponent(text)}`,
-            headers: auth(t),
-            expect: 'error',
-            status: 400,
-          });
-          cases.push({
-            label: `POST ${path} ${JSON.stringify(text)}`,
-            method: 'POST',
-            path,
-            body: text,
-            headers: auth(t),
-            expect: 'error',
-            status: 400,
-          });
+          const label = `${path}?query=${JSON.stringify(text)}`;
+          cases.push(getCase(t, `${path}?query=${encodeURIComponent(text)}`, 'error', { label: `GET ${label}` }));
+          cases.push(postCase(t, path, text, 'error', { label: `POST ${path} ${JSON.stringify(text)}` }));
         }
         const single = `/v1/${t.repo}/documents/${t.document}`;
-        cases.push({
-          label: `GET ${single}?query=${JSON.stringify(text)}`,
-          path: `${single}?query=${encodeURIComponent(text)}`,
-          headers: auth(t),
-          expect: 'error',
-          status: 400,
-        });
+        const label = `GET ${single}?query=${JSON.stringify(text)}`;
+        cases.push(getCase(t, `${single}?query=${encodeURIComponent(text)}`, 'error', { label }));
       }
       const list = `/v1/${t.repo}/documents`;
-      cases.push({ label: 'query=', path: `${list}?query=`, headers: auth(t), expect: 'error', status: 400 });
-      cases.push({ label: 'query[a]=1', path: `${list}?query[a]=1`, headers: auth(t), expect: 'error', status: 400 });
-      cases.push({ label: 'query[]=x', path: `${list}?query[]=x`, headers: auth(t), expect: 'error', status: 400 });
-      cases.push({
-        label: 'raw query={"limit":2}',
-        path: `${list}?query={"limit":2}`,
-        headers: auth(t),
-        expect: 'ok',
-        check: (b) => (b.meta.limit === 2 ? undefined : `limit ${b.meta.limit}`),
-      });
-      cases.push({
-        label: 'an empty POST body is no options',
-        method: 'POST',
-        path: list,
-        body: '',
-        headers: auth(t),
-        expect: 'ok',
-      });
-      cases.push({
-        label: 'a blank POST body is no options',
-        method: 'POST',
-        path: list,
-        body: ' \n\t',
-        headers: auth(t),
-        expect: 'ok',
-      });
+      for (const query of ['query=', 'query[a]=1', 'query[]=x']) cases.push(getCase(t, `${list}?${query}`, 'error'));
+      const limit = (b: any) => (b.meta.limit === 2 ? undefined : `limit ${b.meta.limit}`);
+      cases.push(getCase(t, `${list}?query={"limit":2}`, 'ok', { label: 'raw query={"limit":2}', check: limit }));
+      cases.push(postCase(t, list, '', 'ok', { label: 'an empty POST body is no options' }));
+      cases.push(postCase(t, list, ' \n\t', 'ok', { label: 'a blank POST body is no options' }));
     }
     expect(await run(cases)).toEqual([]);
   });
@@ -392,8 +307,7 @@ describe('bad percent-encoding is a 400, wherever it is (§9)', () => {
           `/files/${t.repo}/${b}`,
           `/files/${b}/x.png`,
         ];
-        for (const path of places)
-          cases.push({ label: `GET ${path}`, path, headers: auth(t), expect: 'error', status: 400 });
+        for (const path of places) cases.push(getCase(t, path, 'error'));
         cases.push({ label: `GET ${list}?key=${b}`, path: `${list}?key=${b}`, expect: 'error', status: 400 });
       }
     }
@@ -465,11 +379,9 @@ describe('huge and fractional numbers (§3, §4, §6)', () => {
     ];
     const limitCheck = (body: any) => (body.meta.limit <= 1000 ? undefined : `meta.limit ${body.meta.limit}`);
     return [
-      ...ok.map((path): Case => ({ label: `GET ${path}`, path, headers: auth(t), expect: 'ok', check: limitCheck })),
-      ...errors.map((path): Case => ({ label: `GET ${path}`, path, headers: auth(t), expect: 'error', status: 400 })),
-      ...either.map(
-        (path): Case => ({ label: `GET ${path}`, path, headers: auth(t), expect: 'either', check: limitCheck }),
-      ),
+      ...ok.map((path) => getCase(t, path, 'ok', { check: limitCheck })),
+      ...errors.map((path) => getCase(t, path, 'error')),
+      ...either.map((path) => getCase(t, path, 'either', { check: limitCheck })),
     ];
   }
 
@@ -478,12 +390,7 @@ describe('huge and fractional numbers (§3, §4, §6)', () => {
   });
 
   it('clamps a 20-digit limit to 1000', async () => {
-    const answer = await send({
-      label: '',
-      path: '/v1/tiny/documents?limit=99999999999999999999',
-      headers: auth(tiny),
-      expect: 'ok',
-    });
+    const answer = await send(getCase(tiny, '/v1/tiny/documents?limit=99999999999999999999', 'ok'));
     expect(JSON.parse(answer.text).meta).toMatchObject({ limit: 1000, count: 6 });
   });
 });
@@ -508,13 +415,7 @@ describe('nesting 1,000 levels deep is a 400, in brackets and in JSON (§9)', ()
       `fields${'[a]'.repeat(13)}`,
     ];
     for (const name of bracketNames)
-      cases.push({
-        label: `GET ${list}?${name.slice(0, 60)}...=1`,
-        path: `${list}?${name}=1`,
-        headers: auth(t),
-        expect: 'error',
-        status: 400,
-      });
+      cases.push(getCase(t, `${list}?${name}=1`, 'error', { label: `GET ${list}?${name.slice(0, 60)}...=1` }));
     // Arrays stay short enough for a URL (2 characters a level); objects go in POST bodies.
     for (const options of [
       deepArray(),
@@ -523,13 +424,9 @@ describe('nesting 1,000 levels deep is a 400, in brackets and in JSON (§9)', ()
       `{"includeTags":${deepArray('"a"')}}`,
       `{"filters":[{"*.fields.${t.text}":{"in":${deepArray()}}}]}`,
     ]) {
-      cases.push({
-        label: `GET ${list}?query=${options.slice(0, 60)}...`,
-        path: `${list}?query=${options}`,
-        headers: auth(t),
-        expect: 'error',
-        status: 400,
-      });
+      cases.push(
+        getCase(t, `${list}?query=${options}`, 'error', { label: `GET ${list}?query=${options.slice(0, 60)}...` }),
+      );
     }
     const bodies = [
       deepArray(),
@@ -553,15 +450,7 @@ describe('nesting 1,000 levels deep is a 400, in brackets and in JSON (§9)', ()
       `{"includes":${deepArray('1', 100_000)}}`,
     ];
     for (const body of bodies)
-      cases.push({
-        label: `POST ${list} ${body.slice(0, 60)}...`,
-        method: 'POST',
-        path: list,
-        body,
-        headers: auth(t),
-        expect: 'error',
-        status: 400,
-      });
+      cases.push(postCase(t, list, body, 'error', { label: `POST ${list} ${body.slice(0, 60)}...` }));
     // Deep JSON under names that are not options is ignored.
     for (const body of [
       deepObject('a'),
@@ -569,14 +458,7 @@ describe('nesting 1,000 levels deep is a 400, in brackets and in JSON (§9)', ()
       `{"__proto__":${deepObject('polluted')}}`,
       `{"unknown":${deepArray('1', 100_000)}}`,
     ]) {
-      cases.push({
-        label: `POST ${list} ${body.slice(0, 60)}...`,
-        method: 'POST',
-        path: list,
-        body,
-        headers: auth(t),
-        expect: 'ok',
-      });
+      cases.push(postCase(t, list, body, 'ok', { label: `POST ${list} ${body.slice(0, 60)}...` }));
     }
     return cases;
   }

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseSnapshot, SnapshotError } from '../src/server/snapshot.ts';
+import { parseSnapshot, SnapshotError } from '../src/wire/snapshot.ts';
 import { startServer } from '../src/server/index.ts';
-import { idsOf, shapingAsks } from './helpers/server-shaping.ts';
+import { asks, idsOf, includedIds as groups } from './helpers/forms.ts';
 import { fixture, getJson, servedForFile } from './helpers/server.ts';
 
 /**
@@ -14,7 +14,7 @@ import { fixture, getJson, servedForFile } from './helpers/server.ts';
  */
 
 const server = servedForFile(() => startServer({ paths: [fixture('sections.json')], watch: false }));
-const { ask, refused } = shapingAsks(server);
+const { ask, refused } = asks(server);
 const lessons = () => JSON.parse(readFileSync(fixture('sections.json'), 'utf8'));
 
 describe('answers nest a section’s fields under the section’s API id', () => {
@@ -154,9 +154,6 @@ describe('sorting names a field inside a section by its own API id', () => {
 });
 
 describe('includes follow the references inside sections', () => {
-  const groups = (body: any): Record<string, string[]> =>
-    Object.fromEntries(Object.entries(body.includes ?? {}).map(([name, records]) => [name, idsOf(records as any[])]));
-
   it('includes at level 1 what relation and asset fields inside sections reference, grouped by the field’s own API id', async () => {
     expect(groups(await ask('/lessons/documents/101', { includes: 1 }))).toEqual({
       video: ['301'],

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { applyMask, parseMask } from '../src/server/mask.ts';
-import { idsOf, shapingAsks, startShapingServer } from './helpers/server-shaping.ts';
+import { asks, idsOf, includedIds as groups } from './helpers/forms.ts';
+import { startShapingServer } from './helpers/server-shaping.ts';
 import { servedForFile } from './helpers/server.ts';
 
 /**
@@ -11,11 +12,7 @@ import { servedForFile } from './helpers/server.ts';
  */
 
 const server = servedForFile(startShapingServer);
-const { ask, refused, raw } = shapingAsks(server);
-
-/** The ids in each include group. */
-const groups = (body: any): Record<string, string[]> =>
-  Object.fromEntries(Object.entries(body.includes ?? {}).map(([name, records]) => [name, idsOf(records as any[])]));
+const { ask, refused, raw } = asks(server);
 
 describe('includes=<n> includes what the answered documents reference, n levels deep', () => {
   it('includes nothing at level 0', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Options } from './helpers/forms.ts';
-import { idsOf, shapingAsks, startShapingServer } from './helpers/server-shaping.ts';
+import { asks, idsOf, type Options } from './helpers/forms.ts';
+import { startShapingServer } from './helpers/server-shaping.ts';
 import { servedForFile } from './helpers/server.ts';
 
 /**
@@ -12,7 +12,7 @@ import { servedForFile } from './helpers/server.ts';
  */
 
 const server = servedForFile(startShapingServer);
-const { ask, refused, raw } = shapingAsks(server);
+const { ask, refused, raw } = asks(server);
 
 const order = async (path: string, options: Options) => idsOf((await ask(path, options)).data);
 const sorted = (sorting: Record<string, unknown>, path = '/store/documents', extra: Options = {}) =>

@@ -7,7 +7,7 @@ import { checkOptions, ConfigError, contentTypesSchema, syncConfigSchema } from 
 import { readEnv, withEnv } from '../sync/env.ts';
 import type { SyncLogger } from '../sync/engine.ts';
 import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
-import type { ReloadEvent } from '../server/registry.ts';
+import type { ReloadEvent } from '../server/repositories.ts';
 import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/origins.ts';
 import { virtualModulesPlugin } from '../vite/plugin.ts';
 import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';

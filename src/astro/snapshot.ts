@@ -1,8 +1,7 @@
 import { hash } from 'node:crypto';
 import { access } from 'node:fs/promises';
 import { type ReadApiServer, startServer } from '../server/server.ts';
-import { localFilePath } from '../server/repository.ts';
-import { readSnapshotFile } from '../server/snapshot.ts';
+import { assetFilePath, readSnapshotFile } from '../wire/snapshot.ts';
 import { ConfigError } from '../sync/config.ts';
 
 /**
@@ -81,12 +80,7 @@ export async function serveSnapshot(
     server = await start(0);
     portNote = `port ${port}, where this snapshot is usually served, is taken (another build or dev server?): serving on ${server.port}, so the content cache is fetched again`;
   }
-  const files = new Set(
-    snapshot.assets.flatMap((asset) => {
-      const url = (asset.fields.file as { url?: unknown } | null | undefined)?.url;
-      return (typeof url === 'string' && localFilePath(url)) || [];
-    }),
-  );
+  const files = new Set(snapshot.assets.flatMap((asset) => assetFilePath(asset) || []));
   return {
     file,
     files,

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pLimit from 'p-limit';
 import { fetch } from 'undici';
-import { localFilePath } from '../server/repository.ts';
+import { assetFilePath } from '../wire/snapshot.ts';
 import type { SnapshotRecord } from './records.ts';
 
 /**
@@ -73,15 +73,15 @@ function writable(segments: string[]): boolean {
     )
   )
     return false;
-  return !(segments.length === 1 && segments[0]!.toLowerCase().endsWith('.json')); // beside the snapshot, serve would read it as one
+  // beside the snapshot, serve would read it as one
+  return !(segments.length === 1 && segments[0]!.toLowerCase().endsWith('.json'));
 }
 
 /** The relative paths of the files the assets of a snapshot have (those a pull wrote, and may replace or remove). */
 export function filePaths(assets: Iterable<SnapshotRecord>): Set<string> {
   const paths = new Set<string>();
   for (const asset of assets) {
-    const url = (asset.fields?.file as { url?: unknown } | undefined)?.url;
-    const path = typeof url === 'string' ? localFilePath(url) : undefined;
+    const path = assetFilePath(asset);
     // Checked again as a download's path is: a snapshot written by hand may name anything.
     if (path !== undefined && writable(path.split('/'))) paths.add(path);
   }

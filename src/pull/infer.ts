@@ -1,6 +1,13 @@
-import type { ContentTypeDefinition, FieldDefinition, FieldType } from '../server/snapshot.ts';
+import {
+  apiIdPattern,
+  type ContentTypeDefinition,
+  datePattern,
+  type FieldDefinition,
+  type FieldType,
+  localizableTypes,
+} from '../wire/snapshot.ts';
 import { isSection } from '../sync/sections.ts';
-import { type FieldKind, isLocaleMap, kindOfValue, mergeKinds } from '../sync/shapes.ts';
+import { isLocaleMap, kindOfValue, mergeKinds } from '../sync/shapes.ts';
 
 /**
  * Content types inferred from the documents of a pull, since the Read API does not describe
@@ -22,19 +29,16 @@ import { type FieldKind, isLocaleMap, kindOfValue, mergeKinds } from '../sync/sh
  *   fields where the section first appears.
  */
 
-/** A date field's value as the snapshot format takes it (UTC, no offset). */
-const snapshotDate = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?Z)?$/;
-const localizable = new Set<FieldKind>(['text', 'richtext', 'number', 'select', 'asset']);
-const apiIdShape = /^[A-Za-z0-9_-]{1,100}$/;
-
 interface Sighting {
-  kind: FieldKind | undefined;
+  kind: FieldType | undefined;
   /** Seen as a locale map / as a plain value with something in it. */
   localized: boolean;
   plain: boolean;
   /** Two values of kinds that do not merge, for the warning. */
-  clash?: [FieldKind, FieldKind];
-  /** Values that are objects of fields (a section, or a JSON object), and the fields seen in them; values that are not. */
+  clash?: [FieldType, FieldType];
+  /**
+   * Values that are objects of fields (a section, or a JSON object), and the fields seen in them; values that are not.
+   */
   objects: number;
   others: number;
   inner: Map<string, Sighting>;
@@ -52,9 +56,9 @@ const newSighting = (): Sighting => ({
   evidence: false,
 });
 
-function kindOf(value: unknown): FieldKind | undefined {
+function kindOf(value: unknown): FieldType | undefined {
   const kind = kindOfValue(value);
-  if (kind === 'date' && !snapshotDate.test(value as string)) return 'text';
+  if (kind === 'date' && !datePattern.test(value as string)) return 'text';
   return kind;
 }
 
@@ -97,7 +101,7 @@ function seeValue(field: Sighting, value: unknown, locales: ReadonlySet<string>,
 export interface Sightings {
   types: Map<string, Map<string, Sighting>>;
   /** Fields that may be sections but show nothing a JSON value could not hold: the server may confirm them. */
-  unconfirmed: { contentType: string; field: string; keys: { name: string; kind: FieldKind | undefined }[] }[];
+  unconfirmed: { contentType: string; field: string; keys: { name: string; kind: FieldType | undefined }[] }[];
 }
 
 /** Reads every field of `documents` (taken in id order), given the repository's locale keys. */
@@ -123,7 +127,7 @@ export function sightFields(
       if (
         !isSectionShaped(field) ||
         field.evidence ||
-        [...field.inner.keys()].some((key) => fields.has(key) || !apiIdShape.test(key))
+        [...field.inner.keys()].some((key) => fields.has(key) || !apiIdPattern.test(key))
       )
         continue;
       unconfirmed.push({
@@ -153,7 +157,7 @@ export function contentTypesOf(sightings: Sightings, confirmed: ReadonlySet<stri
   const warnings: string[] = [];
   const definition = (name: string, field: Sighting, where: string, section?: string): FieldDefinition => {
     let type: FieldType = field.kind ?? 'json';
-    let localized = field.localized && !field.plain && localizable.has(type);
+    let localized = field.localized && !field.plain && localizableTypes.has(type);
     if (field.clash)
       warnings.push(`Field ${where} holds values of different types (${field.clash.join(' and ')}): it is typed json`);
     if (field.localized && field.plain) {
@@ -179,10 +183,11 @@ export function contentTypesOf(sightings: Sightings, confirmed: ReadonlySet<stri
       for (const key of fields.get(name)!.inner.keys()) owners.set(key, (owners.get(key) ?? 0) + 1);
     for (const name of [...sections]) {
       const keys = [...fields.get(name)!.inner.keys()];
-      if (!apiIdShape.test(name) || keys.some((key) => !apiIdShape.test(key) || owners.get(key)! > 1)) {
+      if (!apiIdPattern.test(name) || keys.some((key) => !apiIdPattern.test(key) || owners.get(key)! > 1)) {
         sections.delete(name);
         warnings.push(
-          `Field ${apiId}.${name} holds objects of fields whose names are no API ids, or are another field's of ${apiId}: it is typed json, not as a section`,
+          `Field ${apiId}.${name} holds objects of fields whose names are no API ids, ` +
+            `or are another field's of ${apiId}: it is typed json, not as a section`,
         );
       }
     }

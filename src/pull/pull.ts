@@ -2,8 +2,7 @@ import { rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createClient, type ReadApiClient } from '../api/client.ts';
 import { NotFoundError, scrub } from '../api/errors.ts';
-import { localFilePath, mapImageSources } from '../server/repository.ts';
-import { parseSnapshot, type Snapshot } from '../server/snapshot.ts';
+import { localFilePath, mapImageSources, parseSnapshot, type Snapshot } from '../wire/snapshot.ts';
 import type { SyncConfig } from '../sync/config.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import { type FileOutcome, filePaths, syncFiles } from './files.ts';
@@ -245,7 +244,10 @@ function listedLocales(meta: RepositoryMeta): (Locales & { keys: Set<string> }) 
   return { defaultLocale: meta.defaultLocale, locales, keys: new Set(locales.map((l) => l.key)) };
 }
 
-/** When the repository lists no locales: the keys seen in localized values (the most common the default), with a warning. */
+/**
+ * When the repository lists no locales: the keys seen in localized values (the most common the default), with a
+ * warning.
+ */
 function guessLocales(meta: RepositoryMeta, records: ApiRecord[], warn: (m: string) => void): Locales {
   const counts = new Map<string, number>();
   const shape = /^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/;
@@ -262,19 +264,25 @@ function guessLocales(meta: RepositoryMeta, records: ApiRecord[], warn: (m: stri
     const keys = Object.keys(value);
     if (keys.length > 0 && keys.every((k) => shape.test(k)))
       for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
-    else if (depth === 0) for (const inner of Object.values(value)) count(inner, 1); // the localized fields of a section
+    else if (depth === 0)
+      // the localized fields of a section
+      for (const inner of Object.values(value)) count(inner, 1);
   };
   for (const record of records) for (const value of Object.values(record.fields)) count(value, 0);
   const keys = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([k]) => k);
   const defaultLocale = meta.defaultLocale ?? keys[0] ?? 'en_US';
   const all = [...new Set([defaultLocale, ...keys])];
   warn(
-    `The server did not list the repository's locales; the snapshot has the locale keys seen in the data (${all.join(', ')}), default ${defaultLocale}, without fallbacks`,
+    "The server did not list the repository's locales; the snapshot has the locale keys seen in the data " +
+      `(${all.join(', ')}), default ${defaultLocale}, without fallbacks`,
   );
   return { defaultLocale, locales: all.map((key) => ({ key })) };
 }
 
-/** Every asset the documents reference: those embedded in the answers, the others asked one by one (the API lists no assets). */
+/**
+ * Every asset the documents reference: those embedded in the answers, the others asked one by one (the API lists no
+ * assets).
+ */
 async function referencedAssets(
   client: ReadApiClient,
   ids: Set<string>,
@@ -341,7 +349,8 @@ async function memberLists(
     const differ = locales.slice(1).filter((_, i) => others[i]!.join() !== members!.join());
     if (differ.length > 0) {
       warn(
-        `Collection ${apiId} lists other documents, or another order, in ${differ.join(', ')} (its stored filters or sorting read localized values): the snapshot keeps the default locale's list`,
+        `Collection ${apiId} lists other documents, or another order, in ${differ.join(', ')} ` +
+          "(its stored filters or sorting read localized values): the snapshot keeps the default locale's list",
       );
     }
     out.push({ apiId, members: members! });
@@ -383,7 +392,10 @@ function relinkRichtext(documents: SnapshotRecord[], moved: Map<string, string>)
   }
 }
 
-/** Removes the files the previous snapshot's assets had and the new one's do not (only those, and only where a pull may write one). */
+/**
+ * Removes the files the previous snapshot's assets had and the new one's do not (only those, and only where a pull may
+ * write one).
+ */
 async function pruneFiles(
   before: Map<string, SnapshotRecord> | undefined,
   now: Set<string>,

@@ -1,10 +1,11 @@
-import { ApiError } from './errors.ts';
-import { compileFilters } from './filters.ts';
+import { type ApiError, refusalOf } from './errors.ts';
+import { compileFilters, type Predicate } from './filters.ts';
 import { collectIncludes } from './includes.ts';
+import { recent } from './indexes.ts';
 import { applyMask } from './mask.ts';
 import type { RequestOptions } from './options.ts';
-import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
-import type { CollectionDefinition } from './snapshot.ts';
+import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
+import type { CollectionDefinition } from '../wire/snapshot.ts';
 import { parseSorting, sortedDocuments, sortRecords } from './sorting.ts';
 
 /**
@@ -18,7 +19,32 @@ function hasAnyTag(record: PreparedRecord, tags: ReadonlySet<string>): boolean {
   return false;
 }
 
-/** A collection's candidates before its conditions: its listed documents that exist, in listed order, or every document in the default order. */
+/** What a list selects by, a collection's or a request's: a content type, tags, filters and search words. */
+interface Selection {
+  contentType?: string | undefined;
+  includeTags?: ReadonlySet<string> | undefined;
+  excludeTags?: ReadonlySet<string> | undefined;
+  filters?: Predicate | undefined;
+  search?: string[] | undefined;
+}
+
+/** A test of a document against a selection in a locale view. */
+function selects(selection: Selection, view: LocaleView): (record: PreparedRecord) => boolean {
+  const { contentType, includeTags, excludeTags, filters, search } = selection;
+  const candidates = filters?.candidates?.();
+  return (record) =>
+    (!contentType || record.contentType === contentType) &&
+    (!candidates || candidates.has(record)) &&
+    (!includeTags || hasAnyTag(record, includeTags)) &&
+    (!excludeTags || !hasAnyTag(record, excludeTags)) &&
+    (!filters || filters(record, view)) &&
+    (!search || search.every((term) => record.searchText(view).includes(term)));
+}
+
+/**
+ * A collection's candidates before its conditions: its listed documents that exist, in listed order, or every document
+ * in the default order.
+ */
 function memberBase(repository: PreparedRepository, collection: CollectionDefinition): PreparedRecord[] {
   if (!collection.members) return repository.defaultOrder;
   const listed: PreparedRecord[] = [];
@@ -29,7 +55,10 @@ function memberBase(repository: PreparedRepository, collection: CollectionDefini
   return listed;
 }
 
-/** The documents of a collection in its own order (its sorting, else its listed order, else the default order), for a locale; kept for the snapshot. */
+/**
+ * The documents of a collection in its own order (its sorting, else its listed order, else the default order), for a
+ * locale; kept for the snapshot.
+ */
 export function collectionMembers(
   repository: PreparedRepository,
   collection: CollectionDefinition,
@@ -38,16 +67,14 @@ export function collectionMembers(
   const key = `${collection.apiId}:${view}`;
   const done = repository.indexes.collections.get(key);
   if (done) return done.members;
-  const filters = collection.filters?.length ? compileFilters(repository, collection.filters, view) : undefined;
-  const includeTags = collection.includeTags?.length ? new Set(collection.includeTags) : undefined;
-  const excludeTags = collection.excludeTags?.length ? new Set(collection.excludeTags) : undefined;
-  const matching = memberBase(repository, collection).filter(
-    (record) =>
-      (!collection.contentType || record.contentType === collection.contentType) &&
-      (!includeTags || hasAnyTag(record, includeTags)) &&
-      (!excludeTags || !hasAnyTag(record, excludeTags)) &&
-      (!filters || filters(record, view)),
-  );
+  const tags = (list: string[] | undefined) => (list?.length ? new Set(list) : undefined);
+  const selection = {
+    contentType: collection.contentType,
+    includeTags: tags(collection.includeTags),
+    excludeTags: tags(collection.excludeTags),
+    filters: collection.filters?.length ? compileFilters(repository, collection.filters, view) : undefined,
+  };
+  const matching = memberBase(repository, collection).filter(selects(selection, view));
   const members = collection.sorting
     ? sortRecords(repository, matching, parseSorting(repository, collection.sorting), view)
     : matching;
@@ -55,25 +82,20 @@ export function collectionMembers(
   return members;
 }
 
-/** Checks a collection's stored filters and sorting; returns the 400 a request would get, and which of the two it is about. */
+/**
+ * Checks a collection's stored filters and sorting; returns the 400 a request would get, and which of the two it is
+ * about.
+ */
 export function collectionError(
   repository: PreparedRepository,
   collection: CollectionDefinition,
 ): { key: 'filters' | 'sorting'; error: ApiError } | undefined {
-  const checks = {
-    filters: () =>
-      collection.filters?.length && compileFilters(repository, collection.filters, repository.defaultLocale),
-    sorting: () => collection.sorting && parseSorting(repository, collection.sorting),
-  };
-  for (const key of ['filters', 'sorting'] as const) {
-    try {
-      checks[key]();
-    } catch (error) {
-      if (error instanceof ApiError) return { key, error };
-      throw error;
-    }
-  }
-  return undefined;
+  const filters = refusalOf(
+    () => collection.filters?.length && compileFilters(repository, collection.filters, repository.defaultLocale),
+  );
+  if (filters) return { key: 'filters', error: filters };
+  const sorting = refusalOf(() => collection.sorting && parseSorting(repository, collection.sorting));
+  return sorting && { key: 'sorting', error: sorting };
 }
 
 const maxSelections = 32;
@@ -92,15 +114,7 @@ function selectDocuments(
   if (key === undefined) return base;
   let cache = selections.get(base);
   if (!cache) selections.set(base, (cache = new Map()));
-  let selected = cache.get(key);
-  if (selected)
-    cache.delete(key); // re-inserted below as the most recent
-  else {
-    selected = computeSelection(repository, base, options);
-    if (cache.size >= maxSelections) cache.delete(cache.keys().next().value!);
-  }
-  cache.set(key, selected);
-  return selected;
+  return recent(cache, key, maxSelections, () => computeSelection(repository, base, options));
 }
 
 function computeSelection(
@@ -109,13 +123,7 @@ function computeSelection(
   options: RequestOptions,
 ): PreparedRecord[] {
   const { filters, includeTags, excludeTags, search, locale } = options;
-  const candidates = filters?.candidates?.();
-  const matches = (record: PreparedRecord) =>
-    (!candidates || candidates.has(record)) &&
-    (!filters || filters(record, locale)) &&
-    (!includeTags || hasAnyTag(record, includeTags)) &&
-    (!excludeTags || !hasAnyTag(record, excludeTags)) &&
-    (!search || search.every((term) => record.searchText(locale).includes(term)));
+  const matches = selects(options, locale);
   const filtered = filters || includeTags || excludeTags || search;
   if (!options.sorting?.length) return filtered ? base.filter(matches) : base;
   // Filter the whole repository in the requested order (kept per snapshot) rather than sort per request.
@@ -136,17 +144,9 @@ function includeGroups(
   );
 }
 
-function recordObject(repository: PreparedRepository, record: PreparedRecord, options: RequestOptions): object {
-  return options.embedAssets ? repository.embedAssets(record, options.locale) : record.toObject(options.locale);
-}
-
-function includesObject(
-  repository: PreparedRepository,
-  groups: Map<string, PreparedRecord[]>,
-  options: RequestOptions,
-): Record<string, unknown> {
+function includesObject(groups: Map<string, PreparedRecord[]>, options: RequestOptions): Record<string, unknown> {
   const out: Record<string, unknown> = Object.create(null);
-  for (const [name, records] of groups) out[name] = records.map((r) => recordObject(repository, r, options));
+  for (const [name, records] of groups) out[name] = records.map((r) => r.toObject(options.locale, options.embedAssets));
   return out;
 }
 
@@ -170,12 +170,11 @@ export function listBody(repository: PreparedRepository, base: PreparedRecord[],
     const keepsFields = mask.has('fields') || mask.has('*');
     // A mask that keeps no fields needs no field values worked out.
     const object = keepsFields
-      ? (record: PreparedRecord) => recordObject(repository, record, options)
+      ? (record: PreparedRecord) => record.toObject(options.locale, options.embedAssets)
       : (record: PreparedRecord) => ({ meta: record.meta });
     const data = page.map((record) => applyMask(object(record), mask));
     const includes =
-      groups &&
-      (applyMask({ includes: includesObject(repository, groups, options) }, mask) as { includes?: unknown }).includes;
+      groups && (applyMask({ includes: includesObject(groups, options) }, mask) as { includes?: unknown }).includes;
     return { json: JSON.stringify({ status: 200, meta, data, ...(includes !== undefined ? { includes } : {}) }) };
   }
   const parts = [Buffer.from(`{"status":200,"meta":${JSON.stringify(meta)},"data":[`)];
@@ -194,8 +193,8 @@ export function recordBody(repository: PreparedRepository, record: PreparedRecor
   const groups = includeGroups(repository, [record], options);
   if (options.mask) {
     const object = {
-      ...recordObject(repository, record, options),
-      ...(groups ? { includes: includesObject(repository, groups, options) } : {}),
+      ...record.toObject(options.locale, options.embedAssets),
+      ...(groups ? { includes: includesObject(groups, options) } : {}),
     };
     return { json: JSON.stringify(applyMask(object, options.mask)) };
   }

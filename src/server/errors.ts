@@ -49,3 +49,26 @@ export function quote(value: unknown): string {
   }
   return JSON.stringify(text.length > 80 ? `${text.slice(0, 77)}...` : text);
 }
+
+/** The ApiError `work` throws (the 400 a request would get), or undefined; any other error is thrown on. */
+export function refusalOf(work: () => unknown): ApiError | undefined {
+  try {
+    work();
+  } catch (error) {
+    if (error instanceof ApiError) return error;
+    throw error;
+  }
+  return undefined;
+}
+
+/**
+ * For a path that names a field through its section (`*.fields.seo.title`, or `fields.seo.title`
+ * without the content type), the hint to name the field alone; else nothing.
+ */
+export function sectionHint(path: string, withContentType: boolean): string {
+  const parts = path.split('.');
+  const at = withContentType ? 1 : 0;
+  if (parts.length !== at + 3 || parts[at] !== 'fields' || parts.includes('')) return '';
+  parts.splice(at + 1, 1);
+  return `; a field inside a section is named without the section, such as ${parts.join('.')}`;
+}

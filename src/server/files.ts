@@ -3,7 +3,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dirname, extname, resolve, sep } from 'node:path';
 import { ApiError } from './errors.ts';
 import { sendJson } from './http.ts';
-import { isSnapshotName, type Repositories } from './registry.ts';
+import type { Repositories } from './repositories.ts';
+import { matchesEtag } from './routes.ts';
+import { isSnapshotName } from './snapshot-files.ts';
 
 /**
  * Asset files (spec §10): `/files/<repo>/<path>` serves a file only when an asset of that
@@ -88,15 +90,6 @@ export async function fileProblem(relative: string, bounds: FileBounds): Promise
  */
 const fileEtag = (size: number, mtimeMs: number): string =>
   `"${size.toString(16)}-${Math.floor(mtimeMs).toString(16)}"`;
-
-/** Whether an `If-None-Match` header names the ETag (weak or strong, or `*`). */
-function matchesEtag(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  return header.split(',').some((tag) => {
-    const trimmed = tag.trim();
-    return trimmed === '*' || trimmed.replace(/^W\//, '') === etag;
-  });
-}
 
 /** The real path of the file `/files/<repo>/<relative>` may serve, or undefined (404). */
 async function servable(

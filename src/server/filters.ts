@@ -1,7 +1,7 @@
-import { badRequest, quote } from './errors.ts';
+import { badRequest, quote, sectionHint } from './errors.ts';
 import { compileLike, foldCase } from './like.ts';
-import { kept } from './derived.ts';
-import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
+import { kept } from './indexes.ts';
+import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
 import {
   column,
   compare,
@@ -63,12 +63,9 @@ export function parseFilterPath(path: string, option = 'filters'): FilterPath {
   const parts = path.split('.');
   if (parts.length !== 3 || parts.some((p) => p === '') || (parts[1] !== 'fields' && parts[1] !== 'meta')) {
     // A field inside a section is named by its own API id: `*.fields.title`, not `*.fields.seo.title`.
-    const inSection =
-      parts.length === 4 && parts[1] === 'fields' && !parts.includes('')
-        ? `; a field inside a section is named without the section, such as ${parts[0]}.fields.${parts[3]}`
-        : '';
     throw badRequest(
-      `Malformed path ${quote(path)} in ${option}: expected <contentType|*>.<fields|meta>.<name>, such as *.fields.title${inSection}`,
+      `Malformed path ${quote(path)} in ${option}: expected <contentType|*>.<fields|meta>.<name>, ` +
+        `such as *.fields.title${sectionHint(path, true)}`,
     );
   }
   const [contentType, scope, name] = parts as [string, 'fields' | 'meta', string];
@@ -212,7 +209,8 @@ function compileTest(
       const kind = kindOf(field.type);
       if (!kind)
         throw badRequest(
-          `Cannot filter on ${quote(`${source.contentType}.fields.${source.name}`)}: filters do not work on ${field.type} fields`,
+          `Cannot filter on ${quote(`${source.contentType}.fields.${source.name}`)}: ` +
+            `filters do not work on ${field.type} fields`,
         );
       matchers.set(contentType, matcherFor(kind, field.type));
     }

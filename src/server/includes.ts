@@ -1,5 +1,5 @@
-import { badRequest, quote } from './errors.ts';
-import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
+import { badRequest, quote, sectionHint } from './errors.ts';
+import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
 
 /**
  * Includes (spec §6): the records that answered records reference, grouped by the name of the
@@ -24,7 +24,8 @@ export function parseIncludes(value: unknown): IncludePlan | undefined {
     const level = typeof value === 'number' ? value : /^\s*-?\d+\s*$/.test(value) ? Number(value) : NaN;
     if (!Number.isInteger(level) || level < 0 || level > maxIncludeDepth) {
       throw badRequest(
-        `Invalid includes ${quote(value)}: expected a level from 0 to ${maxIncludeDepth}, or fields such as includes[*.fields.author]=1`,
+        `Invalid includes ${quote(value)}: expected a level from 0 to ${maxIncludeDepth}, ` +
+          'or fields such as includes[*.fields.author]=1',
       );
     }
     return level === 0 ? undefined : { level };
@@ -43,12 +44,9 @@ function parseFieldMap(map: Record<string, unknown>, depth: number, budget: { le
   return entries.map(([path, child]) => {
     const match = /^([^.]+)\.fields\.([^.]+)$/.exec(path);
     if (!match) {
-      const inSection = /^([^.]+)\.fields\.[^.]+\.([^.]+)$/.exec(path);
-      const hint = inSection
-        ? `; a field inside a section is named without the section, such as ${inSection[1]}.fields.${inSection[2]}`
-        : '';
       throw badRequest(
-        `Malformed includes path ${quote(path)}: expected <contentType|*>.fields.<name>, such as *.fields.author${hint}`,
+        `Malformed includes path ${quote(path)}: expected <contentType|*>.fields.<name>, ` +
+          `such as *.fields.author${sectionHint(path, true)}`,
       );
     }
     let children: IncludeNode[] = [];

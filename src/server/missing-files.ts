@@ -1,7 +1,6 @@
 import { posix } from 'node:path';
 import { fileBounds, type FileProblem, fileProblem, type SnapshotPaths } from './files.ts';
-import { localFilePath } from './repository.ts';
-import type { Snapshot } from './snapshot.ts';
+import { assetFilePath, type Snapshot } from '../wire/snapshot.ts';
 
 /**
  * Asset files `/files` would answer 404 for: a snapshot copied without its `images/` folder
@@ -30,8 +29,7 @@ export async function findMissingFiles(
   snapshots: SnapshotPaths,
 ): Promise<MissingFile[]> {
   const local = snapshot.assets.flatMap((asset) => {
-    const url = (asset.fields.file as { url?: unknown } | null | undefined)?.url;
-    const path = typeof url === 'string' ? localFilePath(url) : undefined;
+    const path = assetFilePath(asset);
     return path === undefined ? [] : [{ id: asset.meta.id, path }];
   });
   if (local.length === 0) return [];
@@ -78,7 +76,8 @@ export function missingFilesWarning(repository: string, snapshotFile: string, mi
   }
   if (refused) advice.push(`A file outside the snapshot's folder, or a snapshot file, is never served.`);
   return [
-    `Warning: ${missing.length} ${one ? 'asset' : 'assets'} of repository ${repository} ${one ? 'names' : 'name'} a file the server cannot find${refused ? ' or will not serve' : ''},`,
+    `Warning: ${missing.length} ${one ? 'asset' : 'assets'} of repository ${repository} ${one ? 'names' : 'name'} ` +
+      `a file the server cannot find${refused ? ' or will not serve' : ''},`,
     `so /files/${repository}/ answers 404 for ${one ? 'it' : 'them'}: ${listed}${more}.`,
     ...advice,
   ].join(' ');

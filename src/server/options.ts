@@ -4,7 +4,7 @@ import { compileFilters, type Predicate } from './filters.ts';
 import { type IncludePlan, parseIncludes } from './includes.ts';
 import { type Mask, parseMask } from './mask.ts';
 import type { QueryTree } from './query-string.ts';
-import type { LocaleView, PreparedRepository } from './repository.ts';
+import type { LocaleView, PreparedRepository } from './prepared-repository.ts';
 import { parseSorting, type SortKey } from './sorting.ts';
 
 /** Request options (spec §3), read and checked; every malformed value is a 400 naming the option. */
@@ -21,7 +21,10 @@ export interface RequestOptions {
   mask?: Mask;
   /** The distinct terms of `search`, lower-cased. */
   search?: string[];
-  /** Names what filters, tags, search, sorting and locale select, so lists can reuse a selection; absent when nothing is selected. */
+  /**
+   * Names what filters, tags, search, sorting and locale select, so lists can reuse a selection; absent when nothing is
+   * selected.
+   */
   selectionKey?: string;
 }
 
@@ -95,7 +98,10 @@ function readTags(value: unknown, name: string): Set<string> {
   return new Set((list as string[]).map((tag) => tag.trim()).filter((tag) => tag !== ''));
 }
 
-/** The distinct words of a search, lower-cased; stops at the first word over the bound, so a huge search costs no more than a small one. */
+/**
+ * The distinct words of a search, lower-cased; stops at the first word over the bound, so a huge search costs no more
+ * than a small one.
+ */
 function searchTerms(search: string): string[] {
   const terms = new Set<string>();
   for (const [word] of search.matchAll(/\S+/g)) {

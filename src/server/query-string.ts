@@ -99,7 +99,9 @@ export function parseQueryString(raw: string): { tree: QueryTree; key?: string }
   return key === undefined ? { tree } : { tree, key };
 }
 
-/** The query string with any `key=` parameter removed, for logs; the name is decoded as `parseQueryString` decodes it. */
+/**
+ * The query string with any `key=` parameter removed, for logs; the name is decoded as `parseQueryString` decodes it.
+ */
 export function redactKey(raw: string): string {
   const isKey = (pair: string): boolean => {
     const eq = pair.indexOf('=');

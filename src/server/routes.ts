@@ -3,7 +3,7 @@ import { type Body, collectionMembers, listBody, recordBody } from './answer.ts'
 import { ApiError, badRequest, notFound, quote } from './errors.ts';
 import { mergeOptionSources, readOptions } from './options.ts';
 import { parseQueryString } from './query-string.ts';
-import type { PreparedRepository } from './repository.ts';
+import type { PreparedRepository } from './prepared-repository.ts';
 
 /** A request as the router sees it: method, path, raw query string, the headers it reads, and a parsed body. */
 export interface ApiRequest {
@@ -82,11 +82,12 @@ function etagOf(body: string | Buffer[]): string {
   return `"${sha1.digest('base64url')}"`;
 }
 
-function matchesEtag(header: string | undefined, etag: string): boolean {
+/** Whether an `If-None-Match` header names the ETag (weak or strong, or `*`). */
+export function matchesEtag(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   return header.split(',').some((tag) => {
-    const t = tag.trim();
-    return t === '*' || t === etag || t === `W/${etag}`;
+    const trimmed = tag.trim();
+    return trimmed === '*' || trimmed.replace(/^W\//, '') === etag;
   });
 }
 

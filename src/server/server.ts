@@ -16,13 +16,13 @@ import {
 } from './http.ts';
 import { findMissingFiles, type MissingFile, missingFilesWarning } from './missing-files.ts';
 import { redactKey } from './query-string.ts';
-import { checkDistinct, type ReloadEvent, Repositories, type Source } from './registry.ts';
-import { SnapshotFiles } from './reload.ts';
+import { checkDistinct, type ReloadEvent, Repositories, type SnapshotSource } from './repositories.ts';
+import { SnapshotFiles } from './snapshot-files.ts';
 import { handleApiRequest } from './routes.ts';
-import { parseSnapshot, readSnapshotFile, type Snapshot } from './snapshot.ts';
+import { parseSnapshot, readSnapshotFile, type Snapshot } from '../wire/snapshot.ts';
 import { sendWebhook, type WebhookTarget } from './webhooks.ts';
 
-export { diffSnapshots, type ReloadEvent } from './registry.ts';
+export { diffSnapshots, type ReloadEvent } from './repositories.ts';
 export type { MissingFile } from './missing-files.ts';
 
 /** Emitted as `missing-files` when a loaded snapshot's assets name files `/files` would answer 404 for. */
@@ -84,7 +84,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
   const repositories = new Repositories();
   const files = await SnapshotFiles.expand(options.paths ?? []);
 
-  const initial: { snapshot: Snapshot; source: Source; label: string }[] = [];
+  const initial: { snapshot: Snapshot; source: SnapshotSource; label: string }[] = [];
   for (const file of files.files())
     initial.push({ snapshot: await readSnapshotFile(file), source: { file }, label: file });
   (options.snapshots ?? []).forEach((raw, i) => {
@@ -127,7 +127,8 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
       response.on('finish', () => {
         const shown = query ? `${path}?${redactKey(query)}` : path;
         log(
-          `${request.method} ${shown.replace(/\?$/, '')} ${response.statusCode} ${(performance.now() - started).toFixed(1)}ms`,
+          `${request.method} ${shown.replace(/\?$/, '')} ${response.statusCode} ` +
+            `${(performance.now() - started).toFixed(1)}ms`,
         );
       });
     }
@@ -207,7 +208,8 @@ export async function startServer(options: ServerOptions = {}): Promise<ReadApiS
         try {
           const event = repositories.swap(await readSnapshotFile(file), { file }, file);
           log(
-            `reloaded ${event.repository} from ${file}: ${event.changed.length} changed, ${event.removed.length} removed`,
+            `reloaded ${event.repository} from ${file}: ` +
+              `${event.changed.length} changed, ${event.removed.length} removed`,
           );
           await checkFiles(event.repository);
           await notify(event);

@@ -1,6 +1,6 @@
-import { badRequest, quote } from './errors.ts';
-import { kept } from './derived.ts';
-import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
+import { badRequest, quote, sectionHint } from './errors.ts';
+import { kept, recent } from './indexes.ts';
+import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
 import { column, compare, type Comparable, type Kind, kindFor, kindOf, metaKind, type ValueSource } from './values.ts';
 
 /**
@@ -35,11 +35,9 @@ export function parseSorting(repository: PreparedRepository, sorting: unknown): 
   for (const [key, direction] of entries) {
     const match = /^(fields|meta)\.([^.]+)$/.exec(key);
     if (!match) {
-      const inSection = /^fields\.[^.]+\.([^.]+)$/.exec(key);
-      const hint = inSection
-        ? `; a field inside a section is named without the section, such as fields.${inSection[1]}`
-        : '';
-      throw badRequest(`Malformed sorting key ${quote(key)}: expected fields.<name> or meta.<name>${hint}`);
+      throw badRequest(
+        `Malformed sorting key ${quote(key)}: expected fields.<name> or meta.<name>${sectionHint(key, false)}`,
+      );
     }
     const scope = match[1] as 'fields' | 'meta';
     const name = match[2]!;
@@ -126,7 +124,6 @@ export function sortRecords(
 }
 
 const maxOrders = 32;
-const orders = new WeakMap<PreparedRepository, Map<string, PreparedRecord[]>>();
 
 /**
  * Every document in the order of the keys, kept per snapshot for the last few distinct sortings
@@ -136,13 +133,6 @@ const orders = new WeakMap<PreparedRepository, Map<string, PreparedRecord[]>>();
 export function sortedDocuments(repository: PreparedRepository, keys: SortKey[], view: LocaleView): PreparedRecord[] {
   const locale = view === 'all' ? repository.defaultLocale : view;
   const id = `${keys.map((k) => `${k.scope}.${k.name}${k.direction > 0 ? '+' : '-'}`).join(',')}@${locale}`;
-  let cache = orders.get(repository);
-  if (!cache) orders.set(repository, (cache = new Map()));
-  let order = cache.get(id);
-  if (!order) {
-    order = sortRecords(repository, [...repository.documents], keys, view);
-    if (cache.size >= maxOrders) cache.delete(cache.keys().next().value!); // the oldest
-    cache.set(id, order);
-  }
-  return order;
+  const make = () => sortRecords(repository, [...repository.documents], keys, view);
+  return recent(repository.indexes.orders, id, maxOrders, make);
 }

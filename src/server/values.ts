@@ -1,7 +1,7 @@
 import { badRequest, quote } from './errors.ts';
-import type { FieldType } from './snapshot.ts';
-import { kept } from './derived.ts';
-import type { LocaleView, PreparedRecord, PreparedRepository } from './repository.ts';
+import type { FieldType } from '../wire/snapshot.ts';
+import { kept } from './indexes.ts';
+import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
 
 /**
  * How filters and sorting read a field: the value of a document, normalised once per snapshot

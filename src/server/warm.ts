@@ -1,7 +1,7 @@
 import { collectionMembers } from './answer.ts';
-import { ApiError } from './errors.ts';
+import { refusalOf } from './errors.ts';
 import { idIndex, likeTexts } from './filters.ts';
-import type { PreparedRepository } from './repository.ts';
+import type { PreparedRepository } from './prepared-repository.ts';
 import { ranks } from './sorting.ts';
 import { column } from './values.ts';
 
@@ -14,19 +14,12 @@ import { column } from './values.ts';
  */
 export function warmFrom(next: PreparedRepository, previous: PreparedRepository): void {
   const done = previous.indexes;
-  const attempt = (work: () => unknown) => {
-    try {
-      work();
-    } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
-    }
-  };
-  for (const { source, view } of done.columns.values()) attempt(() => column(next, source, view));
-  for (const { source, view } of done.sortRanks.values()) attempt(() => ranks(next, source, view));
-  for (const { source, view } of done.likeTexts.values()) attempt(() => likeTexts(next, source, view));
+  for (const { source, view } of done.columns.values()) refusalOf(() => column(next, source, view));
+  for (const { source, view } of done.sortRanks.values()) refusalOf(() => ranks(next, source, view));
+  for (const { source, view } of done.likeTexts.values()) refusalOf(() => likeTexts(next, source, view));
   for (const { apiId, view } of done.collections.values()) {
     const definition = next.snapshot.collections.find((c) => c.apiId === apiId);
-    if (definition) attempt(() => collectionMembers(next, definition, view));
+    if (definition) refusalOf(() => collectionMembers(next, definition, view));
   }
   if (done.ids) idIndex(next);
   if (done.localFiles) next.localFiles();

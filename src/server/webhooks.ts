@@ -1,5 +1,5 @@
 import { signWebhook } from '../wire/webhook.ts';
-import type { ReloadEvent } from './registry.ts';
+import type { ReloadEvent } from './repositories.ts';
 
 export interface WebhookTarget {
   url: string;

@@ -1,3 +1,5 @@
+import type { FieldType } from '../wire/snapshot.ts';
+
 /**
  * What a value of the Read API shows by its shape alone: a reference, a map of locales, the
  * kind of a field value. The sync (`records.ts`, `sections.ts`) and `pull` read values by these.
@@ -8,18 +10,8 @@ export interface Ref {
   contentType: string;
 }
 
-export type FieldKind =
-  | 'text'
-  | 'richtext'
-  | 'number'
-  | 'date'
-  | 'boolean'
-  | 'location'
-  | 'select'
-  | 'color'
-  | 'relation'
-  | 'asset'
-  | 'json';
+/** A field type of the API (`fieldTypes` in src/wire/snapshot.ts), as a value shows it. */
+export type FieldKind = FieldType;
 
 export const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -67,7 +67,10 @@ export const fileSchema = z.looseObject({
   height: z.number().optional(),
 });
 
-/** An asset: `title`, `description` and `file` in its fields, kept in the order the server sent (a declared shape would reorder them). */
+/**
+ * An asset: `title`, `description` and `file` in its fields, kept in the order the server sent (a declared shape would
+ * reorder them).
+ */
 export const assetAnswerSchema = recordSchema;
 
 export const localeSchema = z.looseObject({ key: z.string(), fallback: z.string().optional() });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { generateSnapshot } from '../../bench/generate.ts';
+import { generateSnapshot } from '../helpers/generate-snapshot.ts';
 import { openCache } from '../../src/cache/index.ts';
 import { DatabaseSync } from '../../src/cache/sqlite.ts';
 import { sync } from '../../src/sync/engine.ts';
@@ -12,6 +12,7 @@ import { loadEntries } from '../../src/sync/entries.ts';
 import { SharedSync } from '../../src/sync/shared.ts';
 import { tryRun } from '../helpers/cache-processes.ts';
 import { syncProcess } from '../helpers/cli.ts';
+import { skipBecause } from '../helpers/skip.ts';
 import {
   cacheContent,
   configFor,
@@ -303,7 +304,7 @@ describe('a cache folder that cannot be written', () => {
     // The same folder seen through a read-only mount: not even root may write there.
     const dir = join(await tempDir(), 'read-only');
     mkdirSync(dir);
-    if (!tryRun('mount', ['--bind', writable, dir])) return context.skip('mounting a file system needs root');
+    if (!tryRun('mount', ['--bind', writable, dir])) return skipBecause(context, 'mounting a file system needs root');
     try {
       expect(tryRun('mount', ['-o', 'remount,bind,ro', dir])).toBe(true);
       const error = await sync(configFor(server.url, dir), recorder()).catch((e: unknown) => e);
@@ -327,7 +328,7 @@ describe('a full disk', () => {
     const mount = join(await tempDir(), 'mount');
     mkdirSync(mount);
     if (!tryRun('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', mount]))
-      return context.skip('mounting a file system needs root');
+      return skipBecause(context, 'mounting a file system needs root');
     try {
       const dir = join(mount, 'cache');
       const config = {

@@ -6,6 +6,7 @@ import { sync } from '../../src/sync/engine.ts';
 import { canTrace, openCacheInProcess, syncKilledWhenRemoving, tryRun } from '../helpers/cache-processes.ts';
 import { syncProcess } from '../helpers/cli.ts';
 import { configFor, docOf, recorder, serve, startProxy, tempDir, touch } from '../helpers/magazine.ts';
+import { skipBecause } from '../helpers/skip.ts';
 
 /**
  * A reader opened after a sync was killed while it wrote, before any other process opened the
@@ -41,7 +42,7 @@ async function killedWhileCreating(url: string, dir: string) {
 
 describe('a reader opened after a sync killed (SIGKILL) while it wrote', () => {
   it('while it created the database: there is no committed cache (undefined), and the next sync builds it', async (context) => {
-    if (!canTrace()) return context.skip('stopping a sync at an exact system call needs strace');
+    if (!canTrace()) return skipBecause(context, 'stopping a sync at an exact system call needs strace');
     const { server } = await serve();
     const dir = await tempDir();
     await killedWhileCreating(server.url, dir);
@@ -76,14 +77,14 @@ describe('a reader opened after a sync killed (SIGKILL) while it wrote', () => {
   });
 
   it('in a folder it cannot write: a CacheError that names the folder and says what to do', async (context) => {
-    if (!canTrace()) return context.skip('stopping a sync at an exact system call needs strace');
+    if (!canTrace()) return skipBecause(context, 'stopping a sync at an exact system call needs strace');
     const { server } = await serve();
     const writable = await tempDir();
     await killedWhileCreating(server.url, writable);
     // The same folder seen through a read-only mount: not even root may write there.
     const dir = join(await tempDir(), 'read-only');
     mkdirSync(dir);
-    if (!tryRun('mount', ['--bind', writable, dir])) return context.skip('mounting a file system needs root');
+    if (!tryRun('mount', ['--bind', writable, dir])) return skipBecause(context, 'mounting a file system needs root');
     try {
       expect(tryRun('mount', ['-o', 'remount,bind,ro', dir])).toBe(true);
       const opened = await openCacheInProcess(dir);

@@ -87,7 +87,11 @@ describe('a transaction', () => {
     const tx = await CacheTransaction.begin(dir, events());
     put(tx, record('4', 'article'));
     tx.records.drop('2');
-    expect(tx.records.info('4')).toBeDefined();
+    expect(tx.records.info('4')).toMatchObject({
+      contentType: 'article',
+      revision: 1,
+      updatedAt: '2024-02-01T00:00:00.000Z',
+    });
     expect(tx.records.info('2')).toBeUndefined();
     const reader = openCache(dir)!;
     expect(reader.has('4')).toBe(false);

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
-import { Random } from '../../bench/random.ts';
+import { Random } from './random.ts';
 
 /**
  * `cover`: a generated, deterministic repository snapshot that covers the snapshot format of

@@ -80,3 +80,35 @@ export async function refusedEveryWay(server: ReadApiServer, path: string, optio
   }
   return answers[0]!.body.message;
 }
+
+/** The ids of records as answered. */
+export const idsOf = (records: any[]): string[] => records.map((r) => r.meta.id);
+
+/** The ids in each include group of an answer. */
+export const includedIds = (body: any): Record<string, string[]> =>
+  Object.fromEntries(Object.entries(body.includes ?? {}).map(([name, records]) => [name, idsOf(records as any[])]));
+
+/** The asks of the server tests, against the server `server()` answers with once it is started. */
+export function asks(server: () => ReadApiServer) {
+  /** Asks in every form the route takes; all must answer the same 200. */
+  async function ask(path: string, options: Options): Promise<any> {
+    const [first, ...others] = await everyWay(server(), path, options);
+    expect(first!.status, JSON.stringify(first!.body)).toBe(200);
+    others.forEach((other, i) => {
+      expect(other.body, ['query= JSON', 'POST body'][i]).toEqual(first!.body);
+    });
+    return first!.body;
+  }
+
+  /** Asks in every form; all must be refused with a 400. Returns the first message. */
+  const refused = (path: string, options: Options): Promise<string> => refusedEveryWay(server(), path, options);
+
+  /** A query string as written, sent as it is; it must answer 200. */
+  async function raw(path: string, query: string): Promise<any> {
+    const { status, body } = await getJson(server(), `${path}?${query}`);
+    expect(status, JSON.stringify(body)).toBe(200);
+    return body;
+  }
+
+  return { ask, refused, raw };
+}

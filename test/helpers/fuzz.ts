@@ -1,8 +1,8 @@
 import { connect } from 'node:net';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSnapshot } from '../../bench/generate.ts';
-import { Random as GeneratorRandom } from '../../bench/random.ts';
+import { generateSnapshot } from './generate-snapshot.ts';
+import { Random as GeneratorRandom } from './random.ts';
 import type { ReadApiServer } from '../../src/server/index.ts';
 import { startTiny, tinyKey } from './server.ts';
 
@@ -398,6 +398,20 @@ export function bracketSamples(t: Target): Record<OptionName, Samples> {
 export const jsonObject = (entries: [string, string][]): string =>
   `{${entries.map(([name, value]) => `${JSON.stringify(name)}:${value}`).join(',')}}`;
 export const auth = (t: Target) => ({ authorization: t.key });
+
+/** A GET of the raw target `path` with the target's key; an `error` must be a 400 unless `more` says otherwise. */
+export const getCase = (t: Target, path: string, expected: Case['expect'], more: Partial<Case> = {}): Case => ({
+  label: `GET ${path}`,
+  path,
+  headers: auth(t),
+  expect: expected,
+  ...(expected === 'error' ? { status: 400 } : {}),
+  ...more,
+});
+
+/** A POST of `body` to `path` with the target's key, judged as `getCase` judges. */
+export const postCase = (t: Target, path: string, body: string, expected: Case['expect'], more: Partial<Case> = {}) =>
+  getCase(t, path, expected, { label: `POST ${path} ${body}`, method: 'POST', body, ...more });
 
 // ---------------------------------------------------------------------------------------------
 // Sending and judging.

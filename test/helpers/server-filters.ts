@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import { type ReadApiServer, startServer } from '../../src/server/index.ts';
-import { doc, everyWay, nordic, type Options, repository } from './forms.ts';
-import { fixture, getJson } from './server.ts';
+import { asks, doc, idsOf, nordic, type Options, repository } from './forms.ts';
+import { fixture } from './server.ts';
 
 /**
  * The server and the helpers shared by the filter tests (test/server-filters*.test.ts): besides
@@ -66,31 +66,25 @@ export const byId = (a: string, b: string) => (BigInt(a) < BigInt(b) ? -1 : 1);
 
 export const where = (...filters: object[]) => ({ filters });
 
-/** The asks of the filter tests, against the server `server()` answers with once it is started. */
+/** The asks of the filter tests (see `asks`), against the server `server()` answers with once it is started. */
 export function filterAsks(server: () => ReadApiServer) {
-  /** Asks a list route three ways; all must answer the same 200. */
-  async function list(path: string, options: Options): Promise<any> {
-    const [brackets, query, post] = await everyWay(server(), path, options);
-    expect(brackets.status, JSON.stringify(brackets.body)).toBe(200);
-    expect(query.body, 'query= JSON').toEqual(brackets.body);
-    expect(post, 'a list route takes a POST body').toBeDefined();
-    expect(post!.body, 'POST body').toEqual(brackets.body);
-    return brackets.body;
-  }
+  const { ask, refused, raw } = asks(server);
+  const sortedIds = (body: any): string[] => idsOf(body.data).sort(byId);
 
   /** The ids of the documents that match, in numeric order. */
   async function matching(options: Options, path = '/tiny/documents'): Promise<string[]> {
-    const body = await list(path, options);
+    const body = await ask(path, options);
     expect(body.meta.total).toBe(body.data.length);
-    return body.data.map((d: any) => d.meta.id).sort(byId);
+    return sortedIds(body);
   }
 
-  /** A bracketed query string as written, sent as it is. */
-  async function raw(path: string, query: string): Promise<string[]> {
-    const { status, body } = await getJson(server(), `${path}?${query}`);
-    expect(status, JSON.stringify(body)).toBe(200);
-    return body.data.map((d: any) => d.meta.id).sort(byId);
-  }
-
-  return { list, matching, raw };
+  return {
+    /** Asks a list route in every form; all must answer the same 200. */
+    list: ask,
+    matching,
+    /** Asks in every form; all must be refused with a 400. Returns the first message. */
+    refused: (options: Options, path = '/tiny/documents') => refused(path, options),
+    /** The ids a bracketed query string, sent as it is, answers, in numeric order. */
+    raw: async (path: string, query: string) => sortedIds(await raw(path, query)),
+  };
 }

@@ -1,10 +1,9 @@
-import { expect } from 'vitest';
 import { type ReadApiServer, startServer } from '../../src/server/index.ts';
-import { doc, everyWay, nordic, type Options, refusedEveryWay, repository } from './forms.ts';
-import { fixture, getJson } from './server.ts';
+import { doc, nordic, repository } from './forms.ts';
+import { fixture } from './server.ts';
 
 /**
- * The server and the helpers shared by the shaping tests (test/server-shaping*.test.ts): besides
+ * The server of the shaping tests (test/server-shaping*.test.ts; their asks are `asks` of forms.ts): besides
  * the shared `tiny` fixture, the server holds `store`, built here with one value of each sortable
  * type per item, and `nordic`, with a Swedish locale whose collation puts Ä after Z.
  */
@@ -88,31 +87,4 @@ const store = {
 /** Serves `tiny` with `store` and `nordic`. */
 export function startShapingServer(): Promise<ReadApiServer> {
   return startServer({ paths: [fixture('tiny.json')], snapshots: [store, nordic], watch: false });
-}
-
-export const idsOf = (records: any[]) => records.map((r) => r.meta.id);
-
-/** The asks of the shaping tests, against the server `server()` answers with once it is started. */
-export function shapingAsks(server: () => ReadApiServer) {
-  /** Asks in every form; all must answer the same 200. */
-  async function ask(path: string, options: Options): Promise<any> {
-    const [first, ...others] = await everyWay(server(), path, options);
-    expect(first!.status, JSON.stringify(first!.body)).toBe(200);
-    for (const other of others) expect(other.body).toEqual(first!.body);
-    return first!.body;
-  }
-
-  /** Asks in every form; all must be refused with a 400. Returns the first message. */
-  function refused(path: string, options: Options): Promise<string> {
-    return refusedEveryWay(server(), path, options);
-  }
-
-  /** A query string as written, sent as it is. */
-  async function raw(path: string, query: string): Promise<any> {
-    const { status, body } = await getJson(server(), `${path}?${query}`);
-    expect(status, JSON.stringify(body)).toBe(200);
-    return body;
-  }
-
-  return { ask, refused, raw };
 }

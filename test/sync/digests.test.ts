@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mulberry32 } from '../../bench/random.ts';
+import { mulberry32 } from '../helpers/random.ts';
 import type { IncludeMap } from '../../src/api/query.ts';
 import type { Node } from '../../src/cache/records.ts';
 import { affectedBy, dependencyDigests } from '../../src/sync/digests.ts';

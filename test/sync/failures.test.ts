@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { generateSnapshot } from '../../bench/generate.ts';
+import { generateSnapshot } from '../helpers/generate-snapshot.ts';
 import { openCache } from '../../src/cache/index.ts';
 import { startServer } from '../../src/server/index.ts';
 import type { Changeset } from '../../src/sync/changeset.ts';

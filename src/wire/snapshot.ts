@@ -1,13 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { fastFieldsTest } from './fast-check.ts';
 
 /**
  * The repository snapshot format of `spec/read-api.md` §1, as zod schemas.
  * Structure is checked by `snapshotSchema`; field values are checked per content type by
- * `fieldsSchema` (after a faster test of the same rules, ./fast-check.ts, has refused them), and
- * the cross-references (ids, locales, aliases) by `parseSnapshot` itself.
+ * `fieldsSchema`, and the cross-references (ids, locales, aliases) by `parseSnapshot` itself.
+ * The server serves this format and `pull` writes it.
  */
+
+/** The field types of the Read API: a snapshot's content types declare them, the sync reads them from values. */
 
 export const fieldTypes = [
   'text',
@@ -23,9 +24,14 @@ export const fieldTypes = [
   'json',
 ] as const;
 export type FieldType = (typeof fieldTypes)[number];
-const localizableTypes = new Set<FieldType>(['text', 'richtext', 'number', 'select', 'asset']);
+/** The field types whose values may be localized. */
+export const localizableTypes: ReadonlySet<FieldType> = new Set(['text', 'richtext', 'number', 'select', 'asset']);
+/** An API id (of a content type, a field, a section, a collection…). */
+export const apiIdPattern = /^[A-Za-z0-9_-]{1,100}$/;
+/** A date field's value: an ISO 8601 UTC date or timestamp, no offset. */
+export const datePattern = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?Z)?$/;
 
-const apiId = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be 1-100 letters, digits, "_" or "-"');
+const apiId = z.string().regex(apiIdPattern, 'must be 1-100 letters, digits, "_" or "-"');
 const documentId = z.string().regex(/^\d{1,20}$/, 'must be a string of 1-20 digits');
 const localeKey = z.string().regex(/^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/, 'must be a language key such as en_US or de');
 const timestamp = z
@@ -37,7 +43,7 @@ const timestamp = z
   .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
 const date = z
   .string()
-  .regex(/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?Z)?$/, 'must be an ISO 8601 UTC date or timestamp')
+  .regex(datePattern, 'must be an ISO 8601 UTC date or timestamp')
   .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
 
 const fieldSchema = z.strictObject({
@@ -64,7 +70,10 @@ const metaSchema = z.strictObject({
   updatedAt: timestamp,
 });
 
-/** A plain object; its values are checked per content type by `fieldsSchema` (a record schema here would cost a copy of every record). */
+/**
+ * A plain object; its values are checked per content type by `fieldsSchema` (a record schema here would cost a copy of
+ * every record).
+ */
 const fieldsObject = z.custom<Record<string, unknown>>(
   (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
   'expected an object of fields',
@@ -283,7 +292,8 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
       if (names.has(field.apiId))
         fail(
           ['contentTypes', i, 'fields', j, 'apiId'],
-          `duplicate field ${JSON.stringify(field.apiId)} (a field's API id is unique in its content type, across sections)`,
+          `duplicate field ${JSON.stringify(field.apiId)} ` +
+            "(a field's API id is unique in its content type, across sections)",
         );
       names.add(field.apiId);
       if (sections.has(field.apiId))
@@ -300,14 +310,12 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
     });
   });
 
-  // Per content type, one check of a record's fields: the fast test, and the zod schema (built
-  // when first needed) where it refuses, for the verdict and the message.
+  // Per content type, one check of a record's fields, made when first needed.
   const fieldChecks = new Map<string, (fields: Record<string, unknown>, path: PropertyKey[]) => void>();
   const checkFields = (type: ContentTypeDefinition, fields: Record<string, unknown>, path: PropertyKey[]) => {
     let checkOf = fieldChecks.get(type.apiId);
     if (!checkOf) {
-      const fast = fastFieldsTest(type, localeKeys);
-      let schema: z.ZodType | undefined;
+      const schema = fieldsSchema(type, localeKeys);
       // A field named like a member of every object (constructor, toString…) that a record lacks
       // would be checked as that member: such records (and sections) lose their prototype, so the
       // check reads only what they hold (the server's own reads take own properties only).
@@ -331,7 +339,7 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
           if (typeof held === 'object' && held !== null && !Array.isArray(held))
             ownOnly(held as Record<string, unknown>, names);
         }
-        if (!fast(value)) check((schema ??= fieldsSchema(type, localeKeys)), value, file, [...at, 'fields']);
+        check(schema, value, file, [...at, 'fields']);
       };
       fieldChecks.set(type.apiId, checkOf);
     }
@@ -397,7 +405,8 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
             ];
             fail(
               at,
-              `reference to ${ref.meta.id} says ${JSON.stringify(ref.meta.contentType)} but that record is a ${JSON.stringify(actual)}`,
+              `reference to ${ref.meta.id} says ${JSON.stringify(ref.meta.contentType)} ` +
+                `but that record is a ${JSON.stringify(actual)}`,
             );
           }
         }
@@ -434,6 +443,26 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
     }
   });
   return snapshot;
+}
+
+/** The path under the snapshot's folder of a relative asset URL; undefined for an absolute URL. */
+export function localFilePath(url: string): string | undefined {
+  if (/^[a-z][a-z0-9+.-]*:/i.test(url) || url.startsWith('//')) return undefined;
+  return url.replace(/^\.?\//, '');
+}
+
+/** The path under the snapshot's folder of an asset's file; undefined when its URL is absolute, or it has none. */
+export function assetFilePath(asset: SnapshotRecord): string | undefined {
+  const url = (asset.fields?.file as { url?: unknown } | null | undefined)?.url;
+  return typeof url === 'string' ? localFilePath(url) : undefined;
+}
+
+/** Richtext HTML with the `src` of each `<img>` replaced where `map` gives a new one. */
+export function mapImageSources(html: string, map: (src: string) => string | undefined): string {
+  return html.replace(/(<img\b[^>]*?\ssrc=")([^"]*)(")/gi, (tag, start: string, src: string, end: string) => {
+    const next = map(src);
+    return next === undefined ? tag : `${start}${next}${end}`;
+  });
 }
 
 /** Reads, parses and validates one snapshot file. */

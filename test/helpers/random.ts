@@ -1,4 +1,4 @@
-/** Seeded randomness for the benchmarks' generator and the tests that need the same draws each run. */
+/** Seeded randomness for the snapshot generator, the tests that need the same draws each run, and the benchmarks. */
 
 /** mulberry32: a tiny, fast 32-bit PRNG; returns floats in [0, 1). */
 export function mulberry32(seed: number): () => number {

@@ -1,11 +1,11 @@
-import { basename, dirname } from 'node:path';
+import { dirname } from 'node:path';
 import { collectionError } from './answer.ts';
-import { PreparedRepository } from './repository.ts';
-import { type Snapshot, SnapshotError } from './snapshot.ts';
+import { PreparedRepository } from './prepared-repository.ts';
+import { type Snapshot, SnapshotError } from '../wire/snapshot.ts';
 import { warmFrom } from './warm.ts';
 
 /** Where a repository's snapshot came from: a file (whose folder serves its asset files), or an object. */
-export interface Source {
+export interface SnapshotSource {
   file?: string;
 }
 
@@ -34,7 +34,7 @@ export function diffSnapshots(before: Snapshot | undefined, after: Snapshot): { 
  */
 export class Repositories {
   readonly #live = new Map<string, PreparedRepository>();
-  readonly #sources = new Map<string, Source>();
+  readonly #sources = new Map<string, SnapshotSource>();
   /** The origin asset URLs are made absolute with; known once the server listens. */
   origin = '';
 
@@ -47,7 +47,7 @@ export class Repositories {
     return [...this.#live.keys()];
   }
 
-  sourceOf(apiId: string): Source | undefined {
+  sourceOf(apiId: string): SnapshotSource | undefined {
     return this.#sources.get(apiId);
   }
 
@@ -61,15 +61,11 @@ export class Repositories {
    * Prepares a snapshot and puts it in service for its repository, warmed with the work the
    * snapshot it replaces had done; refuses a repository another file serves already.
    */
-  swap(snapshot: Snapshot, source: Source, label: string): ReloadEvent {
+  swap(snapshot: Snapshot, source: SnapshotSource, label: string): ReloadEvent {
     const apiId = snapshot.repository.apiId;
     const other = this.#sources.get(apiId);
     if (other && other.file !== source.file && source.file !== undefined) {
-      throw new SnapshotError(
-        label,
-        '$.repository.apiId',
-        `repository ${JSON.stringify(apiId)} is also served from ${other.file ?? 'another snapshot'}`,
-      );
+      throw servedTwice(label, apiId, other.file ?? 'another snapshot');
     }
     const repository = this.#prepare(snapshot, label);
     const previous = this.#live.get(apiId);
@@ -101,15 +97,10 @@ export function checkDistinct(initial: { snapshot: Snapshot; label: string }[]):
   const seen = new Map<string, string>();
   for (const { snapshot, label } of initial) {
     const apiId = snapshot.repository.apiId;
-    if (seen.has(apiId))
-      throw new SnapshotError(
-        label,
-        '$.repository.apiId',
-        `repository ${JSON.stringify(apiId)} is also served from ${seen.get(apiId)}`,
-      );
+    if (seen.has(apiId)) throw servedTwice(label, apiId, seen.get(apiId)!);
     seen.set(apiId, label);
   }
 }
 
-/** A snapshot file's name as a folder of them holds it: `*.json`, not hidden. */
-export const isSnapshotName = (file: string): boolean => file.endsWith('.json') && !basename(file).startsWith('.');
+const servedTwice = (label: string, apiId: string, other: string) =>
+  new SnapshotError(label, '$.repository.apiId', `repository ${JSON.stringify(apiId)} is also served from ${other}`);

@@ -1,7 +1,9 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { isSnapshotName } from './registry.ts';
+import { basename, dirname, join, resolve } from 'node:path';
+
+/** A snapshot file's name as a folder of them holds it: `*.json`, not hidden. */
+export const isSnapshotName = (file: string): boolean => file.endsWith('.json') && !basename(file).startsWith('.');
 
 /**
  * Which snapshot files the server loads, and watching them: the files it was given, and the

@@ -1,12 +1,15 @@
 import { createHash } from 'node:crypto';
-import { SnapshotIndexes } from './derived.ts';
+import { SnapshotIndexes } from './indexes.ts';
 import {
   assetContentType,
+  assetFilePath,
   type ContentTypeDefinition,
   type FieldDefinition,
+  localFilePath,
+  mapImageSources,
   type Snapshot,
   type SnapshotRecord,
-} from './snapshot.ts';
+} from '../wire/snapshot.ts';
 
 /**
  * A snapshot prepared for serving: records by id, aliases, fallback chains, and per-locale
@@ -27,27 +30,21 @@ export interface TypeInfo {
   referenceFields: FieldDefinition[];
 }
 
-/** A field's value in a record's fields (or a view of them): under its section's key when it stands in one; own keys only. */
+/**
+ * A field's value in a record's fields (or a view of them): under its section's key when it stands in one; own keys
+ * only.
+ */
 export function valueIn(fields: Record<string, unknown>, field: FieldDefinition): unknown {
   const holder =
     field.section === undefined ? fields : Object.hasOwn(fields, field.section) ? fields[field.section] : undefined;
   if (typeof holder !== 'object' || holder === null) return undefined;
-  return Object.hasOwn(holder, field.apiId) ? (holder as Record<string, unknown>)[field.apiId] : undefined; // a field named constructor is not Object's
+  // Own keys only: a field named constructor is not Object's.
+  return Object.hasOwn(holder, field.apiId) ? (holder as Record<string, unknown>)[field.apiId] : undefined;
 }
 
-/** The path under the snapshot's folder of a relative asset URL; undefined for an absolute URL. */
-export function localFilePath(url: string): string | undefined {
-  if (/^[a-z][a-z0-9+.-]*:/i.test(url) || url.startsWith('//')) return undefined;
-  return url.replace(/^\.?\//, '');
-}
-
-/** Richtext HTML with the `src` of each `<img>` replaced where `map` gives a new one. */
-export function mapImageSources(html: string, map: (src: string) => string | undefined): string {
-  return html.replace(/(<img\b[^>]*?\ssrc=")([^"]*)(")/gi, (tag, start: string, src: string, end: string) => {
-    const next = map(src);
-    return next === undefined ? tag : `${start}${next}${end}`;
-  });
-}
+/** A field's values in a view: its value, or for `all` each locale's value of a localized field. */
+const valuesIn = (field: FieldDefinition, value: unknown, locale: LocaleView): unknown[] =>
+  locale === 'all' && field.localized && value && typeof value === 'object' ? Object.values(value) : [value];
 
 export function isReference(value: unknown): value is Reference {
   return (
@@ -145,10 +142,8 @@ export class PreparedRecord {
   /** Ids this record references through a field, in order (every locale's for `all`). */
   references(field: FieldDefinition, locale: LocaleView): string[] {
     const value = valueIn(this.fields(locale), field);
-    const values =
-      locale === 'all' && field.localized && value && typeof value === 'object' ? Object.values(value) : [value];
     const ids: string[] = [];
-    for (const v of values) {
+    for (const v of valuesIn(field, value, locale)) {
       for (const ref of Array.isArray(v) ? v : [v])
         if (isReference(ref) && !ids.includes(ref.meta.id)) ids.push(ref.meta.id);
     }
@@ -168,19 +163,16 @@ export class PreparedRecord {
     };
     const view = this.fields(locale);
     for (const field of this.type.definition.fields) {
-      const value = valueIn(view, field);
-      if (locale === 'all' && field.localized && value && typeof value === 'object') {
-        for (const v of Object.values(value)) add(field, v);
-      } else add(field, value);
+      for (const value of valuesIn(field, valueIn(view, field), locale)) add(field, value);
     }
     text = parts.join('\u0000').toLowerCase();
     this.#search.set(locale, text);
     return text;
   }
 
-  /** `{ fields, meta }` as an object. */
-  toObject(locale: LocaleView): { fields: Record<string, unknown>; meta: PreparedRecord['meta'] } {
-    return { fields: this.fields(locale), meta: this.meta };
+  /** `{ fields, meta }` as an object; with `embedAssets`, its asset references replaced by the assets. */
+  toObject(locale: LocaleView, embedAssets = false): { fields: Record<string, unknown>; meta: PreparedRecord['meta'] } {
+    return embedAssets ? this.#repository.embedAssets(this, locale) : { fields: this.fields(locale), meta: this.meta };
   }
 
   /** `{ fields, meta }` as UTF-8 JSON, serialised once per locale and reused by every answer. */
@@ -188,9 +180,7 @@ export class PreparedRecord {
     const key = embedAssets ? `${locale}+embed` : locale;
     let json = this.#json.get(key);
     if (json === undefined) {
-      json = Buffer.from(
-        JSON.stringify(embedAssets ? this.#repository.embedAssets(this, locale) : this.toObject(locale)),
-      );
+      json = Buffer.from(JSON.stringify(this.toObject(locale, embedAssets)));
       this.#json.set(key, json);
     }
     return json;
@@ -313,10 +303,14 @@ export class PreparedRepository {
   #fileUrl(relative: string): string | undefined {
     const local = localFilePath(relative);
     if (local === undefined) return undefined;
-    return `${this.#filesOrigin}/files/${encodeURIComponent(this.apiId)}/${local.split('/').map(encodeURIComponent).join('/')}`;
+    const path = local.split('/').map(encodeURIComponent).join('/');
+    return `${this.#filesOrigin}/files/${encodeURIComponent(this.apiId)}/${path}`;
   }
 
-  /** A richtext value (or, for `locale=all`, its values by locale) with the images that show an asset's file made absolute. */
+  /**
+   * A richtext value (or, for `locale=all`, its values by locale) with the images that show an asset's file made
+   * absolute.
+   */
   #absolutizeRichtext(value: object): unknown {
     const rewrite = (text: { html: string; plain: string }) => {
       const html = mapImageSources(text.html, (src) => {
@@ -339,12 +333,7 @@ export class PreparedRepository {
    * beside a snapshot also holds the snapshot itself, API keys included.
    */
   localFiles(): Set<string> {
-    if (!this.indexes.localFiles) {
-      const urls = this.snapshot.assets.map((asset) => (asset.fields.file as { url?: string } | null | undefined)?.url);
-      this.indexes.localFiles = new Set(
-        urls.map((url) => (url === undefined ? undefined : localFilePath(url))).filter((path) => path !== undefined),
-      );
-    }
+    this.indexes.localFiles ??= new Set(this.snapshot.assets.flatMap((asset) => assetFilePath(asset) ?? []));
     return this.indexes.localFiles;
   }
 
