@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openCache } from '../src/cache/index.ts';
-import { cacheKeys } from '../src/sync/page-keys.ts';
+import { cacheKeys } from '../src/entries/page-keys.ts';
 import { startServer } from '../src/server/index.ts';
 import type { Snapshot } from '../src/wire/snapshot.ts';
 import {

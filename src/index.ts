@@ -39,9 +39,17 @@ export type { SourceOptions, SyncConfig, SyncConfigInput } from './sync/config.t
 export type { Changeset, SourceChanges } from './sync/changeset.ts';
 export { CacheError, openCache } from './cache/index.ts';
 export type { CacheHead, CacheReader, Member } from './cache/index.ts';
-export type { Locales, LocalizedFields } from './sync/locales.ts';
-export type { FieldKind, Model, StoredRecord } from './sync/records.ts';
+export type { Locales, LocalizedFields } from './model/locales.ts';
+export type { FieldKind, Model, StoredRecord } from './model/records.ts';
 
 // Entries: a cached record as a page sees it.
-export { entryOf, entrySchemaFor, fieldSchemas } from './sync/entries.ts';
-export type { Asset, AssetFile, Entry, EntryReference, Image, UnresolvedAsset, VirtualEntry } from './sync/entries.ts';
+export { entryOf, entrySchemaFor, fieldSchemas } from './entries/entries.ts';
+export type {
+  Asset,
+  AssetFile,
+  Entry,
+  EntryReference,
+  Image,
+  UnresolvedAsset,
+  VirtualEntry,
+} from './entries/entries.ts';

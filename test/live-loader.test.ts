@@ -14,7 +14,7 @@ import {
 } from '../src/astro/index.ts';
 import { andFilters } from '../src/api/query.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
-import { entryOf, mapRelations } from '../src/sync/entries.ts';
+import { entryOf, mapRelations } from '../src/entries/entries.ts';
 import { sync } from '../src/sync/engine.ts';
 import { closeFaultyServers, errorBody, fastRetry, json, startFaulty } from './helpers/client-faults.ts';
 import { demoKey, demoSnapshot } from './helpers/server.ts';

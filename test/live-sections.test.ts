@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ComfortableLiveLoaderOptions, comfortableLiveLoader } from '../src/astro/index.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { sync } from '../src/sync/engine.ts';
-import { entryOf, mapRelations } from '../src/sync/entries.ts';
+import { entryOf, mapRelations } from '../src/entries/entries.ts';
 import { startProxy, tempDir } from './helpers/magazine.ts';
 import { lessonsConfig, lessonsSnapshot, sectionLevelLocales } from './helpers/sections.ts';
 import { fixture, tinyKey } from './helpers/server.ts';

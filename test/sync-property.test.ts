@@ -9,7 +9,7 @@ import { startServer } from '../src/server/index.ts';
 import type { Snapshot, SnapshotRecord } from '../src/wire/snapshot.ts';
 import type { SyncConfigInput } from '../src/sync/config.ts';
 import { sync, type SyncResult } from '../src/sync/engine.ts';
-import type { StoredRecord } from '../src/sync/records.ts';
+import type { StoredRecord } from '../src/model/records.ts';
 import { cacheContent, recordsOf } from './helpers/magazine.ts';
 
 /**

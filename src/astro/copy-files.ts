@@ -5,7 +5,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import pLimit from 'p-limit';
 import { type CacheReader, openCache } from '../cache/index.ts';
 import { fileBounds, locateFile } from '../server/files.ts';
-import type { Rendered } from './rendered.ts';
+import type { FileLinks } from '../entries/file-links.ts';
 
 /**
  * A copy's files as files of the site. A build from a copy (the `snapshot` option) asks a server
@@ -19,17 +19,6 @@ import type { Rendered } from './rendered.ts';
  * Images (`kind: 'image'`) and the images of rendered richtext that Astro optimises keep the
  * server's URL: Astro downloads them while it builds, as it does the CMS's.
  */
-
-/** What a loader rewrites in an entry: its fields and its rendered HTML. */
-export interface FileLinks {
-  /** The fields with each file asset's `src` and the links in richtext HTML made paths of the site. */
-  fields(fields: Record<string, unknown>): Record<string, unknown>;
-  /** The rendered HTML with its links made paths of the site, but the images Astro optimises. */
-  rendered(rendered: Rendered | undefined): Rendered | undefined;
-}
-
-/** The links of content not served from a copy: left as they are. */
-const unchanged: FileLinks = { fields: (fields) => fields, rendered: (rendered) => rendered };
 
 export interface CopyFilesOptions {
   /** The origin of the in-process server, such as `http://127.0.0.1:23443`. */
@@ -95,7 +84,7 @@ export class CopyFiles implements FileLinks {
     return rewritten === html ? value : { ...(value as object), html: rewritten };
   }
 
-  rendered(rendered: Rendered | undefined): Rendered | undefined {
+  rendered<T extends { html: string }>(rendered: T | undefined): T | undefined {
     if (!rendered?.html.includes(this.served)) return rendered;
     const html = rendered.html
       .split(astroImage)
@@ -206,20 +195,4 @@ export async function copyIntoBuild(
         `links lead nowhere: ${listed}. Pull the copy again with --assets.`,
     );
   }
-}
-
-const key = Symbol.for('comfortable-loader.copy-files');
-
-/**
- * The links of the copy served in this process, set by the integration (none when it asks the
- * CMS). On `globalThis`: the loaders are loaded with the content config, through another module
- * graph than the integration's.
- */
-export function useCopyFiles(files: CopyFiles | undefined): void {
-  (globalThis as { [key]?: CopyFiles })[key] = files;
-}
-
-/** What the loaders rewrite in entries: the served copy's links, or nothing. */
-export function fileLinks(): FileLinks {
-  return (globalThis as { [key]?: CopyFiles })[key] ?? unchanged;
 }

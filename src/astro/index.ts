@@ -3,8 +3,8 @@ export { comfortable, comfortable as default, parseIntegrationOptions, remotePat
 export type { ComfortableIntegrationOptions } from './integration.ts';
 export { comfortableLoader } from './loader.ts';
 export { defaultEntryId } from './loader-options.ts';
-export { pageKey } from '../sync/page-keys.ts';
-export type { KeyPart } from '../sync/page-keys.ts';
+export { pageKey } from '../entries/page-keys.ts';
+export type { KeyPart } from '../entries/page-keys.ts';
 export type { ComfortableEntryData } from './loader.ts';
 export type { ComfortableLoaderOptions, EntryIdInput } from './loader-options.ts';
 export { entrySchema, fieldsSchema, createEntrySchema, astroReferenceSchema } from './schema.ts';

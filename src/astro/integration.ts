@@ -4,14 +4,15 @@ import type { AstroIntegration } from 'astro';
 import { defaultBaseUrl } from '../api/client.ts';
 import { z } from 'zod';
 import { checkOptions, ConfigError, contentTypesSchema, syncConfigSchema } from '../sync/config.ts';
-import { readEnv, withEnv } from '../sync/env.ts';
+import { readEnv, withEnv } from '../api/env.ts';
 import type { SyncLogger } from '../sync/engine.ts';
 import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import type { ReloadEvent } from '../server/repositories.ts';
-import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/origins.ts';
+import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/index.ts';
 import { virtualModulesPlugin } from '../vite/plugin.ts';
 import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';
-import { CopyFiles, copyIntoBuild, useCopyFiles } from './copy-files.ts';
+import { useFileLinks } from '../entries/file-links.ts';
+import { CopyFiles, copyIntoBuild } from './copy-files.ts';
 import { virtualModuleTypes } from './declarations.ts';
 import { ImageHosts } from './image-hosts.ts';
 import { IncrementalBuild } from './incremental.ts';
@@ -159,7 +160,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
             file: served.file,
             files: served.files,
           });
-        useCopyFiles(copyFiles);
+        useFileLinks(copyFiles);
         await hosts?.resolved(astroConfig.image);
         injectTypes({ filename: 'comfortable.d.ts', content: await virtualModuleTypes(shared) });
       },

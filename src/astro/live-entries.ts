@@ -1,9 +1,9 @@
 import type { LiveDataEntry } from 'astro';
 import { z } from 'zod';
-import { type Entry, entryOf, mapRelations } from '../sync/entries.ts';
-import type { Locales } from '../sync/locales.ts';
-import { type Model, normalizeRecord, referenceList, type StoredRecord } from '../sync/records.ts';
-import { valueAt } from '../sync/sections.ts';
+import { type Entry, entryOf, mapRelations } from '../entries/entries.ts';
+import type { Locales } from '../model/locales.ts';
+import { type Model, normalizeRecord, referenceList, type StoredRecord } from '../model/records.ts';
+import { valueAt } from '../model/sections.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import type { LiveOptions } from './live-options.ts';
 import type { LiveAnswer } from './live-requests.ts';

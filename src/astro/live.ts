@@ -1,8 +1,8 @@
 import type { LiveLoader } from 'astro/loaders';
 import { createClient, defaultBaseUrl, type ReadApiClient } from '../api/client.ts';
 import { ConfigError } from '../sync/config.ts';
-import { type Locales, repositoryLocales } from '../sync/locales.ts';
-import { valueNamed } from '../sync/sections.ts';
+import { type Locales, repositoryLocales } from '../model/locales.ts';
+import { valueNamed } from '../model/sections.ts';
 import { cacheTag, type ComfortableLiveEntryData, checkFields, liveShaper } from './live-entries.ts';
 import { type ComfortableLiveError, entryNotFound, liveError } from './live-errors.ts';
 import {

@@ -1,7 +1,7 @@
 import type { LoaderContext } from 'astro/loaders';
 import type { CacheReader, Member } from '../cache/index.ts';
-import { type Entry, entryOf, mapRelations } from '../sync/entries.ts';
-import type { StoredRecord } from '../sync/records.ts';
+import { type Entry, entryOf, mapRelations } from '../entries/entries.ts';
+import type { StoredRecord } from '../model/records.ts';
 import { defaultEntryId, type EntryIdInput } from './loader-options.ts';
 import { loaderRegistry } from './registry.ts';
 

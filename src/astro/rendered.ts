@@ -1,8 +1,8 @@
 import { decodeHTML, decodeHTMLAttribute } from 'entities';
 import GithubSlugger from 'github-slugger';
 import { request } from 'undici';
-import type { Model, TypeModel } from '../sync/records.ts';
-import { fieldAt, valueAt } from '../sync/sections.ts';
+import type { Model, TypeModel } from '../model/records.ts';
+import { fieldAt, valueAt } from '../model/sections.ts';
 
 /**
  * A richtext field as Astro's `rendered` content, so `render(entry)` and `<Content />` work:

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { CacheReader } from '../cache/index.ts';
-import { assetSchema, entryMetaSchema } from '../sync/entries.ts';
-import type { FieldModel, Model, TypeModel } from '../sync/records.ts';
-import { toTypeScript } from '../sync/typescript.ts';
+import { assetSchema, entryMetaSchema } from '../entries/entries.ts';
+import type { FieldModel, Model, TypeModel } from '../model/records.ts';
+import { toTypeScript } from '../entries/typescript.ts';
 
 /**
  * Schemas for entries, built from what the data shows of each content type, and the same as

@@ -1,5 +1,5 @@
-import type { Locales } from '../sync/locales.ts';
-import type { Model } from '../sync/records.ts';
+import type { Locales } from '../model/locales.ts';
+import type { Model } from '../model/records.ts';
 import { CacheError } from './database.ts';
 import type { Database } from './sqlite.ts';
 

@@ -8,6 +8,12 @@ export type { Link, Member } from './reader.ts';
 export type { Reference } from './records.ts';
 export type { CacheHead } from './head.ts';
 export type { DanglingReference, StoredSource } from './transaction.ts';
+export { cacheRootOf, originCacheDir, touchOrigin } from './origins.ts';
+export type { ContentOrigin } from './origins.ts';
+export type { Node, Records } from './records.ts';
+export { CacheTransaction } from './transaction.ts';
+export type { Etags, StoredMembers } from './transaction.ts';
+export { cacheErrorOf } from './database.ts';
 
 /** One reader per cache folder in a process, opened again when the database file was replaced. */
 const readers = new Map<string, { reader: CacheReader; inode: number }>();

@@ -1,4 +1,4 @@
-import type { StoredRecord } from '../sync/records.ts';
+import type { StoredRecord } from '../model/records.ts';
 import { CacheError, cacheErrorOf, openForReading } from './database.ts';
 import { parseStored, type Reference, unpackReferences } from './records.ts';
 import { memberColumns, schemaProblem } from './schema.ts';

@@ -1,14 +1,8 @@
-import { hash } from 'node:crypto';
-import type { StoredRecord } from '../sync/records.ts';
+import type { Reference, StoredRecord } from '../model/records.ts';
+
+export type { Reference };
 import { CacheError } from './database.ts';
 import type { Database, Statement } from './sqlite.ts';
-
-/** A reference of a record: the field, the target's id, and whether the target is an asset. */
-export interface Reference {
-  field: string;
-  id: string;
-  asset: boolean;
-}
 
 /** What the cache knows of a record without reading its body or references. */
 export interface RecordInfo {
@@ -43,9 +37,6 @@ export interface RecordChanges {
   updated: string[];
   removed: string[];
 }
-
-/** The digest of a record: a hash of its JSON. */
-export const digestOfJson = (json: string): string => hash('sha1', json, 'base64url').slice(0, 22);
 
 /** A record's stored JSON (its body or its references), parsed; a `cache_damaged` CacheError if it does not parse. */
 export function parseStored<T>(json: string, id: string, dir: string): T {

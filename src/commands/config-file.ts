@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { ConfigError, configProblem, contentTypesSchema } from '../sync/config.ts';
-import { readEnv, withEnv } from '../sync/env.ts';
+import { readEnv, withEnv } from '../api/env.ts';
 
 export const configNames = [
   'comfortable.config.ts',

@@ -6,7 +6,7 @@ import { fieldsSchema, referenceTargets, relationSchema, sectionSchemas, unresol
 import { CacheError, type CacheReader, openCache } from '../cache/index.ts';
 import { ConfigError, parseSyncConfig, type SyncConfig } from '../sync/config.ts';
 import { cacheDirOf, sync, type SyncLogger } from '../sync/engine.ts';
-import { assetSchema } from '../sync/entries.ts';
+import { assetSchema } from '../entries/entries.ts';
 import { loadConfigFile } from './config-file.ts';
 import { usageError } from './usage.ts';
 

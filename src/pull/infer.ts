@@ -6,8 +6,8 @@ import {
   type FieldType,
   localizableTypes,
 } from '../wire/snapshot.ts';
-import { isSection } from '../sync/sections.ts';
-import { isLocaleMap, kindOfValue, mergeKinds } from '../sync/shapes.ts';
+import { isSection } from '../model/sections.ts';
+import { isLocaleMap, kindOfValue, mergeKinds } from '../model/shapes.ts';
 
 /**
  * Content types inferred from the documents of a pull, since the Read API does not describe

@@ -1,6 +1,6 @@
 import type { ApiRecord } from '../wire/schemas.ts';
-import { isSection, sectionByField } from '../sync/sections.ts';
-import { isApiReference as isReference, isLocaleMap, isObject } from '../sync/shapes.ts';
+import { isSection, sectionByField } from '../model/sections.ts';
+import { isApiReference as isReference, isLocaleMap, isObject } from '../model/shapes.ts';
 
 /**
  * Wire records as a snapshot holds them: references reduced to `{ meta: { id, contentType } }`

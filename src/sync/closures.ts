@@ -1,6 +1,5 @@
 import type { ListOptions } from '../api/query.ts';
-import type { Node, Records } from '../cache/records.ts';
-import type { DanglingReference } from '../cache/transaction.ts';
+import type { DanglingReference, Node, Records } from '../cache/index.ts';
 import { requestOptions, type Source } from './config.ts';
 import { type Fetcher, settleAll, type Stamp } from './fetch.ts';
 import type { Intake } from './intake.ts';

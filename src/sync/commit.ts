@@ -1,7 +1,4 @@
-import type { CacheReader } from '../cache/reader.ts';
-import type { Records } from '../cache/records.ts';
-import type { CacheHead } from '../cache/head.ts';
-import type { CacheTransaction, Etags, StoredMembers } from '../cache/transaction.ts';
+import type { CacheHead, CacheReader, CacheTransaction, Etags, Records, StoredMembers } from '../cache/index.ts';
 import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } from './changeset.ts';
 import type { SourceClosure } from './closures.ts';
 import type { Source } from './config.ts';

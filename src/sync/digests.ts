@@ -1,8 +1,8 @@
 import { hash } from 'node:crypto';
 import type { IncludeMap } from '../api/query.ts';
-import type { Node } from '../cache/records.ts';
+import type { Node } from '../cache/index.ts';
 import { follows, type IncludeOptions, includeDepth } from './reach.ts';
-import { ownName } from './sections.ts';
+import { ownName } from '../model/sections.ts';
 
 /**
  * Dependency digests: a member's digest changes when the member, or any record its source's

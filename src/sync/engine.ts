@@ -3,10 +3,17 @@ import { resolve } from 'node:path';
 import { createClient, type ReadApiClient } from '../api/client.ts';
 import { NetworkError, RateLimitedError, ServerError, TimeoutError } from '../api/errors.ts';
 import type { EtagStore } from '../api/transport.ts';
-import { CacheError, cacheErrorOf } from '../cache/database.ts';
-import { type CacheReader, clearCache, openCache } from '../cache/index.ts';
-import type { CacheHead } from '../cache/head.ts';
-import { CacheTransaction, type DanglingReference, type Etags } from '../cache/transaction.ts';
+import {
+  CacheError,
+  cacheErrorOf,
+  type CacheHead,
+  type CacheReader,
+  CacheTransaction,
+  clearCache,
+  type DanglingReference,
+  type Etags,
+  openCache,
+} from '../cache/index.ts';
 import { type Changeset, emptyChanges } from './changeset.ts';
 import { checkAhead, completeClosures } from './closures.ts';
 import { commitRun } from './commit.ts';
@@ -14,7 +21,7 @@ import { hash, parseSyncConfig, sourcesOf, type SyncConfig, type SyncConfigInput
 import { assetStampsMask, Fetcher, settleAll } from './fetch.ts';
 import { Intake, type LocaleKeys } from './intake.ts';
 import { type Listed, listSource } from './list.ts';
-import { type Locales, repositoryLocales } from './locales.ts';
+import { type Locales, repositoryLocales } from '../model/locales.ts';
 import { planSources } from './plan.ts';
 
 /**

@@ -3,7 +3,7 @@ import { andFilters, type FilterEntry, type ListOptions } from '../api/query.ts'
 import type { ApiRecord, ListAnswer } from '../wire/schemas.ts';
 import { requestOptions, type Source } from './config.ts';
 import type { AnsweredPage, Intake } from './intake.ts';
-import type { Model, TypeModel } from './records.ts';
+import type { Model, TypeModel } from '../model/records.ts';
 
 /**
  * The requests of a sync. Each feeds what it receives to the intake and returns ids; none

@@ -1,5 +1,5 @@
 import type { HintSettings } from '../api/hints.ts';
-import { cacheRootOf } from '../cache/origins.ts';
+import { cacheRootOf } from '../cache/index.ts';
 import type { SharedSync } from './shared.ts';
 
 /** What a sync's failure tells the hints (api/hints.ts): the options of its config, and its root cause. */

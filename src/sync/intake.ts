@@ -1,4 +1,4 @@
-import type { Records } from '../cache/records.ts';
+import type { Records } from '../cache/index.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import {
   digestOf,
@@ -9,8 +9,8 @@ import {
   normalizeRecord,
   referenceList,
   type StoredRecord,
-} from './records.ts';
-import { isSection } from './sections.ts';
+} from '../model/records.ts';
+import { isSection } from '../model/sections.ts';
 
 /** Which keys are locale keys: the repository's, or (when it does not list them) anything shaped like one. */
 export type LocaleKeys = { has(key: string): boolean };

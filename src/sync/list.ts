@@ -1,5 +1,4 @@
-import type { Records } from '../cache/records.ts';
-import type { StoredMembers } from '../cache/transaction.ts';
+import type { Records, StoredMembers } from '../cache/index.ts';
 import { requestOptions } from './config.ts';
 import type { Fetcher } from './fetch.ts';
 import type { Intake } from './intake.ts';

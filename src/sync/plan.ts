@@ -1,4 +1,4 @@
-import type { StoredSource } from '../cache/transaction.ts';
+import type { StoredSource } from '../cache/index.ts';
 import type { Source } from './config.ts';
 
 /**

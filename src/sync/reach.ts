@@ -1,7 +1,6 @@
-import type { Node, Reference } from '../cache/records.ts';
-import type { DanglingReference } from '../cache/transaction.ts';
+import type { DanglingReference, Node, Reference } from '../cache/index.ts';
 import type { IncludeMap } from '../api/query.ts';
-import { ownName } from './sections.ts';
+import { ownName } from '../model/sections.ts';
 
 /**
  * What a source's includes reach (spec §6), worked out from the stored references, so an

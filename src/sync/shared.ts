@@ -1,4 +1,4 @@
-import { CacheError } from '../cache/database.ts';
+import { CacheError } from '../cache/index.ts';
 import type { Changeset } from './changeset.ts';
 import { parseSyncConfig, type SourceOptions, type SyncConfig, type SyncConfigInput } from './config.ts';
 import { sync, type SyncHints, type SyncLogger, type SyncResult } from './engine.ts';

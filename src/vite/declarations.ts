@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CacheReader } from '../cache/index.ts';
-import { entrySchemaFor } from '../sync/entries.ts';
-import { toTypeScript } from '../sync/typescript.ts';
+import { entrySchemaFor } from '../entries/entries.ts';
+import { toTypeScript } from '../entries/typescript.ts';
 
 /**
  * Declarations of the `virtual:comfortable/...` modules. The generic ones type every entry's

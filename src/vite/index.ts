@@ -11,9 +11,17 @@ export type { ComfortableViteApi, ComfortableViteOptions } from './plugin.ts';
 export { ComfortableViteError } from './errors.ts';
 export type { ModuleData } from './module.ts';
 export { refreshMiddleware, defaultRefreshPath } from './refresh.ts';
-export { pageKey } from '../sync/page-keys.ts';
-export type { KeyPart } from '../sync/page-keys.ts';
+export { pageKey } from '../entries/page-keys.ts';
+export type { KeyPart } from '../entries/page-keys.ts';
 export { signWebhook, WebhookVerifier, webhookHeaders, webhookToleranceSeconds } from '../wire/webhook.ts';
 // The entry types a Vite project needs, from an entry that reaches no Astro code or types (the package root does).
-export type { Asset, AssetFile, Entry, EntryReference, Image, UnresolvedAsset, VirtualEntry } from '../sync/entries.ts';
+export type {
+  Asset,
+  AssetFile,
+  Entry,
+  EntryReference,
+  Image,
+  UnresolvedAsset,
+  VirtualEntry,
+} from '../entries/entries.ts';
 export type { Changeset, SourceChanges } from '../sync/changeset.ts';

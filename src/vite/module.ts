@@ -1,7 +1,7 @@
 import type { SyncResult } from '../sync/engine.ts';
-import { loadEntries, type VirtualEntry } from '../sync/entries.ts';
-import { cacheKeys } from '../sync/page-keys.ts';
-import { fileLinks } from '../astro/copy-files.ts';
+import { loadEntries, type VirtualEntry } from '../entries/entries.ts';
+import { cacheKeys } from '../entries/page-keys.ts';
+import { fileLinks } from '../entries/file-links.ts';
 
 /**
  * The `virtual:comfortable/...` modules: which source and locale an id names, the entries it

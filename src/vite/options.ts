@@ -1,8 +1,8 @@
 import { isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { originCacheDir } from '../cache/origins.ts';
+import { originCacheDir } from '../cache/index.ts';
 import { checkOptions, ConfigError, parseSyncConfig, syncConfigSchema } from '../sync/config.ts';
-import { withEnv } from '../sync/env.ts';
+import { withEnv } from '../api/env.ts';
 import type { SharedConfig } from '../sync/shared.ts';
 
 /**

@@ -8,7 +8,7 @@ import { generateSnapshot } from '../helpers/generate-snapshot.ts';
 import { openCache } from '../../src/cache/index.ts';
 import { DatabaseSync } from '../../src/cache/sqlite.ts';
 import { sync } from '../../src/sync/engine.ts';
-import { loadEntries } from '../../src/sync/entries.ts';
+import { loadEntries } from '../../src/entries/entries.ts';
 import { SharedSync } from '../../src/sync/shared.ts';
 import { tryRun } from '../helpers/cache-processes.ts';
 import { syncProcess } from '../helpers/cli.ts';

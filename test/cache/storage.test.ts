@@ -7,7 +7,7 @@ import { DatabaseSync, withoutSqliteWarning } from '../../src/cache/sqlite.ts';
 import type { CacheHead } from '../../src/cache/head.ts';
 import { CacheTransaction } from '../../src/cache/transaction.ts';
 import { sync } from '../../src/sync/engine.ts';
-import type { StoredRecord } from '../../src/sync/records.ts';
+import type { StoredRecord } from '../../src/model/records.ts';
 import { configFor, recorder, serve, sorted, tempDir } from '../helpers/magazine.ts';
 
 /**
@@ -56,7 +56,7 @@ const head: CacheHead = {
 async function small(dir: string): Promise<void> {
   const tx = await CacheTransaction.begin(dir, events());
   // Digests as `put` sends them (of the JSON), so a read checks out.
-  const { digestOfJson } = await import('../../src/cache/records.ts');
+  const { digestOfJson } = await import('../../src/model/records.ts');
   const save = (stored: StoredRecord, refs: Reference[] = []) =>
     tx.records.put(stored, JSON.stringify(stored), digestOfJson(JSON.stringify(stored)), false, refs);
   save(

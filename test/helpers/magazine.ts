@@ -11,7 +11,7 @@ import { type ReadApiServer, startServer } from '../../src/server/index.ts';
 import type { Changeset } from '../../src/sync/changeset.ts';
 import type { SyncConfigInput } from '../../src/sync/config.ts';
 import type { SyncLogger, SyncResult } from '../../src/sync/engine.ts';
-import type { StoredRecord } from '../../src/sync/records.ts';
+import type { StoredRecord } from '../../src/model/records.ts';
 
 /**
  * What the sync's tests share: a small magazine repository with every field type, the local

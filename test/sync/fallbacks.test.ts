@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { sync } from '../../src/sync/engine.ts';
-import { entryOf, loadEntries } from '../../src/sync/entries.ts';
+import { entryOf, loadEntries } from '../../src/entries/entries.ts';
 import { configFor, docOf, magazine, recorder, recordsOf, serve, tempDir } from '../helpers/magazine.ts';
 
 /**

@@ -1,8 +1,8 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ReadApiServer } from '../../src/server/index.ts';
 import { sync, type SyncResult } from '../../src/sync/engine.ts';
-import { entryOf, entrySchemaFor, loadEntries } from '../../src/sync/entries.ts';
-import type { StoredRecord } from '../../src/sync/records.ts';
+import { entryOf, entrySchemaFor, loadEntries } from '../../src/entries/entries.ts';
+import type { StoredRecord } from '../../src/model/records.ts';
 import {
   allRecordIds,
   configFor,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cacheKeys, pageKey } from '../../src/sync/page-keys.ts';
+import { cacheKeys, pageKey } from '../../src/entries/page-keys.ts';
 import { sync } from '../../src/sync/engine.ts';
 import { configFor, docOf, type Magazine, recorder, serve, tempDir, touch } from '../helpers/magazine.ts';
 

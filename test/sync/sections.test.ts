@@ -1,10 +1,10 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ReadApiServer } from '../../src/server/index.ts';
 import { sync, type SyncResult } from '../../src/sync/engine.ts';
-import { type Entry, loadEntries } from '../../src/sync/entries.ts';
-import { cacheKeys } from '../../src/sync/page-keys.ts';
+import { type Entry, loadEntries } from '../../src/entries/entries.ts';
+import { cacheKeys } from '../../src/entries/page-keys.ts';
 import { virtualModule } from '../../src/vite/plugin.ts';
-import { normalizeRecord, type Model } from '../../src/sync/records.ts';
+import { normalizeRecord, type Model } from '../../src/model/records.ts';
 import { recorder, recordsOf, serve, startProxy, tempDir } from '../helpers/magazine.ts';
 import { lessonsConfig, lessonsSnapshot, sectionLevelLocales } from '../helpers/sections.ts';
 import { tinyKey } from '../helpers/server.ts';

@@ -1,9 +1,19 @@
-import { digestOfJson, type Reference } from '../cache/records.ts';
+import { hash } from 'node:crypto';
 import type { ApiRecord } from '../wire/schemas.ts';
 import { type FieldKind, isApiReference, isLocaleMap, isObject, kindOfValue, mergeKinds, type Ref } from './shapes.ts';
 import { isSection, sectionByField } from './sections.ts';
 
 export { type FieldKind, isApiReference, isLocaleMap, isObject, kindOfValue, mergeKinds, type Ref } from './shapes.ts';
+
+/** A reference of a record: the field, the target's id, and whether the target is an asset. */
+export interface Reference {
+  field: string;
+  id: string;
+  asset: boolean;
+}
+
+/** The digest of a record's JSON (or of any text a key is made of): 22 characters of base64url sha1. */
+export const digestOfJson = (json: string): string => hash('sha1', json, 'base64url').slice(0, 22);
 
 /**
  * Normalised records: one per document or asset, deduplicated by id, with references reduced

@@ -1,5 +1,5 @@
 import type { CacheReader, Link } from '../cache/index.ts';
-import { digestOfJson as digestOf } from '../cache/records.ts';
+import { digestOfJson as digestOf } from '../model/records.ts';
 
 /**
  * Keys for Astro's incremental builds (`experimental.incrementalBuild`): a page is rendered again

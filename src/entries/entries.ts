@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { CacheReader } from '../cache/reader.ts';
-import { fallbackChains, type Locales, localizeRecord } from './locales.ts';
-import { type Model, referenceList, type StoredRecord, type TypeModel } from './records.ts';
+import type { CacheReader } from '../cache/index.ts';
+import { fallbackChains, type Locales, localizeRecord } from '../model/locales.ts';
+import { type Model, referenceList, type StoredRecord, type TypeModel } from '../model/records.ts';
 
 /**
  * Entries: a record as pages use it, in one locale. Fallback is applied and marked, relations
