@@ -121,7 +121,7 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
         const result = await (refreshed ? shared.current() : shared.acquire(`load:${name}`));
         await registry.settled(registered, (message) => context.logger.warn(message));
         await shared.read(result, (round) =>
-          loadEntries(context, round.cache, schemaDigest(round, context.config), keys, options, entryId),
+          storeEntries(context, round.cache, schemaDigest(round, context.config), keys, options, entryId),
         );
       } catch (error) {
         const failure = loaderError(error, shared); // with a hint naming the option to check
@@ -145,7 +145,7 @@ function schemaDigest(round: SyncResult, config: LoaderContext['config']): strin
 /** Documents read from the cache at once: enough to keep statements few, few enough to keep memory flat. */
 const readBatch = 500;
 
-async function loadEntries(
+async function storeEntries(
   { store, meta, logger, parseData, generateDigest, collection }: LoaderContext,
   cache: CacheReader,
   schemas: string,

@@ -9,8 +9,8 @@ import { type Model, referenceList, type StoredRecord, type TypeModel } from '..
  * exported so users get the types with `z.infer`.
  */
 
-export const referenceSchema = z.object({ id: z.string(), contentType: z.string() });
-export type EntryReference = z.infer<typeof referenceSchema>;
+export const entryReferenceSchema = z.object({ id: z.string(), contentType: z.string() });
+export type EntryReference = z.infer<typeof entryReferenceSchema>;
 
 export const richtextSchema = z.object({ html: z.string(), plain: z.string() });
 export const locationSchema = z.object({ lat: z.number(), lng: z.number() });
@@ -58,7 +58,7 @@ export const fieldSchemas = {
   asset: assetSchema,
   assetFile: assetFileSchema,
   unresolvedAsset: unresolvedAssetSchema,
-  reference: referenceSchema,
+  reference: entryReferenceSchema,
   richtext: richtextSchema,
   location: locationSchema,
 };
@@ -73,7 +73,7 @@ export const fieldValueSchemas = {
   boolean: z.boolean(),
   location: locationSchema,
   select: z.union([z.string(), z.array(z.string())]),
-  relation: z.union([referenceSchema, z.array(referenceSchema)]),
+  relation: z.union([entryReferenceSchema, z.array(entryReferenceSchema)]),
   asset: z.array(assetSchema),
   json: z.unknown(),
 } as const;
@@ -112,7 +112,7 @@ export function entrySchemaFor(model: Model, contentType: string) {
           ? shapeOf(field.fields ?? {})
           : (fieldValueSchemas[kind as keyof typeof fieldValueSchemas] ?? z.unknown());
       if (kind === 'select') schema = field.multiple ? z.array(z.string()) : z.string();
-      if (kind === 'relation') schema = field.multiple ? z.array(referenceSchema) : referenceSchema;
+      if (kind === 'relation') schema = field.multiple ? z.array(entryReferenceSchema) : entryReferenceSchema;
       shape[name] = schema.nullable().optional();
     }
     return z.object(shape);
@@ -179,7 +179,7 @@ function withAssets(value: unknown, asset: (ref: EntryReference) => Asset): unkn
 /**
  * Turns a record's fields in one locale into entry fields: asset references become images.
  * Given the model (the cache head's), every localized field of the content type that no locale
- * of the record has is marked `null` in `fallbacks`, as `loadEntries` does.
+ * of the record has is marked `null` in `fallbacks`, as `entriesOf` does.
  *
  * @example entryOf(cache.record('1001')!, 'de_CH', cache.head.locales, (id) => cache.record(id), cache.head.model)
  */
@@ -229,7 +229,7 @@ export function entryOf(
  * The entries of some documents in every locale (or those given), read from the cache in one batch with the assets they
  * embed.
  */
-export function loadEntries(
+export function entriesOf(
   cache: CacheReader,
   ids: Iterable<string>,
   locales: Locales,

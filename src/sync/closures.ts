@@ -1,6 +1,6 @@
 import type { ListOptions } from '../api/query.ts';
 import type { DanglingReference, Node, Records } from '../cache/index.ts';
-import { requestOptions, type Source } from './config.ts';
+import { requestOptions, type SyncSource } from './config.ts';
 import { type Fetcher, settleAll, type Stamp } from './fetch.ts';
 import type { Intake } from './intake.ts';
 import type { Listed } from './list.ts';
@@ -36,7 +36,7 @@ export interface ClosureContext {
   records: Records;
   intake: Intake;
   fetcher: Fetcher;
-  stored(source: Source): StoredClosure | undefined;
+  stored(source: SyncSource): StoredClosure | undefined;
   /**
    * The mask that keeps the stamps of embedded assets (`assetStampsMask`); without it, assets are checked one by one.
    */
@@ -81,7 +81,7 @@ const maxRounds = 100;
 
 /** Works out every source's closure, fetching what they lack; `members` are the members listed in this run. */
 export async function completeClosures(
-  sources: readonly Source[],
+  sources: readonly SyncSource[],
   listings: ReadonlyMap<string, Listed>,
   context: ClosureContext,
 ): Promise<Map<string, SourceClosure>> {
@@ -154,7 +154,7 @@ async function fetchTargets(
 }
 
 /** A source's closure: the stored one while it holds, else worked out from the stored references. */
-function closureOf(source: Source, members: readonly string[], context: ClosureContext): SourceClosure {
+function closureOf(source: SyncSource, members: readonly string[], context: ClosureContext): SourceClosure {
   const stored = context.stored(source);
   if (stored && !context.intake.relinked && sameList(members, stored.members)) {
     return { included: stored.included, dangling: stored.dangling.map((ref) => ({ ...ref })), kept: true };
@@ -232,16 +232,16 @@ async function embeddedAssetStamps(
  * (`overcomplete`, by masked source: fetched again through each mask; assets are never masked).
  */
 function misshapen(
-  sources: readonly Source[],
+  sources: readonly SyncSource[],
   members: ReadonlyMap<string, readonly string[]>,
   closures: ReadonlyMap<string, SourceClosure>,
   records: Records,
-): { incomplete: string[]; overcomplete: Map<Source, string[]> } {
+): { incomplete: string[]; overcomplete: Map<SyncSource, string[]> } {
   const masked = sources.filter((source) => source.options.fields !== undefined);
-  const overcomplete = new Map<Source, string[]>();
+  const overcomplete = new Map<SyncSource, string[]>();
   const anyPartial = records.anyPartial();
   if (!anyPartial && masked.length === 0) return { incomplete: [], overcomplete };
-  const closureIds = (source: Source) => [...members.get(source.key)!, ...closures.get(source.key)!.included];
+  const closureIds = (source: SyncSource) => [...members.get(source.key)!, ...closures.get(source.key)!.included];
   const wholeNeeded = new Set(sources.filter((source) => source.options.fields === undefined).flatMap(closureIds));
   if (anyPartial) records.infos(wholeNeeded);
   const incomplete = anyPartial ? [...wholeNeeded].filter((id) => records.info(id)?.partial) : [];

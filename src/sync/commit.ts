@@ -1,7 +1,7 @@
 import type { CacheHead, CacheReader, CacheTransaction, Etags, Records, StoredMembers } from '../cache/index.ts';
 import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } from './changeset.ts';
 import type { SourceClosure } from './closures.ts';
-import type { Source } from './config.ts';
+import type { SyncSource } from './config.ts';
 import { affectedBy, dependencyDigests } from './digests.ts';
 import type { Intake } from './intake.ts';
 import type { Listed } from './list.ts';
@@ -14,7 +14,7 @@ import { reach } from './reach.ts';
  */
 
 export interface CommitInput {
-  sources: readonly Source[];
+  sources: readonly SyncSource[];
   /** Members listed in this run, by source. */
   members: ReadonlyMap<string, Listed>;
   closures: ReadonlyMap<string, SourceClosure>;
@@ -136,7 +136,7 @@ function storedAs(
  * affect (and new members) are worked out; otherwise all of them.
  */
 function memberDigests(
-  source: Source,
+  source: SyncSource,
   members: readonly string[],
   closure: SourceClosure,
   before: { ids: readonly string[]; digests: readonly string[] } | undefined,

@@ -194,7 +194,7 @@ export function parseSyncConfig(input: unknown, prefix = ''): SyncConfig {
 }
 
 /** One list or alias to fetch, with its request options. */
-export interface Source {
+export interface SyncSource {
   /** `collection:<apiId>`, `alias:<apiId>` or `query:<name>`. */
   key: string;
   kind: 'collection' | 'alias' | 'query';
@@ -230,8 +230,12 @@ export function hash(value: unknown): string {
 }
 
 /** The sources of a config, each with its effective options. */
-export function sourcesOf(config: SyncConfig): Source[] {
-  const make = (kind: Source['kind'], name: string, options: SourceOptions & { contentType?: string }): Source => {
+export function configSources(config: SyncConfig): SyncSource[] {
+  const make = (
+    kind: SyncSource['kind'],
+    name: string,
+    options: SourceOptions & { contentType?: string },
+  ): SyncSource => {
     const { contentType, ...rest } = options;
     const effective: SourceOptions = { includes: 1, embedAssets: true, ...rest };
     // The content type joins every OR branch (AND binds tighter than OR).
@@ -252,7 +256,7 @@ export function sourcesOf(config: SyncConfig): Source[] {
 }
 
 /** The request options of a source: always every locale. */
-export function requestOptions(source: Source): ListOptions {
+export function requestOptions(source: SyncSource): ListOptions {
   const { fields, ...rest } = source.options;
   return { ...(rest as ListOptions), locale: 'all', ...(fields ? { fields: withMeta(fields) } : {}) };
 }

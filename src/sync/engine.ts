@@ -17,7 +17,7 @@ import {
 import { type Changeset, emptyChanges } from './changeset.ts';
 import { checkAhead, completeClosures } from './closures.ts';
 import { commitRun } from './commit.ts';
-import { hash, parseSyncConfig, sourcesOf, type SyncConfig, type SyncConfigInput } from './config.ts';
+import { hash, parseSyncConfig, configSources, type SyncConfig, type SyncConfigInput } from './config.ts';
 import { assetStampsMask, Fetcher, settleAll } from './fetch.ts';
 import { Intake, type LocaleKeys } from './intake.ts';
 import { type Listed, listSource } from './list.ts';
@@ -162,7 +162,7 @@ async function syncOnce(dir: string, config: SyncConfig, { logger, warn, hints }
     if (transient(error) && config.onError === 'use-cache' && tx.head) {
       const cache = openCache(dir);
       if (cache && cache.head.fingerprint === fingerprintOf(config)) {
-        const stale = sourcesOf(config).map((source) => source.key);
+        const stale = configSources(config).map((source) => source.key);
         const lacking = lackingSources(cache, config);
         if (lacking.length > 0) {
           throw new SyncError(
@@ -233,7 +233,7 @@ async function offline(dir: string, config: SyncConfig, logger: SyncLogger, warn
  */
 function lackingSources(cache: CacheReader, config: SyncConfig): string[] {
   const held = new Map(cache.sources().map((source) => [source.key, source.fingerprint]));
-  return sourcesOf(config).flatMap((source) => {
+  return configSources(config).flatMap((source) => {
     const fingerprint = held.get(source.key);
     if (fingerprint === undefined) return [source.key];
     return fingerprint === source.fingerprint ? [] : [`${source.key} (synced with other options)`];
@@ -254,7 +254,7 @@ function cachedResult(
   warnings: string[],
 ): SyncResult {
   const changeset: Changeset = {
-    sources: Object.fromEntries(sourcesOf(config).map((source) => [source.key, emptyChanges()])),
+    sources: Object.fromEntries(configSources(config).map((source) => [source.key, emptyChanges()])),
     records: emptyChanges(),
     empty: true,
   };
@@ -326,7 +326,7 @@ async function run(
   const fetcher = new Fetcher(client, intake, config.pageSize);
 
   const syncedAt = new Date().toISOString();
-  const sources = sourcesOf(config);
+  const sources = configSources(config);
   const stored = tx.sources();
   const plans = planSources(sources, stored, config.mode === 'fresh');
   let locales: Locales | undefined;

@@ -1,7 +1,7 @@
 import type { ReadApiClient } from '../api/client.ts';
 import { andFilters, type FilterEntry, type ListOptions } from '../api/query.ts';
 import type { ApiRecord, ListAnswer } from '../wire/schemas.ts';
-import { requestOptions, type Source } from './config.ts';
+import { requestOptions, type SyncSource } from './config.ts';
 import type { AnsweredPage, Intake } from './intake.ts';
 import type { Model, TypeModel } from '../model/records.ts';
 
@@ -106,9 +106,9 @@ export async function settleAll<T>(tasks: Promise<T>[]): Promise<T[]> {
  */
 const wholePageSize = 250;
 
-const listOf = (source: Source): 'documents' | { collection: string } =>
+const listOf = (source: SyncSource): 'documents' | { collection: string } =>
   source.kind === 'collection' ? { collection: source.name } : 'documents';
-const isMasked = (source: Source) => source.options.fields !== undefined;
+const isMasked = (source: SyncSource) => source.options.fields !== undefined;
 const chunks = <T>(items: readonly T[], size: number): T[][] =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 
@@ -135,7 +135,7 @@ export class Fetcher {
    * assets (its assets come only as includes; the API lists no assets) or has a `fields` mask
    * (which may shape what it includes, with an `includes(…)` scope).
    */
-  async full(source: Source, progress: (done: number, total: number) => void): Promise<string[]> {
+  async full(source: SyncSource, progress: (done: number, total: number) => void): Promise<string[]> {
     const members: string[] = [];
     const options = requestOptions(source);
     const withoutIncludes = source.options.embedAssets !== false && !isMasked(source);
@@ -152,7 +152,7 @@ export class Fetcher {
   }
 
   /** The stamps of a source's members, page by page, in the source's order. */
-  async *stamps(source: Source): AsyncGenerator<Stamp[]> {
+  async *stamps(source: SyncSource): AsyncGenerator<Stamp[]> {
     const { includes: _includes, embedAssets: _embed, fields: _fields, ...selection } = requestOptions(source);
     for await (const page of this.#client.pages(listOf(source), {
       ...selection,
@@ -167,7 +167,7 @@ export class Fetcher {
    * The documents of a source changed since a time, without includes: what they include is
    * mostly stored, and what is not is found missing by the closures and fetched then.
    */
-  async changedSince(source: Source, since: string): Promise<void> {
+  async changedSince(source: SyncSource, since: string): Promise<void> {
     const options = requestOptions(source);
     const filters = andFilters([{ '*.meta.updatedAt': { greaterThanEqual: since } }], options.filters as FilterEntry[]);
     for await (const page of this.#client.pages(listOf(source), {
@@ -181,7 +181,7 @@ export class Fetcher {
   }
 
   /** The document an alias points to, with its includes. */
-  async alias(source: Source): Promise<string[]> {
+  async alias(source: SyncSource): Promise<string[]> {
     const { includes, embedAssets, fields, locale } = requestOptions(source);
     const answer = (await this.#client.alias(source.name, {
       includes,

@@ -1,5 +1,5 @@
 import type { StoredSource } from '../cache/index.ts';
-import type { Source } from './config.ts';
+import type { SyncSource } from './config.ts';
 
 /**
  * The plan phase: how each source is fetched. An alias is asked again (a conditional GET); a
@@ -8,14 +8,14 @@ import type { Source } from './config.ts';
  */
 
 export interface SourcePlan {
-  source: Source;
+  source: SyncSource;
   how: 'alias' | 'full' | 'incremental';
   /** Of an incremental source: when it was last fetched. */
   syncedAt?: string;
 }
 
 export function planSources(
-  sources: readonly Source[],
+  sources: readonly SyncSource[],
   stored: ReadonlyMap<string, StoredSource>,
   fresh: boolean,
 ): SourcePlan[] {

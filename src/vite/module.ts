@@ -1,5 +1,5 @@
 import type { SyncResult } from '../sync/engine.ts';
-import { loadEntries, type VirtualEntry } from '../entries/entries.ts';
+import { entriesOf, type VirtualEntry } from '../entries/entries.ts';
 import { cacheKeys } from '../entries/page-keys.ts';
 import { fileLinks } from '../entries/file-links.ts';
 
@@ -61,7 +61,7 @@ export function moduleData(result: SyncResult, id: string): ModuleData {
   const keys = cacheKeys(cache, ids);
   // In an Astro site built from a copy, its files are files of the site (see astro/copy-files.ts).
   const links = fileLinks();
-  const entries = loadEntries(cache, ids, locales, parsed.locale ? [parsed.locale] : all).map((entry) => ({
+  const entries = entriesOf(cache, ids, locales, parsed.locale ? [parsed.locale] : all).map((entry) => ({
     ...entry,
     fields: links.fields(entry.fields),
     cacheKey: keys.get(entry.id)!,

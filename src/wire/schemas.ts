@@ -6,7 +6,7 @@ import { z } from 'zod';
  * more than the seed shows, and strict about what the loader relies on.
  */
 
-export const referenceSchema = z.looseObject({
+export const apiReferenceSchema = z.looseObject({
   meta: z.looseObject({ id: z.string(), contentType: z.string() }),
 });
 
@@ -93,7 +93,7 @@ export const errorAnswerSchema = z.looseObject({
   error: z.looseObject({ code: z.string().optional(), message: z.string().optional() }).optional(),
 });
 
-export type Reference = z.infer<typeof referenceSchema>;
+export type ApiReference = z.infer<typeof apiReferenceSchema>;
 export type ApiRecord = z.infer<typeof recordSchema>;
 export type IncludedRecords = z.infer<typeof includesSchema>;
 export type DocumentAnswer = z.infer<typeof documentAnswerSchema>;

@@ -8,7 +8,7 @@ import { generateSnapshot } from '../helpers/generate-snapshot.ts';
 import { openCache } from '../../src/cache/index.ts';
 import { DatabaseSync } from '../../src/cache/sqlite.ts';
 import { sync } from '../../src/sync/engine.ts';
-import { loadEntries } from '../../src/entries/entries.ts';
+import { entriesOf } from '../../src/entries/entries.ts';
 import { SharedSync } from '../../src/sync/shared.ts';
 import { tryRun } from '../helpers/cache-processes.ts';
 import { syncProcess } from '../helpers/cli.ts';
@@ -225,9 +225,7 @@ describe('a record that does not parse is never served: the cache is rebuilt fro
     const first = await shared.acquire('test');
     const expected = contentOf(dir);
     tamper(dir, '1002');
-    const entries = await shared.read(first, ({ cache }) =>
-      loadEntries(cache, ['1002'], cache.head.locales, ['en_US']),
-    );
+    const entries = await shared.read(first, ({ cache }) => entriesOf(cache, ['1002'], cache.head.locales, ['en_US']));
     expect(entries[0]!.fields.title).toBe('Banana boats');
     expect(log.warns.some((w) => /record 1002 does not parse; rebuilding it from the server/.test(w))).toBe(true);
     expect(contentOf(dir)).toEqual(expected);
@@ -243,7 +241,7 @@ describe('a record that does not parse is never served: the cache is rebuilt fro
     tamper(dir, '1002');
     proxy.failFrom = 0; // every request fails with a 500 from now on
     const error = await shared
-      .read(first, ({ cache }) => loadEntries(cache, ['1002'], cache.head.locales, ['en_US']))
+      .read(first, ({ cache }) => entriesOf(cache, ['1002'], cache.head.locales, ['en_US']))
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ name: 'SyncError', code: 'server_failed' });
     expect((error as Error).message).toContain(`The cache in ${dir} is damaged: record 1002 does not parse`);

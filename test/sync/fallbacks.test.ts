@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { sync } from '../../src/sync/engine.ts';
-import { entryOf, loadEntries } from '../../src/entries/entries.ts';
+import { entryOf, entriesOf } from '../../src/entries/entries.ts';
 import { configFor, docOf, magazine, recorder, recordsOf, serve, tempDir } from '../helpers/magazine.ts';
 
 /**
@@ -14,7 +14,7 @@ describe('fallbacks of a localized field that no locale of a document has', () =
     // Article 1003 has neither `body` nor `gallery`, both localized fields of articles.
     const { server } = await serve();
     const { cache } = await sync(configFor(server.url, await tempDir()), recorder());
-    const [en, de, ch] = loadEntries(cache, ['1003'], cache.head.locales, ['en_US', 'de_DE', 'de_CH']);
+    const [en, de, ch] = entriesOf(cache, ['1003'], cache.head.locales, ['en_US', 'de_DE', 'de_CH']);
     expect(en!.fallbacks).toEqual({ body: null, gallery: null });
     expect(de!.fallbacks).toEqual({ body: null, gallery: null });
     expect(ch!.fallbacks).toEqual({ title: 'de_DE', body: null, gallery: null });
@@ -28,7 +28,7 @@ describe('fallbacks of a localized field that no locale of a document has', () =
     docOf(snapshot, '1002').fields.title = { de_CH: 'Bananeschiff' };
     const { server } = await serve(snapshot);
     const { cache } = await sync(configFor(server.url, await tempDir()), recorder());
-    const entries = loadEntries(cache, ['1002', '1003'], cache.head.locales, ['de_DE']);
+    const entries = entriesOf(cache, ['1002', '1003'], cache.head.locales, ['de_DE']);
     expect(entries.map((entry) => entry.fallbacks)).toEqual([
       { title: null, body: 'en_US', gallery: null }, // de_CH's own title is not on de_DE's chain
       { body: null, gallery: null },

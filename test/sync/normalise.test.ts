@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ReadApiServer } from '../../src/server/index.ts';
 import { sync, type SyncResult } from '../../src/sync/engine.ts';
-import { entryOf, entrySchemaFor, loadEntries } from '../../src/entries/entries.ts';
+import { entryOf, entrySchemaFor, entriesOf } from '../../src/entries/entries.ts';
 import type { StoredRecord } from '../../src/model/records.ts';
 import {
   allRecordIds,
@@ -203,7 +203,7 @@ describe('normalisation into records', () => {
       extra: { source: 'wire', priority: 2 },
     });
 
-    const entries = loadEntries(
+    const entries = entriesOf(
       result.cache,
       result.cache.members('collection:articles').map((m) => m.id),
       result.cache.head.locales,

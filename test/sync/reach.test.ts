@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Node } from '../../src/cache/records.ts';
 import { planSources } from '../../src/sync/plan.ts';
 import { includeDepth, reach } from '../../src/sync/reach.ts';
-import type { Source } from '../../src/sync/config.ts';
+import type { SyncSource } from '../../src/sync/config.ts';
 
 /**
  * The include walk (spec §6, worked out from stored references) and the plan phase, without a
@@ -100,7 +100,7 @@ describe('reach', () => {
 });
 
 describe('plan', () => {
-  const source = (kind: Source['kind'], name: string, fingerprint = 'f1'): Source => ({
+  const source = (kind: SyncSource['kind'], name: string, fingerprint = 'f1'): SyncSource => ({
     key: `${kind}:${name}`,
     kind,
     name,

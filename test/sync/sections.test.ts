@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ReadApiServer } from '../../src/server/index.ts';
 import { sync, type SyncResult } from '../../src/sync/engine.ts';
-import { type Entry, loadEntries } from '../../src/entries/entries.ts';
+import { type Entry, entriesOf } from '../../src/entries/entries.ts';
 import { cacheKeys } from '../../src/entries/page-keys.ts';
 import { virtualModule } from '../../src/vite/plugin.ts';
 import { normalizeRecord, type Model } from '../../src/model/records.ts';
@@ -29,7 +29,7 @@ beforeEach(async () => {
   result = await sync(lessonsConfig(server.url, await tempDir()), recorder());
 });
 
-const entriesOf = (of: SyncResult) => loadEntries(of.cache, all, of.cache.head.locales);
+const entriesAfter = (of: SyncResult) => entriesOf(of.cache, all, of.cache.head.locales);
 const entry = (entries: Entry[], id: string, locale: string) =>
   entries.find((e) => e.id === id && e.locale === locale)!;
 
@@ -118,7 +118,7 @@ describe('entries resolve the fields inside sections per locale', () => {
   };
 
   it('gives a French lesson French strings, the English ones where it has none, named by path in fallbacks', () => {
-    const fr = entry(entriesOf(result), '101', 'fr_FR');
+    const fr = entry(entriesAfter(result), '101', 'fr_FR');
     expect(fr.fields).toEqual({
       slug: 'knots',
       info: {
@@ -139,7 +139,7 @@ describe('entries resolve the fields inside sections per locale', () => {
   });
 
   it('marks null where no locale of the chain has a value, and the localized fields of a section the document lacks', () => {
-    const entries = entriesOf(result);
+    const entries = entriesAfter(result);
     const de = entry(entries, '102', 'de');
     expect(de.fields).toEqual({
       slug: 'sails',
@@ -176,7 +176,7 @@ describe('entries resolve the fields inside sections per locale', () => {
   it('leaves the stored record as it was (entries are new objects)', () => {
     const records = recordsOf(result);
     const before = JSON.stringify(records.get('101'));
-    loadEntries(result.cache, ['101'], result.cache.head.locales);
+    entriesOf(result.cache, ['101'], result.cache.head.locales);
     expect(JSON.stringify(recordsOf(result).get('101'))).toBe(before);
   });
 });
@@ -231,7 +231,7 @@ describe('includes and page keys follow the references inside sections', () => {
     const after = cacheKeys(second.cache, all);
     // 102 names 202 in content.teacher, 201 in profile.mentor; 101 relates to 102; 103 names none.
     expect(all.filter((id) => before.get(id) !== after.get(id))).toEqual(['101', '102', '201', '202']);
-    expect(entry(entriesOf(second), '202', 'de').fields.profile).toEqual({ bio: 'Segelmeisterin' });
+    expect(entry(entriesAfter(second), '202', 'de').fields.profile).toEqual({ bio: 'Segelmeisterin' });
   });
 });
 
@@ -279,7 +279,7 @@ describe('a map of locales at the section, as the real service might answer, is 
       introduction: 'Ein Knoten am Tag',
       teacher: { meta: { id: '201' } },
     });
-    expect(entriesOf(viaProxy)).toEqual(entriesOf(result));
+    expect(entriesAfter(viaProxy)).toEqual(entriesAfter(result));
     expect(viaProxy.cache.references('101')).toEqual(result.cache.references('101'));
     expect([...viaProxy.cache.included('collection:lessons')].sort()).toEqual(['201', '202', '301', '302']);
   });
