@@ -26,7 +26,10 @@ export interface Answer {
   text: string;
 }
 
-/** Sends the request and resolves to the whole answer; rejects with undici's timeout errors when a phase's timer runs out. */
+/**
+ * Sends the request and resolves to the whole answer; rejects with undici's timeout errors when a phase's timer runs
+ * out.
+ */
 export function exchange(
   dispatcher: Dispatcher,
   options: Dispatcher.DispatchOptions,

@@ -32,7 +32,9 @@ import {
  * timeouts, retries, and conditional GETs.
  */
 
-/** Each holds to within a few milliseconds of a free event loop; a timed-out attempt is retried like a network failure. */
+/**
+ * Each holds to within a few milliseconds of a free event loop; a timed-out attempt is retried like a network failure.
+ */
 export interface Timeouts {
   /** Milliseconds to establish a connection (TLS included). Default 10 000. */
   connectMs: number;
@@ -113,7 +115,9 @@ export interface HttpRequest<T> {
 
 interface Shared {
   limit: LimitFunction;
-  /** Pools by connect timeout: a pool's own timeout ends connections that hang (each request is timed by `exchange`). */
+  /**
+   * Pools by connect timeout: a pool's own timeout ends connections that hang (each request is timed by `exchange`).
+   */
   pools: Map<number, Pool>;
 }
 const sharedByOrigin = new Map<string, Shared>();
@@ -203,7 +207,8 @@ export class Transport {
       const remaining = this.#retry.budgetMs - (Date.now() - started);
       if (remaining <= 0)
         throw new TimeoutError(
-          `${request.method} ${shown} ran out of its time budget of ${this.#retry.budgetMs} ms after ${attempt - 1} attempts`,
+          `${request.method} ${shown} ran out of its time budget of ${this.#retry.budgetMs} ms after ` +
+            `${attempt - 1} attempts`,
           details(attempt - 1),
         );
       const cached = request.method === 'GET' ? this.#etags?.get(cacheKey) : undefined;
@@ -226,7 +231,9 @@ export class Transport {
           continue;
         }
         const what = timedOut ? 'timed out' : 'failed';
-        const message = `${request.method} ${shown} ${what} after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${scrub((error as Error).message, this.#apiKey)}`;
+        const message =
+          `${request.method} ${shown} ${what} after ${attempt} ` +
+          `attempt${attempt === 1 ? '' : 's'}: ${scrub((error as Error).message, this.#apiKey)}`;
         throw timedOut
           ? new TimeoutError(message, details(attempt, { cause: error }))
           : new NetworkError(message, details(attempt, { cause: error }));
@@ -256,7 +263,8 @@ export class Transport {
         }
         if (status === 429) {
           const error = new RateLimitedError(
-            `${request.method} ${shown} was rate limited; the server asks to wait ${Math.ceil(wait / 1000)} s, more than the ${Math.ceil(left / 1000)} s left of the time budget`,
+            `${request.method} ${shown} was rate limited; the server asks to wait ${Math.ceil(wait / 1000)} ` +
+              `s, more than the ${Math.ceil(left / 1000)} s left of the time budget`,
             details(attempt, { status, serverMessage }),
           );
           error.retryAfterMs = retryAfter;
@@ -274,7 +282,9 @@ export class Transport {
     }
   }
 
-  /** One attempt; `deadline` (a `Date.now()` time) is when the time budget runs out, a wait for a free slot included. */
+  /**
+   * One attempt; `deadline` (a `Date.now()` time) is when the time budget runs out, a wait for a free slot included.
+   */
   #send(request: HttpRequest<unknown>, target: string, etag: string | undefined, deadline: number): Promise<Answer> {
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'comfortable-loader' };
     if (!(this.#keyInUrl && request.method === 'GET')) headers.authorization = this.#apiKey;

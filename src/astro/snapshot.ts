@@ -30,7 +30,10 @@ export function snapshotPort(file: string): number {
   return 20_000 + (Number.parseInt(hash('sha1', file, 'hex').slice(0, 8), 16) % 10_000);
 }
 
-/** `fromEnv`: the file was named by CMFT_SNAPSHOT, not by the option (the error for a missing file says which to change). */
+/**
+ * `fromEnv`: the file was named by CMFT_SNAPSHOT, not by the option (the error for a missing file says which to
+ * change).
+ */
 export async function serveSnapshot(
   file: string,
   options: {
@@ -50,7 +53,8 @@ export async function serveSnapshot(
     const instead = options.fromEnv ? 'unset CMFT_SNAPSHOT' : 'remove the snapshot option of comfortable()';
     throw new ConfigError(
       'comfortable.snapshot',
-      `Invalid option comfortable.snapshot: no snapshot at ${file}; make one with npx comfortable-loader pull (or ${instead} to use the CMS)`,
+      `Invalid option comfortable.snapshot: no snapshot at ${file}; make one with npx comfortable-loader ` +
+        `pull (or ${instead} to use the CMS)`,
     );
   }
   const snapshot = await readSnapshotFile(file);
@@ -58,7 +62,8 @@ export async function serveSnapshot(
   if (options.repository !== undefined && options.repository !== apiId) {
     throw new ConfigError(
       'comfortable.snapshot',
-      `Invalid option comfortable.snapshot: ${file} holds the repository "${apiId}", not "${options.repository}" (the repository option or CMFT_REPOSITORY)`,
+      `Invalid option comfortable.snapshot: ${file} holds the repository "${apiId}", not ` +
+        `"${options.repository}" (the repository option or CMFT_REPOSITORY)`,
     );
   }
   const start = (port: number) =>
@@ -78,7 +83,9 @@ export async function serveSnapshot(
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
     server = await start(0);
-    portNote = `port ${port}, where this snapshot is usually served, is taken (another build or dev server?): serving on ${server.port}, so the content cache is fetched again`;
+    portNote =
+      `port ${port}, where this snapshot is usually served, is taken (another build or dev ` +
+      `server?): serving on ${server.port}, so the content cache is fetched again`;
   }
   const files = new Set(snapshot.assets.flatMap((asset) => assetFilePath(asset) || []));
   return {

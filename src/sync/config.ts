@@ -63,21 +63,24 @@ export const syncConfigSchema = z.strictObject({
     .url({
       protocol: /^https?$/,
       error:
-        'expected an http(s) URL such as https://api.cmft.io/v1 (the integration, the Vite plugin and the CLI read CMFT_BASE_URL)',
+        'expected an http(s) URL such as https://api.cmft.io/v1 (the integration, the Vite plugin and the ' +
+        'CLI read CMFT_BASE_URL)',
     })
     .default(defaultBaseUrl),
   /** The repository's API id. */
   repository: z
     .string({
       error:
-        'expected the repository API id, such as "demo" (the integration, the Vite plugin and the CLI read CMFT_REPOSITORY)',
+        'expected the repository API id, such as "demo" (the integration, the Vite plugin and the CLI read ' +
+        'CMFT_REPOSITORY)',
     })
     .min(1),
   /** A Read API key of the repository; read it from the environment. Never written anywhere. */
   apiKey: z
     .string({
       error:
-        'expected a Read API key of the repository (the integration, the Vite plugin and the CLI read CMFT_API_KEY from the environment or .env)',
+        'expected a Read API key of the repository (the integration, the Vite plugin and the CLI read ' +
+        'CMFT_API_KEY from the environment or .env)',
     })
     .min(1, 'expected a Read API key of the repository, not an empty string'),
   /** Collections to sync, by API id, each with its own options. */
@@ -90,9 +93,14 @@ export const syncConfigSchema = z.strictObject({
   cacheDir: z.string().min(1).optional(),
   /** `incremental` (default) fetches what changed, `fresh` ignores the cache, `offline` reads only the cache. */
   mode: z.enum(['incremental', 'fresh', 'offline']).default('incremental'),
-  /** On a network or server failure: `fail`, or `use-cache` (keep the last good content and warn). Default `fail` when CI is set, else `use-cache`. */
+  /**
+   * On a network or server failure: `fail`, or `use-cache` (keep the last good content and warn). Default `fail` when
+   * CI is set, else `use-cache`.
+   */
   onError: z.enum(['fail', 'use-cache']).optional(),
-  /** How far before the last sync to look for changes, in milliseconds (clock skew, slow publishes). Default 300 000. */
+  /**
+   * How far before the last sync to look for changes, in milliseconds (clock skew, slow publishes). Default 300 000.
+   */
   safetyMarginMs: z.number().int().min(0).default(300_000),
   /** Requests in flight at once to the server (shared by every client of it). Default 8. */
   concurrency: z.number().int().min(1).max(64).default(8),
@@ -167,7 +175,10 @@ export function configProblem(error: z.ZodError, where: OptionsPlace = {}): Conf
   return new ConfigError(option, `Invalid option ${option}${place}: ${message}${input}`);
 }
 
-/** Checks options against their schema; throws a ConfigError naming the option as written and, for a misspelt key, the nearest one. */
+/**
+ * Checks options against their schema; throws a ConfigError naming the option as written and, for a misspelt key, the
+ * nearest one.
+ */
 export function checkOptions<S extends z.ZodType>(
   schema: S,
   options: unknown,

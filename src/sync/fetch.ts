@@ -85,7 +85,10 @@ export function embeddedStamps(record: { fields?: Record<string, unknown> }): St
   return stamps;
 }
 
-/** How deep `embeddedStamps` looks for lists of assets: a section, a map of locales, and a section in it, with room to spare. */
+/**
+ * How deep `embeddedStamps` looks for lists of assets: a section, a map of locales, and a section in it, with room to
+ * spare.
+ */
 const maxDepth = 6;
 
 /**
@@ -211,7 +214,9 @@ export class Fetcher {
     return found;
   }
 
-  /** The stamps of assets by id, one request each (the API lists no assets); assets the server does not have are absent. */
+  /**
+   * The stamps of assets by id, one request each (the API lists no assets); assets the server does not have are absent.
+   */
   async assetStamps(ids: string[]): Promise<Stamp[]> {
     const stamps: Stamp[] = [];
     await this.#eachAsset(ids, { fields: listing }, (answer, id) => {
@@ -263,7 +268,10 @@ export class Fetcher {
     );
   }
 
-  /** Assets by id (`/assets/<id>`), one request each; `take` hears each answer with the id asked. An asset the server does not have is skipped. */
+  /**
+   * Assets by id (`/assets/<id>`), one request each; `take` hears each answer with the id asked. An asset the server
+   * does not have is skipped.
+   */
   async #eachAsset(
     ids: readonly string[],
     options: ListOptions,
