@@ -55,8 +55,12 @@ export function sourceDeclarations(cache: CacheReader, from: string): string {
       .contentTypes([key])
       .map((type) => toTypeScript(entrySchemaFor(cache.head.model, type).extend({ cacheKey: z.string() }), '  '));
     const entryType = variants.length ? variants.map((v) => `(${v})`).join(' | ') : `import('${from}').VirtualEntry`;
-    const common =
-      `  type Entry = ${entryType};\n  export const locales: string[];\n  export const ` + `defaultLocale: string;\n`;
+    const common = [
+      `  type Entry = ${entryType};`,
+      '  export const locales: string[];',
+      '  export const defaultLocale: string;',
+      '',
+    ].join('\n');
     const exports =
       kind === 'alias'
         ? `${common}  export const entry: Entry;\n  export const entries: Record<string, Entry>;\n  export ` +
