@@ -290,7 +290,9 @@ describe('the next builds', () => {
     // news 100 shows Ada: same document, new dependency
     expect(after['en_US/100'].data.digest).toBe(before['en_US/100'].data.digest);
     expect(after['en_US/100'].data.cacheKey).not.toBe(before['en_US/100'].data.cacheKey);
-    expect(after['en_US/101'].data.cacheKey).toBe(before['en_US/101'].data.cacheKey); // Bob's news
+    // Bob's news: its page shows its related news 102, by Ada: a new key, the same document
+    expect(after['en_US/101'].data.cacheKey).not.toBe(before['en_US/101'].data.cacheKey);
+    expect(after['en_US/101'].data.digest).toBe(before['en_US/101'].data.digest);
     expect(after['en_US/100'].data.fields.author).toEqual({ collection: 'authors', id: 'en_US/ada-lovelace' });
     expect(data.authorNames['en_US/100']).toBe('Ada Lovelace');
     expect(ids(data.authors)).toEqual([
