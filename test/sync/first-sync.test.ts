@@ -64,6 +64,27 @@ describe("a source's first sync", () => {
     for (const id of ['2001', '2002', '3003']) expect(records.get(id)).toEqual(asMembers.get(id));
   });
 
+  it('holds only documents of its content type when its filters begin with an or', async () => {
+    const served = await serve();
+    const result = await sync(
+      configFor(served.server.url, await tempDir(), {
+        collections: {},
+        aliases: [],
+        queries: {
+          one: { contentType: 'author', filters: [{ or: { '*.meta.id': { equal: '2001' } } }] },
+          either: {
+            contentType: 'author',
+            filters: [{ or: { '*.meta.id': { equal: '1001' } } }, { or: { '*.meta.id': { equal: '2002' } } }],
+          },
+        },
+      }),
+      recorder(),
+    );
+    const members = (name: string) => result.cache.members(`query:${name}`).map((member) => member.id);
+    expect(members('one')).toEqual(['2001']);
+    expect(members('either')).toEqual(['2002']);
+  });
+
   it('keeps the includes of a source with a fields mask, which may shape what it includes', async () => {
     const served = await serve();
     await sync(
