@@ -413,7 +413,7 @@ describe('adversarial input is answered in time linear in its size, and holds up
 
   // The bound catches a hostile request that holds the event loop (seconds, for a handler that is
   // quadratic in its input); it is not a latency figure, which busy CI machines would make flaky
-  // (the server answers within a few milliseconds on an idle one: see bench/server.ts).
+  // (on an idle machine the server answers such a GET in a few milliseconds: bench/server.ts).
   it('answers each with a 200 or a 4xx while a GET of the repository keeps being answered within a second', async () => {
     const once = [...casesFor(tiny, 'text'), ...casesFor(generated, 'body')];
     const cases = [...once, ...once, ...once]; // three rounds, to meet the probe at more moments
