@@ -3,21 +3,9 @@
  * parameters (the default), the `query=` JSON the official SDKs send, and a POST JSON body.
  */
 
-export const filterOperators = [
-  'equal',
-  'notEqual',
-  'greaterThan',
-  'greaterThanEqual',
-  'lessThan',
-  'lessThanEqual',
-  'like',
-  'notLike',
-  'empty',
-  'notEmpty',
-  'in',
-  'notIn',
-] as const;
-export type FilterOperator = (typeof filterOperators)[number];
+import { type FilterOperator, filterOperators } from '../wire/schemas.ts';
+
+export { type FilterOperator, filterOperators };
 export type FilterValue = string | number | boolean | null | readonly (string | number | boolean)[];
 
 /** One condition: `{ "<contentType|*>.<fields|meta>.<name>": { "<operator>": value } }`. */

@@ -1,3 +1,4 @@
+import { type FilterOperator, filterOperators } from '../wire/schemas.ts';
 import { badRequest, quote, sectionHint } from './errors.ts';
 import { compileLike, foldCase } from './like.ts';
 import { kept } from './indexes.ts';
@@ -21,22 +22,7 @@ import {
  * branch; AND binds tighter than OR. Compiled once per request into a predicate.
  */
 
-export const operators = [
-  'equal',
-  'notEqual',
-  'greaterThan',
-  'greaterThanEqual',
-  'lessThan',
-  'lessThanEqual',
-  'like',
-  'notLike',
-  'empty',
-  'notEmpty',
-  'in',
-  'notIn',
-] as const;
-export type Operator = (typeof operators)[number];
-const operatorSet = new Set<string>(operators);
+const operatorSet = new Set<string>(filterOperators);
 
 /**
  * Bounds on what one request may ask, so that no request holds the server up for the others
@@ -170,10 +156,10 @@ function compileCondition(
     for (const [operator, given] of Object.entries(tests)) {
       if (!operatorSet.has(operator)) {
         throw badRequest(
-          `Unknown filter operator ${quote(operator)} on ${quote(path)}: use one of ${operators.join(', ')}`,
+          `Unknown filter operator ${quote(operator)} on ${quote(path)}: use one of ${filterOperators.join(', ')}`,
         );
       }
-      parts.push(compileTest(repository, source, operator as Operator, given, locale));
+      parts.push(compileTest(repository, source, operator as FilterOperator, given, locale));
     }
   }
   return allOf(parts);
@@ -189,7 +175,7 @@ interface Matcher {
 function compileTest(
   repository: PreparedRepository,
   source: FilterPath,
-  operator: Operator,
+  operator: FilterOperator,
   given: unknown,
   locale: LocaleView,
 ): Predicate {
@@ -300,7 +286,7 @@ function memberTest(values: Comparable[], kind: Kind, collator: Intl.Collator): 
 
 function makeTest(
   repository: PreparedRepository,
-  operator: Operator,
+  operator: FilterOperator,
   kind: Kind,
   given: unknown,
   what: string,

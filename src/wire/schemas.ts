@@ -6,6 +6,23 @@ import { z } from 'zod';
  * more than the seed shows, and strict about what the loader relies on.
  */
 
+/** The filter operators of the Read API (spec §4), in the seed's order. */
+export const filterOperators = [
+  'equal',
+  'notEqual',
+  'greaterThan',
+  'greaterThanEqual',
+  'lessThan',
+  'lessThanEqual',
+  'like',
+  'notLike',
+  'empty',
+  'notEmpty',
+  'in',
+  'notIn',
+] as const;
+export type FilterOperator = (typeof filterOperators)[number];
+
 export const apiReferenceSchema = z.looseObject({
   meta: z.looseObject({ id: z.string(), contentType: z.string() }),
 });

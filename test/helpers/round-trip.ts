@@ -1,3 +1,4 @@
+import { filterOperators } from '../../src/wire/schemas.ts';
 import type { BatteryMethod, BatteryRequest } from './compare-servers.ts';
 import type { CoverContentType, SnapshotJson } from './cover-snapshot.ts';
 
@@ -255,20 +256,7 @@ export function battery(info: BatteryInfo): BatteryRequest[] {
   add('POST on a document', 'POST', `${base}${list}/${enc(doc0)}`, { body: {}, status: 405 });
 
   // Filters (§4): every operator on one field of each type (its localized variant, in turn in each locale), the other fields once.
-  const operators = [
-    'equal',
-    'notEqual',
-    'greaterThan',
-    'greaterThanEqual',
-    'lessThan',
-    'lessThanEqual',
-    'like',
-    'notLike',
-    'empty',
-    'notEmpty',
-    'in',
-    'notIn',
-  ] as const;
+  const operators = filterOperators;
   const filterable = fields.filter((f) => f.type !== 'relation' && f.type !== 'asset');
   const isMultiple = (name: string) => info.samples?.[name]?.some(Array.isArray) ?? false;
   const classOf = (f: (typeof fields)[number]) =>
