@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { openCache } from '../src/cache/index.ts';
 import { cacheKeys } from '../src/entries/page-keys.ts';
 import { startServer } from '../src/server/index.ts';
-import type { Snapshot } from '../src/wire/snapshot.ts';
+import type { Snapshot } from '../src/wire/snapshot-format.ts';
 import {
   astroBuild,
   type Build,

@@ -1,5 +1,5 @@
 import { startServer } from '../src/server/index.ts';
-import type { Snapshot, SnapshotRecord } from '../src/wire/snapshot.ts';
+import type { Snapshot, SnapshotRecord } from '../src/wire/snapshot-format.ts';
 import { generateSnapshot, type Weight, weights } from '../test/helpers/generate-snapshot.ts';
 
 /**

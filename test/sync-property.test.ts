@@ -6,7 +6,7 @@ import { generateSnapshot } from './helpers/generate-snapshot.ts';
 import { mulberry32 } from './helpers/random.ts';
 import { closeAllPools } from '../src/api/transport.ts';
 import { startServer } from '../src/server/index.ts';
-import type { Snapshot, SnapshotRecord } from '../src/wire/snapshot.ts';
+import type { Snapshot, SnapshotRecord } from '../src/wire/snapshot-format.ts';
 import type { SyncConfigInput } from '../src/sync/config.ts';
 import { sync, type SyncResult } from '../src/sync/engine.ts';
 import type { StoredRecord } from '../src/model/records.ts';

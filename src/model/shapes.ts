@@ -1,4 +1,4 @@
-import type { FieldType } from '../wire/snapshot.ts';
+import type { FieldType } from '../wire/snapshot-format.ts';
 
 /**
  * What a value of the Read API shows by its shape alone: a reference, a map of locales, the

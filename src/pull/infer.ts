@@ -5,7 +5,7 @@ import {
   type FieldDefinition,
   type FieldType,
   localizableTypes,
-} from '../wire/snapshot.ts';
+} from '../wire/snapshot-format.ts';
 import { isSection } from '../model/sections.ts';
 import { isLocaleMap, kindOfValue, mergeKinds } from '../model/shapes.ts';
 

@@ -5,7 +5,7 @@ import { recent } from './indexes.ts';
 import { applyMask } from './mask.ts';
 import type { RequestOptions } from './options.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
-import type { CollectionDefinition } from '../wire/snapshot.ts';
+import type { CollectionDefinition } from '../wire/snapshot-format.ts';
 import { parseSorting, sortedDocuments, sortRecords } from './sorting.ts';
 
 /**

@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import { fileBounds, type FileProblem, fileProblem, type SnapshotPaths } from './files.ts';
-import { assetFilePath, type Snapshot } from '../wire/snapshot.ts';
+import { assetFilePath } from '../wire/snapshot.ts';
+import type { Snapshot } from '../wire/snapshot-format.ts';
 
 /**
  * Asset files `/files` would answer 404 for: a snapshot copied without its `images/` folder

@@ -1,15 +1,13 @@
 import { createHash } from 'node:crypto';
 import { SnapshotIndexes } from './indexes.ts';
+import { assetFilePath, localFilePath, mapImageSources } from '../wire/snapshot.ts';
 import {
   assetContentType,
-  assetFilePath,
   type ContentTypeDefinition,
   type FieldDefinition,
-  localFilePath,
-  mapImageSources,
   type Snapshot,
   type SnapshotRecord,
-} from '../wire/snapshot.ts';
+} from '../wire/snapshot-format.ts';
 
 /**
  * A snapshot prepared for serving: records by id, aliases, fallback chains, and per-locale

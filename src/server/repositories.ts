@@ -1,7 +1,8 @@
 import { dirname } from 'node:path';
 import { collectionError } from './answer.ts';
 import { PreparedRepository } from './prepared-repository.ts';
-import { type Snapshot, SnapshotError } from '../wire/snapshot.ts';
+import { SnapshotError } from '../wire/snapshot.ts';
+import type { Snapshot } from '../wire/snapshot-format.ts';
 import { warmFrom } from './warm.ts';
 
 /** Where a repository's snapshot came from: a file (whose folder serves its asset files), or an object. */

@@ -19,7 +19,8 @@ import { redactKey } from './query-string.ts';
 import { checkDistinct, type ReloadEvent, Repositories, type SnapshotSource } from './repositories.ts';
 import { SnapshotFiles } from './snapshot-files.ts';
 import { handleApiRequest } from './routes.ts';
-import { parseSnapshot, readSnapshotFile, type Snapshot } from '../wire/snapshot.ts';
+import { parseSnapshot, readSnapshotFile } from '../wire/snapshot.ts';
+import type { Snapshot } from '../wire/snapshot-format.ts';
 import { sendWebhook, type WebhookTarget } from './webhooks.ts';
 
 export { diffSnapshots, type ReloadEvent } from './repositories.ts';

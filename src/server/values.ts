@@ -1,5 +1,5 @@
 import { badRequest, quote } from './errors.ts';
-import type { FieldType } from '../wire/snapshot.ts';
+import type { FieldType } from '../wire/snapshot-format.ts';
 import { kept } from './indexes.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
 

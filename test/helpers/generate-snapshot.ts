@@ -1,5 +1,5 @@
 import { open, rename, rm } from 'node:fs/promises';
-import type { Snapshot, SnapshotRecord } from '../../src/wire/snapshot.ts';
+import type { Snapshot, SnapshotRecord } from '../../src/wire/snapshot-format.ts';
 import { Random } from './random.ts';
 
 /**

@@ -1,0 +1,203 @@
+import { z } from 'zod';
+
+/**
+ * The repository snapshot format of `spec/read-api.md` §1, as zod schemas.
+ * Structure is checked by `snapshotSchema`; field values are checked per content type by
+ * `fieldsSchema`, and the cross-references (ids, locales, aliases) by `parseSnapshot`
+ * (snapshot.ts). The server serves this format and `pull` writes it.
+ */
+
+/** The field types of the Read API: a snapshot's content types declare them, the sync reads them from values. */
+
+export const fieldTypes = [
+  'text',
+  'richtext',
+  'number',
+  'date',
+  'boolean',
+  'location',
+  'select',
+  'color',
+  'relation',
+  'asset',
+  'json',
+] as const;
+export type FieldType = (typeof fieldTypes)[number];
+/** The field types whose values may be localized. */
+export const localizableTypes: ReadonlySet<FieldType> = new Set(['text', 'richtext', 'number', 'select', 'asset']);
+/** An API id (of a content type, a field, a section, a collection…). */
+export const apiIdPattern = /^[A-Za-z0-9_-]{1,100}$/;
+/** A date field's value: an ISO 8601 UTC date or timestamp, no offset. */
+export const datePattern = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?Z)?$/;
+
+const apiId = z.string().regex(apiIdPattern, 'must be 1-100 letters, digits, "_" or "-"');
+const documentId = z.string().regex(/^\d{1,20}$/, 'must be a string of 1-20 digits');
+const localeKey = z.string().regex(/^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/, 'must be a language key such as en_US or de');
+const timestamp = z
+  .string()
+  .regex(
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/,
+    'must be an ISO 8601 UTC timestamp such as 2024-01-31T12:00:00.000Z',
+  )
+  .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
+const date = z
+  .string()
+  .regex(datePattern, 'must be an ISO 8601 UTC date or timestamp')
+  .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
+
+const fieldSchema = z.strictObject({
+  apiId,
+  type: z.enum(fieldTypes),
+  localized: z.boolean().optional(),
+  /** The API id of the section the field stands in: documents hold it under `fields.<section>.<apiId>`. */
+  section: apiId.optional(),
+});
+
+const contentTypeSchema = z.strictObject({
+  apiId,
+  name: z.string().optional(),
+  fields: z.array(fieldSchema),
+});
+
+const metaSchema = z.strictObject({
+  id: documentId,
+  contentType: z.string().min(1),
+  repository: z.string().optional(),
+  revision: z.number().int().nonnegative(),
+  tags: z.array(z.string()),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
+/**
+ * A plain object; its values are checked per content type by `fieldsSchema` (a record schema here would cost a copy of
+ * every record).
+ */
+const fieldsObject = z.custom<Record<string, unknown>>(
+  (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+  'expected an object of fields',
+);
+
+const recordSchema = z.strictObject({
+  fields: fieldsObject,
+  meta: metaSchema,
+});
+
+const fileSchema = z.strictObject({
+  url: z.string().min(1),
+  fileName: z.string().min(1),
+  mimeType: z.string().min(1),
+  size: z.number().int().nonnegative(),
+  width: z.number().int().positive().optional(),
+  height: z.number().int().positive().optional(),
+});
+
+const tagList = z.array(z.string());
+
+const collectionSchema = z.strictObject({
+  apiId,
+  name: z.string().optional(),
+  contentType: apiId.optional(),
+  filters: z.array(z.record(z.string(), z.unknown())).optional(),
+  includeTags: tagList.optional(),
+  excludeTags: tagList.optional(),
+  sorting: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
+  /** The collection's documents by id, in their order; ids of no document in the snapshot are no members. */
+  members: z.array(documentId).optional(),
+});
+
+export const snapshotSchema = z.strictObject({
+  repository: z.strictObject({
+    id: documentId,
+    apiId,
+    name: z.string(),
+    defaultLocale: localeKey,
+    locales: z.array(z.strictObject({ key: localeKey, fallback: localeKey.optional() })).min(1),
+    apiKeys: z.array(z.string().min(1)).min(1),
+  }),
+  contentTypes: z.array(contentTypeSchema),
+  documents: z.array(recordSchema),
+  assets: z.array(recordSchema).default([]),
+  collections: z.array(collectionSchema).default([]),
+  aliases: z.array(z.strictObject({ apiId, document: documentId })).default([]),
+});
+
+export type Snapshot = z.infer<typeof snapshotSchema>;
+export type SnapshotRecord = z.infer<typeof recordSchema>;
+export type ContentTypeDefinition = z.infer<typeof contentTypeSchema>;
+export type FieldDefinition = z.infer<typeof fieldSchema>;
+export type CollectionDefinition = z.infer<typeof collectionSchema>;
+
+const reference = (contentType?: string) =>
+  z.strictObject({
+    meta: z.strictObject({ id: documentId, contentType: contentType ? z.literal(contentType) : z.string().min(1) }),
+  });
+
+const valueSchemas: Record<FieldType, z.ZodType> = {
+  text: z.string(),
+  color: z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour such as #1a2b3c'),
+  richtext: z.strictObject({ html: z.string(), plain: z.string() }),
+  number: z.number(),
+  date,
+  boolean: z.boolean(),
+  location: z.strictObject({ lat: z.number().min(-90).max(90), lng: z.number().min(-180).max(180) }),
+  select: z.union([z.string(), z.array(z.string())]),
+  relation: z.union([reference(), z.array(reference())]),
+  asset: z.array(reference('_asset')),
+  json: z.unknown(),
+};
+
+/**
+ * Where a content type's fields stand in a document: a field at the top of `fields`, or a
+ * section (its API id) holding its fields, each in the order it first appears in the definition.
+ */
+export type Slot = { field: FieldDefinition; section?: undefined } | { section: string; fields: FieldDefinition[] };
+
+export function slotsOf(type: ContentTypeDefinition): Slot[] {
+  const slots: Slot[] = [];
+  const sections = new Map<string, FieldDefinition[]>();
+  for (const field of type.fields) {
+    if (field.section === undefined) {
+      slots.push({ field });
+      continue;
+    }
+    let fields = sections.get(field.section);
+    if (!fields) {
+      sections.set(field.section, (fields = []));
+      slots.push({ section: field.section, fields });
+    }
+    fields.push(field);
+  }
+  return slots;
+}
+
+/** The asset record's fields, as if `_asset` were a content type. */
+export const assetContentType: ContentTypeDefinition = {
+  apiId: '_asset',
+  fields: [
+    { apiId: 'title', type: 'text', localized: true },
+    { apiId: 'description', type: 'text', localized: true },
+    { apiId: 'file', type: 'json' },
+  ],
+};
+
+export function fieldsSchema(type: ContentTypeDefinition, locales: string[]): z.ZodType {
+  const schemaOf = (field: FieldDefinition) => {
+    const value = type.apiId === '_asset' && field.apiId === 'file' ? fileSchema : valueSchemas[field.type];
+    // A localized value: an object of the repository's locales (an object schema checks one several times faster than a
+    // record of an enum).
+    const byLocale = () =>
+      z.strictObject(Object.fromEntries(locales.map((locale) => [locale, value.nullable().optional()])));
+    return (field.localized ? byLocale() : value).nullable().optional();
+  };
+  const shape: Record<string, z.ZodType> = {};
+  for (const slot of slotsOf(type)) {
+    if (slot.section === undefined) shape[slot.field.apiId] = schemaOf(slot.field);
+    else
+      shape[slot.section] = z
+        .strictObject(Object.fromEntries(slot.fields.map((field) => [field.apiId, schemaOf(field)])))
+        .nullable()
+        .optional();
+  }
+  return z.strictObject(shape);
+}
