@@ -1,0 +1,206 @@
+import packageJson from '../../package.json' with { type: 'json' };
+import { createClient, type ReadApiClient } from '../api/client.ts';
+import type { EtagStore } from '../api/transport.ts';
+import type { CacheHead, CacheTransaction, Etags } from '../cache/index.ts';
+import { checkAhead, completeClosures } from './closures.ts';
+import { commitRun } from './commit.ts';
+import { hash, configSources, type SyncConfig } from './config.ts';
+import { assetStampsMask, Fetcher, settleAll } from './fetch.ts';
+import { Intake, type LocaleKeys } from './intake.ts';
+import { type Listed, listSource } from './list.ts';
+import { type Locales, repositoryLocales } from '../model/locales.ts';
+import { planSources } from './plan.ts';
+import type { SyncHints, SyncLogger, SyncResult } from './engine.ts';
+
+/**
+ * One sync inside its cache transaction, phase after phase: plan → list (and fetch) →
+ * normalise → closures → digests and commit. engine.ts decides what to do when it fails.
+ */
+
+export const packageVersion: string = packageJson.version;
+const localeLike = /^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$/;
+
+/** What makes a cache this config's: base URL, repository, package version (never the key). */
+export const fingerprintOf = (config: SyncConfig) =>
+  hash({ baseUrl: config.baseUrl.replace(/\/+$/, ''), repository: config.repository, package: packageVersion });
+
+/** ETags of the repository, alias and asset answers, with their bodies, kept in the cache (never list pages). */
+class CachedEtags implements EtagStore {
+  readonly entries: Etags;
+  constructor(initial: Etags) {
+    this.entries = { ...initial };
+  }
+  get(key: string) {
+    return this.entries[key];
+  }
+  set(key: string, entry: { etag: string; body: string }) {
+    if (/\/alias\/|\/assets\/|^GET [^?]*\/v1\/[^/?]+(\?|$)/.test(key)) this.entries[key] = entry;
+  }
+}
+
+export interface RunContext {
+  logger: SyncLogger;
+  warn(message: string): void;
+  hints: SyncHints;
+}
+
+/** One sync inside its transaction: every phase, then the commit. */
+export async function run(
+  tx: CacheTransaction,
+  config: SyncConfig,
+  dir: string,
+  { logger, warn, hints }: RunContext,
+): Promise<SyncResult> {
+  const started = Date.now();
+  const fingerprint = fingerprintOf(config);
+  let head = tx.head;
+  if (head && head.fingerprint !== fingerprint) {
+    warn(`The cache in ${dir} was made for ${head.baseUrl} / ${head.repository} by ${head.package}; rebuilding it`);
+    tx.clear();
+    head = undefined;
+  }
+  if (config.mode === 'fresh') tx.records.clear(); // its changeset still compares with the last committed content
+  const stats = { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 };
+  // A fresh sync asks every answer again, whatever it answered before.
+  const etags = new CachedEtags(head && config.mode !== 'fresh' ? tx.etags() : {});
+  const client: ReadApiClient = createClient({
+    baseUrl: config.baseUrl,
+    repository: config.repository,
+    apiKey: config.apiKey,
+    concurrency: config.concurrency,
+    etags,
+    onResponse: (event) => {
+      stats.requests++;
+      stats.bytes += event.bytes;
+      if (event.notModified) stats.notModified++;
+    },
+  });
+  const model = structuredClone(head?.model ?? {});
+  const refetch = new Set(hints.refetch);
+  const intake = new Intake(tx.records, model, { has: (key) => localeLike.test(key) }, { refetch, countLocales: true });
+  const fetcher = new Fetcher(client, intake, config.pageSize);
+
+  const syncedAt = new Date().toISOString();
+  const sources = configSources(config);
+  const stored = tx.sources();
+  const plans = planSources(sources, stored, config.mode === 'fresh');
+  let locales: Locales | undefined;
+  // The repository's locales are what records are normalised with: what fetches records waits for them.
+  const localesKnown = client.repository().then((info) => {
+    locales = repositoryLocales(info.meta);
+    if (locales) intake.useLocales(new Set(locales.locales.map((l) => l.key)) as LocaleKeys);
+  });
+  localesKnown.catch(() => {}); // awaited below
+
+  // Listings by stamps need no locales: they are asked with the repository.
+  const members = new Map<string, Listed>();
+  const context = {
+    fetcher,
+    intake,
+    records: tx.records,
+    safetyMarginMs: config.safetyMarginMs,
+    progress: (message: string) => logger.info(message),
+    stored: (key: string) => tx.members(key),
+    localesKnown,
+  };
+  const listed = settleAll(plans.map(async (plan) => members.set(plan.source.key, await listSource(plan, context))));
+  // Once the listings are asked, what the last sync's closures hold is checked meanwhile.
+  await new Promise((resolve) => setImmediate(resolve));
+  const incremental = plans.filter((plan) => plan.how === 'incremental').map((plan) => plan.source.key);
+  const ahead = checkAhead(
+    incremental.flatMap((key) => tx.included(key)),
+    incremental.flatMap((key) => tx.dangling(key)),
+    {
+      records: tx.records,
+      fetcher,
+      localesKnown,
+      assetMask: assetStampsMask(model, head?.locales.locales.map((locale) => locale.key) ?? []),
+    },
+  );
+  // None is left running when one fails; the repository's failure is the one told first.
+  await settleAll<unknown>([localesKnown, listed, ahead]);
+
+  // A webhook may name records whose stamps did not move (a snapshot edited by hand), or an asset
+  // no document fetched in this run embeds: fetch them anyway (assets one by one, as the API has it).
+  const hinted = [...refetch].filter((id) => tx.records.info(id) && !intake.taken.has(id));
+  const isAsset = (id: string) => tx.records.info(id)?.contentType === '_asset';
+  if (hinted.some((id) => !isAsset(id))) await fetcher.byIds(hinted.filter((id) => !isAsset(id)));
+  // (An asset a refetched document embeds came with it.)
+  await fetcher.assets(hinted.filter((id) => isAsset(id) && !intake.taken.has(id)));
+
+  const closures = await completeClosures(sources, members, {
+    records: tx.records,
+    intake,
+    fetcher,
+    assetMask: assetStampsMask(model, (locales ?? head?.locales)?.locales.map((locale) => locale.key) ?? []),
+    ahead: await ahead,
+    stored: (source) => {
+      if (stored.get(source.key)?.fingerprint !== source.fingerprint || config.mode === 'fresh') return undefined;
+      return {
+        members: tx.members(source.key).ids,
+        included: tx.included(source.key),
+        dangling: tx.dangling(source.key),
+      };
+    },
+  });
+
+  locales ??= guessLocales(head, intake, warn);
+  const newHead: Omit<CacheHead, 'records'> = {
+    fingerprint,
+    repository: config.repository,
+    baseUrl: config.baseUrl.replace(/\/+$/, ''),
+    package: `comfortable-loader@${packageVersion}`,
+    lastSync: syncedAt,
+    locales,
+    model,
+  };
+  const { changeset, cache } = commitRun(tx, intake, {
+    sources,
+    members,
+    closures,
+    syncedAt,
+    head: newHead,
+    etags: etags.entries,
+  });
+  const dropped = [...stored.keys()].filter((key) => !sources.some((source) => source.key === key));
+  if (dropped.length > 0) {
+    warn(
+      `The cache in ${dir} held sources this config no longer names (${dropped.join(', ')}): they were ` +
+        `removed, with the records only they needed. ` +
+        'If another config syncs into this folder, give each its own cacheDir (the Astro integration and ' +
+        'the comfortable-loader CLI keep apart by default).',
+    );
+  }
+  const dangling = cache.dangling();
+  for (const ref of dangling)
+    warn(
+      `Dangling reference: document ${ref.from}, field ${ref.field} points to ${ref.id}, which the server ` +
+        `does not have`,
+    );
+  stats.written = intake.written;
+  stats.ms = Date.now() - started;
+  const { added, updated, removed } = changeset.records;
+  logger.info(
+    `Synced ${config.repository}: ${cache.recordCount()} records (${added.length} added, ${updated.length} ` +
+      `updated, ${removed.length} removed) in ${(stats.ms / 1000).toFixed(1)} s, ${stats.requests} requests ` +
+      `(${stats.notModified} not modified), ${(stats.bytes / 1024).toFixed(0)} KiB`,
+  );
+  return { changeset, cacheDir: dir, cache, stale: [], dangling, warnings: [], stats };
+}
+
+/** Locales from the keys seen in the data, when the server does not list them (starting from those guessed before). */
+function guessLocales(head: CacheHead | undefined, intake: Intake, warn: (message: string) => void): Locales {
+  const before = head?.locales.source === 'data' ? head.locales : undefined;
+  const seen = [...intake.localeCounts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([key]) => key);
+  const keys = [...new Set([...(before?.locales.map((l) => l.key) ?? []), ...seen])];
+  const locales: Locales = {
+    defaultLocale: before?.defaultLocale ?? keys[0] ?? 'en_US',
+    locales: keys.map((key) => ({ key })),
+    source: 'data',
+  };
+  warn(
+    `The server did not list the repository's locales; using the locale keys seen in the data ` +
+      `(${keys.join(', ') || 'none'}), default ${locales.defaultLocale}, without fallbacks`,
+  );
+  return locales;
+}
