@@ -33,7 +33,9 @@ export const sourceOptionsSchema = z.strictObject({
   sorting: z
     .record(
       z.string().regex(/^(fields|meta)\.[^.]+$/, 'expected fields.<name> or meta.<name>'),
-      z.enum(['ASC', 'DESC', 'asc', 'desc', '1', '-1']).or(z.literal(1)).or(z.literal(-1)),
+      z.union([z.enum(['ASC', 'DESC', 'asc', 'desc', '1', '-1']), z.literal(1), z.literal(-1)], {
+        error: 'expected "ASC" or "DESC" (or "asc", "desc", 1, -1)',
+      }),
     )
     .optional(),
   /** A level from 0 to 5, or a field map. Default 1. */
@@ -169,6 +171,8 @@ export function configProblem(error: z.ZodError, where: OptionsPlace = {}): Conf
   let message = issue.message;
   if (issue.code === 'invalid_value')
     message = `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+  // A record's key: zod says "Invalid key in record"; the key's own check says what it must be.
+  if (issue.code === 'invalid_key') message = issue.issues[0]?.message ?? message;
   // The value is shown to help, except a key's, which must never be printed.
   const shown = 'input' in issue && issue.input !== undefined && !issue.path.includes('apiKey');
   const input = shown ? ` (got ${JSON.stringify(issue.input)?.slice(0, 60)})` : '';

@@ -50,6 +50,16 @@ describe('config validation', () => {
     expect(error.message).toMatch(/"fail".*"use-cache"/);
   });
 
+  it('says what a sorting key and direction must be', () => {
+    expect(problem({ ...valid, collections: { articles: { sorting: { title: 'ASC' } } } }).message).toBe(
+      'Invalid option collections.articles.sorting.title: expected fields.<name> or meta.<name> (got "title")',
+    );
+    expect(problem({ ...valid, collections: { articles: { sorting: { 'fields.title': 'up' } } } }).message).toBe(
+      'Invalid option collections.articles.sorting.fields.title: expected "ASC" or "DESC" (or "asc", "desc", 1, -1) ' +
+        '(got "up")',
+    );
+  });
+
   it('names nested source options by their path', () => {
     expect(problem({ ...valid, collections: { articles: { includes: 9 } } }).option).toBe(
       'collections.articles.includes',
