@@ -38,6 +38,8 @@ beforeAll(async () => {
     CMFT_BASE_URL: server.url,
     CMFT_API_KEY: tinyKey,
     CMFT_REFRESH_SECRET: secret,
+    // These tests count the requests of each delivery: dev's own asks of the CMS are off (test/dev-poll.test.ts).
+    CMFT_POLL_INTERVAL: 'off',
   });
   expect(dev.url).toBe(`http://127.0.0.1:${port}`);
 }, 120_000);

@@ -49,6 +49,8 @@ beforeAll(async () => {
     CMFT_BASE_URL: server.url,
     CMFT_API_KEY: tinyKey,
     CMFT_REFRESH_SECRET: secret,
+    // These tests count the requests of each refresh: dev's own asks of the CMS are off (test/dev-poll.test.ts).
+    CMFT_POLL_INTERVAL: 'off',
     FIXTURE_VITE_CACHE: join(work, 'vite-cache'),
     FIXTURE_OUT_DIR: join(work, 'dist'),
     FIXTURE_DTS: join(work, 'types/comfortable.d.ts'),

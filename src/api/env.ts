@@ -15,6 +15,7 @@ export const envOptions = {
   CMFT_API_KEY: 'apiKey',
   CMFT_REFRESH_SECRET: 'refreshSecret',
   CMFT_SNAPSHOT: 'snapshot',
+  CMFT_POLL_INTERVAL: 'pollInterval',
 } as const;
 
 type EnvOption = (typeof envOptions)[keyof typeof envOptions];

@@ -5,11 +5,12 @@ import { defaultBaseUrl } from '../api/client.ts';
 import { z } from 'zod';
 import { checkOptions, ConfigError, contentTypesSchema, syncConfigSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../api/env.ts';
-import type { SyncLogger } from '../sync/engine.ts';
+import type { SyncLogger, SyncResult } from '../sync/engine.ts';
 import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import type { ReloadEvent } from '../server/repositories.ts';
 import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/index.ts';
 import { virtualModulesPlugin } from '../vite/plugin.ts';
+import { defaultPollInterval, pollCms, pollIntervalSchema } from '../vite/poll.ts';
 import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';
 import { useFileLinks } from '../entries/file-links.ts';
 import { CopyFiles, copyIntoBuild } from './copy-files.ts';
@@ -26,6 +27,12 @@ export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
   refreshSecret?: string;
   /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
   refreshPath?: string;
+  /**
+   * How often `astro dev` asks the CMS whether anything synced has changed, in milliseconds (at
+   * least 500), refreshing only the loaders whose content changed; `false` turns it off. Not
+   * used with a `snapshot`, whose file is watched instead. Default 5000, or `CMFT_POLL_INTERVAL`.
+   */
+  pollInterval?: number | false;
   /**
    * With `experimental.incrementalBuild`: keep `dist/` between builds and remove what a build no
    * longer produces, instead of Astro emptying it and copying every reused page back. Default true.
@@ -49,6 +56,7 @@ const integrationSchema = syncConfigSchema
       .string()
       .regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh')
       .optional(),
+    pollInterval: pollIntervalSchema.optional(),
     incrementalOutput: z.boolean().optional(),
     snapshot: z.string().min(1, 'expected the path of a snapshot file, such as content/acme.json').optional(),
   })
@@ -92,7 +100,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
   checkOptions(givenSchema, options, { prefix: 'comfortable.' });
   const shared = sharedSync();
   let hosts: ImageHosts | undefined;
-  let refresh: { secret: string | undefined; path: string } | undefined;
+  let refresh: { secret: string | undefined; path: string; poll: number | false } | undefined;
   const incremental = new IncrementalBuild();
   let served: ServedSnapshot | undefined;
   let copyFiles: CopyFiles | undefined;
@@ -125,11 +133,14 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           contentTypes = {},
           refreshSecret,
           refreshPath = defaultRefreshPath,
+          pollInterval = defaultPollInterval,
           incrementalOutput = true,
           snapshot: _,
           ...config
         } = parseIntegrationOptions({ ...filled, ...connection });
-        refresh = { secret: refreshSecret, path: refreshPath };
+        // Checked above; from the environment it is still a string such as "3000" or "off".
+        const poll = pollIntervalSchema.parse(pollInterval);
+        refresh = { secret: refreshSecret, path: refreshPath, poll: served ? false : poll };
         const syncLogger: SyncLogger = { info: (m) => logger.info(m), warn: (m) => logger.warn(m) };
         // One cache per origin, so a switch between the copy and the CMS keeps each one's content.
         const origin: ContentOrigin = served
@@ -180,15 +191,32 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           if (cacheDir) touchOrigin(cacheDir); // in use as long as the dev server runs
         });
         server.httpServer?.once('close', unsubscribe);
-        const run = async (payload: unknown) => {
-          const result = await shared.refresh(changedIds(payload));
+        /** Refreshes the loaders whose sources a sync changed. */
+        const apply = async (result: SyncResult, payload: unknown) => {
           const sources = changedSources(result.changeset);
           const loaders = loaderRegistry().loadersFor(sources);
           if (loaders.length > 0 && refreshContent)
             await refreshContent({ loaders, context: { comfortable: { sources, payload } } });
-          logger.info(`Refreshed ${sources.length} changed sources (${loaders.join(', ') || 'no loaders'})`);
           return { sources, loaders, records: result.changeset.records };
         };
+        const run = async (payload: unknown) => {
+          const applied = await apply(await shared.refresh(changedIds(payload)), payload);
+          logger.info(
+            `Refreshed ${applied.sources.length} changed sources (${applied.loaders.join(', ') || 'no loaders'})`,
+          );
+          return applied;
+        };
+        if (refresh?.poll) {
+          const stop = pollCms(
+            refresh.poll,
+            async () => {
+              const { sources, loaders } = await apply(await shared.poll(), { poll: true });
+              if (sources.length > 0) logger.info(`The CMS changed: refreshed ${loaders.join(', ') || 'no loaders'}`);
+            },
+            logger,
+          );
+          server.httpServer?.once('close', stop);
+        }
         if (copyFiles) server.middlewares.use(copyFiles.middleware());
         if (served) {
           // The snapshot file changed (a new pull, an edit): what changed is refreshed, as a webhook would have it.

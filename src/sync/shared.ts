@@ -156,6 +156,32 @@ export class SharedSync {
   }
 
   /**
+   * One ask of the CMS for changes (dev's polling): a sync after the current round is done, which
+   * throws when the CMS fails instead of falling back to the cache, and prints nothing unless it changed something. Its
+   * result becomes the round every consumer has had, as a refresh's does; a failure leaves the
+   * current round, and so the content served, as it was.
+   */
+  async poll(): Promise<SyncResult> {
+    const previous = this.#round;
+    await previous?.promise.catch(() => {});
+    if (this.#held) throw this.#held;
+    const warnings: string[] = [];
+    const quiet = { info: () => {}, warn: (message: string) => warnings.push(message) };
+    const round = this.#start(() => sync({ ...this.config(), onError: 'fail' }, quiet));
+    for (const consumer of this.#consumers) round.consumed.add(consumer);
+    this.#round = round;
+    try {
+      const result = await round.promise;
+      // What a sync that changed something warns of (a dangling reference, say) is said; an ask that found nothing is not.
+      if (changedSources(result.changeset).length > 0) for (const warning of warnings) this.#logger?.warn(warning);
+      return result;
+    } catch (error) {
+      if (this.#round === round) this.#round = previous;
+      throw error;
+    }
+  }
+
+  /**
    * Reads a round's content with `read`. A cache found damaged on the way (SQLite refuses it, a
    * record does not parse) is never served: one sync rebuilds it from the CMS, with a warning,
    * and `read` runs once more on its result.

@@ -4,6 +4,7 @@ import { originCacheDir } from '../cache/index.ts';
 import { checkOptions, ConfigError, parseSyncConfig, syncConfigSchema } from '../sync/config.ts';
 import { withEnv } from '../api/env.ts';
 import type { SharedConfig } from '../sync/shared.ts';
+import { defaultPollInterval, pollIntervalSchema } from './poll.ts';
 
 /**
  * The Vite plugin's options, checked by the same checker as the Astro integration's, with the
@@ -21,6 +22,12 @@ export interface ComfortableViteOptions extends Partial<SharedConfig> {
   refreshSecret?: string;
   /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
   refreshPath?: string;
+  /**
+   * How often the dev server asks the CMS whether anything synced has changed, in milliseconds (at
+   * least 500), reloading the page when something did; `false` turns it off. Default 5000, or
+   * `CMFT_POLL_INTERVAL`.
+   */
+  pollInterval?: number | false;
   /**
    * The declaration file the plugin writes after each sync (only when its text changes), which
    * types each virtual module's entries from the synced content: relative to the Vite root, or
@@ -40,6 +47,7 @@ const viteOptionsSchema = syncConfigSchema
       .string()
       .regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh')
       .optional(),
+    pollInterval: pollIntervalSchema.optional(),
     dts: z
       .union([z.string().min(1), z.literal(false)], {
         error: 'expected the path of a .d.ts file, such as comfortable.d.ts, or false',
@@ -73,6 +81,8 @@ export interface ResolvedViteOptions {
   config: SharedConfig;
   refreshSecret: string | undefined;
   refreshPath: string | undefined;
+  /** Milliseconds between two asks of the CMS in dev, or false. */
+  pollInterval: number | false;
   /** The absolute path of the declaration file, or undefined for none. */
   dts: string | undefined;
   /** What to warn of: CMFT_SNAPSHOT set, which the plugin does not serve. */
@@ -89,9 +99,9 @@ export function resolveViteOptions(
   env: Record<string, string>,
   vite: { root: string; cacheDir: string },
 ): ResolvedViteOptions {
-  const filled = withEnv(options, env, ['baseUrl', 'repository', 'apiKey', 'refreshSecret']);
-  checkOptions(viteOptionsSchema, filled, { prefix: optionsPrefix });
-  const { refreshSecret, refreshPath, dts = 'comfortable.d.ts', ...config } = filled;
+  const filled = withEnv(options, env, ['baseUrl', 'repository', 'apiKey', 'refreshSecret', 'pollInterval']);
+  const checked = checkOptions(viteOptionsSchema, filled, { prefix: optionsPrefix });
+  const { refreshSecret, refreshPath, pollInterval: _, dts = 'comfortable.d.ts', ...config } = filled;
   // nothing to sync is an error of the options too
   const { baseUrl, repository } = parseSyncConfig(config, optionsPrefix);
   // One cache per base URL and repository, so switching between two keeps each one's content.
@@ -105,6 +115,7 @@ export function resolveViteOptions(
     config: { ...config, cacheDir } as SharedConfig,
     refreshSecret,
     refreshPath,
+    pollInterval: checked.pollInterval ?? defaultPollInterval,
     dts: dts === false ? undefined : isAbsolute(dts) ? dts : resolve(vite.root, dts),
     ...(warning ? { warning } : {}),
   };

@@ -4,11 +4,17 @@ import type { Environment, Plugin, ResolvedConfig } from 'vite';
 import type { SyncResult } from '../sync/engine.ts';
 import type { VirtualEntry } from '../entries/entries.ts';
 import { readEnv } from '../api/env.ts';
-import { changedIds, sharedSync } from '../sync/shared.ts';
+import { changedIds, changedSources, sharedSync } from '../sync/shared.ts';
 import { declarationFile } from './declarations.ts';
 import { userFacing, viteError } from './errors.ts';
 import { moduleData, parseVirtualId, virtualModule, virtualPrefix } from './module.ts';
-import { checkGivenOptions, type ComfortableViteOptions, resolveViteOptions } from './options.ts';
+import {
+  checkGivenOptions,
+  type ComfortableViteOptions,
+  type ResolvedViteOptions,
+  resolveViteOptions,
+} from './options.ts';
+import { pollCms } from './poll.ts';
 import { refreshMiddleware } from './refresh.ts';
 
 /**
@@ -53,7 +59,7 @@ export function comfortableVite(options: ComfortableViteOptions = {}): Plugin & 
  */
 export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin & { api: ComfortableViteApi } {
   const shared = sharedSync();
-  let resolved: { refreshSecret?: string | undefined; refreshPath?: string | undefined; dts?: string | undefined } = {};
+  let resolved: Omit<ResolvedViteOptions, 'config' | 'warning'> | Record<string, undefined> = {};
   let vite: ResolvedConfig | undefined;
   let latest: Promise<SyncResult> | undefined;
   /** This plugin's subscriptions to the shared sync, one per dev server, each with that server's environments. */
@@ -143,7 +149,10 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
     },
     configureServer(server) {
       const end = shared.onResult((result) => {
+        const changed = changedSources(result.changeset).length > 0;
+        const first = latest === undefined;
         latest = Promise.resolve(result);
+        if (!changed && !first) return; // an ask of the CMS that found nothing: no page to reload
         void declare(result);
         for (const environment of Object.values(server.environments)) {
           for (const module of environment.moduleGraph.idToModuleMap.values()) {
@@ -152,9 +161,29 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
         }
         server.ws.send({ type: 'full-reload' });
       });
+      const { refreshSecret, refreshPath, pollInterval } = resolved;
+      const logger = {
+        info: (message: string) => server.config.logger.info(message, { timestamp: true }),
+        warn: (message: string) => server.config.logger.warn(message, { timestamp: true }),
+      };
+      const stop = pollInterval
+        ? pollCms(
+            pollInterval,
+            async () => {
+              const sources = changedSources((await shared.poll()).changeset);
+              if (sources.length > 0) logger.info(`The CMS changed: ${sources.join(', ')} reloaded`);
+            },
+            logger,
+          )
+        : () => {};
       // Ended when this server's environments close (see closeBundle), in middleware mode and on a restart too.
-      subscriptions.add({ environments: Object.values(server.environments), end });
-      const { refreshSecret, refreshPath } = resolved;
+      subscriptions.add({
+        environments: Object.values(server.environments),
+        end: () => {
+          stop();
+          end();
+        },
+      });
       if (refreshSecret) {
         // A restart replaces the middleware stack, so this endpoint goes with the server it was added to.
         server.middlewares.use(

@@ -1,0 +1,74 @@
+import { z } from 'zod';
+
+/**
+ * Dev that follows the CMS: `astro dev` and the Vite plugin's dev server ask the CMS every few
+ * seconds whether anything synced has changed (a sync, which costs a dozen small requests when
+ * nothing has) and refresh what did. One ask at a time; after a failure the next ask waits
+ * twice as long, up to a minute, and a failure is printed once, not at every ask, until the CMS
+ * answers again.
+ */
+
+/** How often dev asks the CMS by default, in milliseconds. */
+export const defaultPollInterval = 5_000;
+/** The longest wait between two asks while the CMS fails. */
+const maxBackoff = 60_000;
+
+/** The `pollInterval` option: milliseconds (at least 500), or false for off; from the environment as a string. */
+export const pollIntervalSchema = z.preprocess(
+  (value) =>
+    typeof value !== 'string'
+      ? value
+      : /^(false|off)$/i.test(value.trim())
+        ? false
+        : /^\d+$/.test(value.trim())
+          ? Number(value)
+          : value,
+  z.union([z.number().int().min(500), z.literal(false)], {
+    error: 'expected milliseconds between two asks of the CMS (at least 500), or false to turn it off',
+  }),
+);
+
+export interface PollLog {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+/**
+ * Calls `ask` every `interval` ms, never two at once, until the returned function is called
+ * (the timer never keeps the process alive). `ask` throws when the CMS fails.
+ */
+export function pollCms(interval: number, ask: () => Promise<void>, log: PollLog): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let failures = 0;
+  let printed: string | undefined;
+  const next = (wait: number) => {
+    if (stopped) return;
+    timer = setTimeout(tick, wait);
+    timer.unref();
+  };
+  const tick = async () => {
+    try {
+      await ask();
+      if (failures > 0) log.info('The CMS answers again: dev follows its changes');
+      failures = 0;
+      printed = undefined;
+    } catch (error) {
+      failures++;
+      const message = (error as Error).message;
+      if (message !== printed) {
+        log.warn(
+          `Could not ask the CMS for changes: ${message}. Dev keeps serving the last content and asks again, ` +
+            `less often while it fails`,
+        );
+        printed = message;
+      }
+    }
+    next(Math.min(interval * 2 ** failures, Math.max(maxBackoff, interval)));
+  };
+  next(interval);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
