@@ -65,8 +65,8 @@ describe('astro dev through content config edits', () => {
 
   it('a new entryId of the referenced collection, in another order: references take the new ids', async () => {
     const recipes = defaultLoaders
-      .recipes!.replace('({ locale, fields })', '({ id, locale, fields })')
-      .replace('`${lang(locale)}/${fields.slug}`', '`${lang(locale)}/${id.slice(-3)}-${fields.slug}`');
+      .recipes!.replace('({ astroLocale, fields })', '({ id, astroLocale, fields })')
+      .replace('`${lang(astroLocale)}/${fields.slug}`', '`${lang(astroLocale)}/${id.slice(-3)}-${fields.slug}`');
     const output = await edit({ ...defaultLoaders, recipes }, ['pages', 'recipes', 'cuisines', 'chefs']);
     expect(output).not.toContain('Invalid content reference');
     expect((await page('/fr/home/')).html).toContain('<a href="/fr/recipes/smoky-pozole/">Pozole fumé</a>');

@@ -84,15 +84,19 @@ describe('an incremental build after an option edit equals a clean build', () =>
   }, 180_000);
 
   it('an entryId added to a content-type loader', async () => {
-    loaders.cuisines = "{ contentType: 'cuisine', entryId: ({ locale, fields }) => `${lang(locale)}/${fields.slug}` }";
+    loaders.cuisines =
+      "{ contentType: 'cuisine', entryId: ({ astroLocale, fields }) => `${lang(astroLocale)}/${fields.slug}` }";
     await rebuild();
     expect(await page(kept, 'it/recipes/polenta/index.html')).toContain('Italiana');
   }, 180_000);
 
   it('an entryId changed on a collection loader that others refer to', async () => {
     loaders.recipes = loaders
-      .recipes!.replace('`${lang(locale)}/${fields.slug}`', '`${lang(locale)}/${id.slice(-3)}-${fields.slug}`')
-      .replace('({ locale, fields })', '({ id, locale, fields })');
+      .recipes!.replace(
+        '`${lang(astroLocale)}/${fields.slug}`',
+        '`${lang(astroLocale)}/${id.slice(-3)}-${fields.slug}`',
+      )
+      .replace('({ astroLocale, fields })', '({ id, astroLocale, fields })');
     await rebuild();
     expect(await page(kept, 'en/home/index.html')).toContain('<a href="/en/recipes/smoky-pozole/">Smoky pozole</a>');
   }, 180_000);

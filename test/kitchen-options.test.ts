@@ -78,7 +78,7 @@ const loaderCases: [string, Record<string, string>, string][] = [
   ],
   [
     'an entryId that gives two entries one id',
-    recipes((o) => o.replace('`${lang(locale)}/${fields.slug}`', '`${fields.slug}`')),
+    recipes((o) => o.replace('`${lang(astroLocale)}/${fields.slug}`', '`${fields.slug}`')),
     `Invalid option entryId ${where}: it gives the id "green-mole" to two entries (document 700000000000000303 in en_GB and document 700000000000000303 in fr_FR); ids must be unique`,
   ],
   [

@@ -4,6 +4,7 @@ export type { ComfortableIntegrationOptions } from './integration.ts';
 export { comfortableLoader } from './loader.ts';
 export { defaultEntryId } from './loader-options.ts';
 export { pageKey } from '../entries/page-keys.ts';
+export { alternates, langOf } from './i18n.ts';
 export type { KeyPart } from '../entries/page-keys.ts';
 export type { ComfortableEntryData } from './loader.ts';
 export type { ComfortableLoaderOptions, EntryIdInput } from './loader-options.ts';

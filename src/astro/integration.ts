@@ -17,12 +17,19 @@ import { CopyFiles, copyIntoBuild } from './copy-files.ts';
 import { virtualModuleTypes } from './declarations.ts';
 import { ImageHosts } from './image-hosts.ts';
 import { IncrementalBuild } from './incremental.ts';
+import { astroLocalesSchema, LocaleMap } from './i18n.ts';
 import { loaderRegistry } from './registry.ts';
 import { type ServedSnapshot, serveSnapshot } from './snapshot.ts';
 
 export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
   /** Content type → the collection in `content.config.ts` that holds it, so relations become `reference()`s to it. */
   contentTypes?: Record<string, string>;
+  /**
+   * With `i18n` in astro.config: the repository's locales → Astro's, where the codes do not match
+   * by themselves (`fr_FR` finds `fr-FR` or `fr` alone); `false` leaves a locale out.
+   * @example astroLocales: { en_GB: 'en', de_CH: false }
+   */
+  astroLocales?: Record<string, string | false>;
   /** Secret for the signed dev refresh endpoint; without it the endpoint is off. Default: `CMFT_REFRESH_SECRET`. */
   refreshSecret?: string;
   /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
@@ -51,6 +58,7 @@ export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
 const integrationSchema = syncConfigSchema
   .extend({
     contentTypes: contentTypesSchema.optional(),
+    astroLocales: astroLocalesSchema.optional(),
     refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
     refreshPath: z
       .string()
@@ -131,6 +139,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         const connection = served && { baseUrl: served.baseUrl, repository: served.repository, apiKey: served.apiKey };
         const {
           contentTypes = {},
+          astroLocales,
           refreshSecret,
           refreshPath = defaultRefreshPath,
           pollInterval = defaultPollInterval,
@@ -152,6 +161,13 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         );
         shared.configure({ ...config, cacheDir }, syncLogger, served && filled.snapshot);
         loaderRegistry().setContentTypes(contentTypes);
+        if (astroLocales && !astroConfig.i18n)
+          throw new ConfigError(
+            'astroLocales',
+            'Invalid option astroLocales of comfortable(): astro.config has no i18n, so there is no Astro locale ' +
+              'to map to; add i18n (https://docs.astro.build/en/guides/internationalization/) or remove astroLocales',
+          );
+        loaderRegistry().locales = astroConfig.i18n ? new LocaleMap(astroConfig.i18n, astroLocales) : undefined;
         hosts = new ImageHosts(cacheDir, logger);
         const incrementalSetup = incremental.setup(astroConfig, command, incrementalOutput, logger);
         if (incrementalSetup) injectScript('page-ssr', incrementalSetup.script);

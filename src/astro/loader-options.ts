@@ -6,6 +6,8 @@ import type { SourceKind } from '../sync/shared.ts';
 export interface EntryIdInput {
   id: string;
   locale: string;
+  /** With `i18n` in astro.config: the locale as Astro names it (`fr` for `fr_FR`). */
+  astroLocale?: string | undefined;
   contentType: string;
   fields: Record<string, unknown>;
 }

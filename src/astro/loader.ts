@@ -23,6 +23,7 @@ import {
 } from './loader-options.ts';
 import { loaderRegistry, type RegisteredLoader } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
+import { langOf } from './i18n.ts';
 
 /**
  * The `data` of an entry in the content store: a document in one locale, as a live entry shows it too, with its
@@ -39,6 +40,13 @@ export interface ComfortableEntryData extends ComfortableLiveRecord {
   cacheKey: string;
   /** The API ids of the synced aliases that point to this document, such as `['home']`. */
   aliases: string[];
+  /**
+   * With `i18n` in astro.config: the locale as Astro names it (`Astro.currentLocale`,
+   * `getRelativeLocaleUrl`), such as `fr` for the CMS's `fr_FR`.
+   */
+  astroLocale?: string;
+  /** With `i18n` in astro.config: the locale as BCP 47 has it, for `lang` and `hreflang` (`fr-FR`). */
+  lang?: string;
 }
 
 /**
@@ -101,7 +109,12 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
       if (registry.broken(registered)) return unknownEntries;
       try {
         const result = await shared.current();
-        return createEntrySchema(result.cache, keys, (contentType) => registry.collectionFor(contentType)?.collection);
+        return createEntrySchema(
+          result.cache,
+          keys,
+          (contentType) => registry.collectionFor(contentType)?.collection,
+          registry.locales !== undefined,
+        );
       } catch {
         return unknownEntries;
       }
@@ -156,8 +169,8 @@ async function storeEntries(
 ): Promise<void> {
   const head = cache.head;
   const known = head.locales.locales.map((l) => l.key);
-  const locales = options.locales ?? known;
-  const unknown = locales.find((locale) => !known.includes(locale));
+  const asked = options.locales ?? known;
+  const unknown = asked.find((locale) => !known.includes(locale));
   if (unknown !== undefined) {
     throw new ConfigError(
       'locales',
@@ -165,6 +178,9 @@ async function storeEntries(
         `src/content.config.ts: the repository has no locale "${unknown}"; it has ${known.join(', ')}`,
     );
   }
+  // With Astro's i18n: each locale's Astro locale; a locale mapped to false is left out.
+  const astroLocales = loaderRegistry().locales?.resolve(known, asked, collection);
+  const locales = astroLocales ? asked.filter((locale) => astroLocales.get(locale) !== false) : asked;
   // Options (of any loader: a reference takes its target's id), a new package version, a changed
   // model (a field seen localized) change what entries look like, and an edited schema module what
   // they must pass: start clean. The same key goes into every page key, so such pages render again.
@@ -215,6 +231,7 @@ async function storeEntries(
         const storeId = entryId({
           id: member.id,
           locale,
+          astroLocale: astroLocales?.get(locale) || undefined,
           contentType: member.contentType,
           fields: localized?.fields ?? {},
         });
@@ -240,6 +257,7 @@ async function storeEntries(
         digest: member.digest,
         cacheKey: pageKeys.get(member.id)!,
         aliases: aliasesOf.get(member.id) ?? [],
+        ...(astroLocales ? { astroLocale: astroLocales.get(locale) as string, lang: langOf(locale) } : {}),
       };
       const parsed = await parseData({ id: storeId, data: data as unknown as Record<string, unknown> });
       const { rendered, unfetched } = renderer.render(entry);

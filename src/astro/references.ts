@@ -157,7 +157,8 @@ export class ReferenceConverter {
     entryId: ((input: EntryIdInput) => string) | undefined,
     lookup: TargetLookup,
   ): string {
-    const input = { id: ref.id, locale: entry.locale, contentType: ref.contentType, fields: {} };
+    const astroLocale = loaderRegistry().locales?.of(entry.locale);
+    const input = { id: ref.id, locale: entry.locale, astroLocale, contentType: ref.contentType, fields: {} };
     if (!entryId) return defaultEntryId(input);
     const record = lookup.target(ref.id);
     return entryId({

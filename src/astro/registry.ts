@@ -1,6 +1,7 @@
 import { hash } from '../sync/config.ts';
 import { sharedSync } from '../sync/shared.ts';
 import type { EntryIdInput } from './loader-options.ts';
+import type { LocaleMap } from './i18n.ts';
 
 /**
  * What the loaders of the content config are and which collections hold which content types,
@@ -112,6 +113,9 @@ export class LoaderRegistry {
     this.#contentTypes = { ...map };
   }
 
+  /** The CMS locales' Astro locales, when astro.config has `i18n` (see i18n.ts). */
+  locales: LocaleMap | undefined;
+
   get loaders(): readonly RegisteredLoader[] {
     return this.#generation.loaders;
   }
@@ -183,6 +187,7 @@ export class LoaderRegistry {
     const byKey = <T>(entries: [string, T][]) => entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return hash({
       contentTypes: byKey(Object.entries(this.#contentTypes)),
+      locales: this.locales?.signature() ?? null,
       loaders: byKey(this.loaders.map((l) => [`${l.collection ?? ''}|${l.name}`, l.signature])),
     });
   }

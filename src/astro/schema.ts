@@ -114,10 +114,11 @@ export function referenceTargets(
  * @example defineCollection({ loader: comfortableLoader({ collection: 'posts' }), schema: entrySchema(postFields,
  * 'post') })
  */
-export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string) {
+export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string, i18n = false) {
   return z.object({
     id: z.string(),
     locale: z.string(),
+    ...(i18n ? { astroLocale: z.string(), lang: z.string() } : {}),
     contentType: contentType ? z.literal(contentType) : z.string(),
     fields,
     fallbacks: z.record(z.string(), z.string().nullable()),
@@ -133,14 +134,15 @@ export function createEntrySchema(
   cache: CacheReader,
   sources: string[],
   collectionOf: (contentType: string) => string | undefined = () => undefined,
+  i18n = false,
 ): { schema: z.ZodType; types: string } {
   const { model } = cache.head;
   const variants = cache
     .contentTypes(sources)
-    .map((type) => entrySchema(fieldsSchema(model, type, referenceTargets(cache, type, collectionOf)), type));
+    .map((type) => entrySchema(fieldsSchema(model, type, referenceTargets(cache, type, collectionOf)), type, i18n));
   const schema =
     variants.length === 0
-      ? entrySchema(z.record(z.string(), z.unknown()))
+      ? entrySchema(z.record(z.string(), z.unknown()), undefined, i18n)
       : variants.length === 1
         ? variants[0]!
         : z.discriminatedUnion('contentType', variants as never);

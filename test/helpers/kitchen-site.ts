@@ -16,10 +16,10 @@ import { kitchenKey, writeKitchen } from './kitchen.ts';
 /** The loaders of src/content.config.ts, by collection: the options as they are written there. */
 export const defaultLoaders: Record<string, string> = {
   recipes:
-    "{ collection: 'recipes', options: { includes: 1 }, entryId: ({ locale, fields }) => `${lang(locale)}/${fields.slug}` }",
-  chefs: "{ contentType: 'chef', entryId: ({ locale, fields }) => `${lang(locale)}/${fields.slug}` }",
+    "{ collection: 'recipes', options: { includes: 1 }, entryId: ({ astroLocale, fields }) => `${lang(astroLocale)}/${fields.slug}` }",
+  chefs: "{ contentType: 'chef', entryId: ({ astroLocale, fields }) => `${lang(astroLocale)}/${fields.slug}` }",
   cuisines: "{ contentType: 'cuisine' }",
-  pages: "{ aliases: ['home', 'about'], entryId: ({ locale, fields }) => `${lang(locale)}/${fields.slug}` }",
+  pages: "{ aliases: ['home', 'about'], entryId: ({ astroLocale, fields }) => `${lang(astroLocale)}/${fields.slug}` }",
 };
 
 /** The text of src/content.config.ts with these loaders, in this order; `schemas` get a loose schema of their own. */
@@ -38,7 +38,8 @@ export function contentConfig(
     "import { defineCollection } from 'astro:content';",
     "import { z } from 'astro/zod';",
     "import { comfortableLoader } from '../../../../src/astro/index.ts';",
-    "import { lang } from './lib/locales.ts';",
+    '// Ids by the Astro locale, in lower case as the URLs have it (it-ch/polenta).',
+    "const lang = (astroLocale = '') => astroLocale.toLowerCase();",
     '',
     'export const collections = {',
     ...lines,

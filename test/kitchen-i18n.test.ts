@@ -1,0 +1,127 @@
+import { access, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type KitchenServer, type KitchenSite, kitchenSite, startKitchen } from './helpers/kitchen-site.ts';
+
+/**
+ * Astro's i18n config, understood, on the kitchen site (en_GB the default, fr_FR, it_IT, and
+ * it_CH falling back to it_IT then en_GB; Astro locales `en`, `fr`, `it` and
+ * `{ path: 'it-ch', codes: ['it-CH'] }`), which has no locale map of its own: its pages take
+ * `data.astroLocale` and `data.lang` from the entries, Astro's `getRelativeLocaleUrl` for URLs,
+ * and `alternates()` for `hreflang` links. Built with `prefixDefaultLocale` true and false: pages
+ * at Astro's paths, `lang` attributes, fallback notes, and alternates that all resolve in
+ * `dist/`; `astro check` finds nothing; a CMS locale with no Astro locale fails the build naming
+ * it, and `astroLocales` maps or leaves it out.
+ */
+
+let kitchen: KitchenServer;
+let site: KitchenSite;
+
+beforeAll(async () => {
+  kitchen = await startKitchen();
+  site = await kitchenSite('kitchen-i18n');
+}, 60_000);
+
+afterAll(async () => {
+  await site?.remove();
+  await kitchen?.close();
+});
+
+const configFile = () => join(site.dir, 'astro.config.mjs');
+async function editConfig(edit: (text: string) => string): Promise<void> {
+  await writeFile(configFile(), edit(await readFile(configFile(), 'utf8')));
+}
+
+/** Every HTML page of dist/, by its path relative to dist/. */
+async function pages(): Promise<Map<string, string>> {
+  const dist = join(site.dir, 'dist');
+  const found = new Map<string, string>();
+  for (const entry of await readdir(dist, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.html')) continue;
+    const path = join(entry.parentPath, entry.name);
+    found.set(path.slice(dist.length + 1), await readFile(path, 'utf8'));
+  }
+  return found;
+}
+
+/** Whether a site-relative URL is a page of dist/. */
+const resolves = async (href: string) =>
+  access(join(site.dir, 'dist', href, 'index.html')).then(
+    () => true,
+    () => false,
+  );
+
+/** The checks both routings share: lang attributes, fallback notes, alternates that resolve. */
+async function checkSite(english: string): Promise<void> {
+  const built = await pages();
+  const recipe = (prefix: string) => built.get(`${prefix}recipes/saffron-risotto/index.html`);
+  expect(recipe(english), 'the English recipe at its path').toContain('<html lang="en-GB">');
+  expect(recipe('fr/')).toContain('<html lang="fr-FR">');
+  expect(recipe('it/')).toContain('<html lang="it-IT">');
+  expect(recipe('it-ch/')).toContain('<html lang="it-CH">');
+  // A Swiss Italian page whose title is Italy's (it_CH falls back to it_IT): the note names the language.
+  const swiss = [...built].filter(([path]) => path.startsWith('it-ch/recipes/')).map(([, html]) => html);
+  expect(swiss.some((html) => /\(shown in [^)]*italiano/.test(html))).toBe(true);
+  let links = 0;
+  for (const [path, html] of built) {
+    for (const [, lang, href] of html.matchAll(/<link rel="alternate" hreflang="([^"]+)" href="([^"]+)"/g)) {
+      links++;
+      expect(await resolves(href!), `${path}: hreflang ${lang} → ${href}`).toBe(true);
+      expect(lang).not.toContain('_');
+    }
+  }
+  // Each of the recipes' pages links to its three other locales.
+  const recipes = [...built.keys()].filter((path) => path.includes('recipes/'));
+  expect(recipes.length).toBeGreaterThan(0);
+  expect(links).toBe(recipes.length * 3);
+  for (const [, href] of recipe(english)!.matchAll(/href="([^"]+)"/g)) {
+    if (href!.startsWith('/') && !href!.startsWith('/_')) expect(await resolves(href!), href).toBe(true);
+  }
+}
+
+describe("Astro's i18n routing, with no locale map of the site's own", () => {
+  it('prefixDefaultLocale true: every locale under its path', async () => {
+    await expect(access(join(site.dir, 'src/lib/locales.ts'))).rejects.toThrow();
+    const { code, output } = await site.astro(kitchen.server);
+    expect(code, output).toBe(0);
+    await checkSite('en/');
+    const store = await site.store();
+    const datas = [...store.get('recipes')!.values()].map((entry) => entry.data);
+    expect(new Set(datas.map((d) => `${d.locale} ${d.astroLocale} ${d.lang}`))).toEqual(
+      new Set(['en_GB en en-GB', 'fr_FR fr fr-FR', 'it_IT it it-IT', 'it_CH it-CH it-CH']),
+    );
+  }, 180_000);
+
+  it('astro check finds no error in pages that read astroLocale, lang and alternates', async () => {
+    const { code, output } = await site.astro(kitchen.server, ['check']);
+    expect(output).toMatch(/0 errors/);
+    expect(code, output).toBe(0);
+  }, 180_000);
+
+  it('prefixDefaultLocale false: the default locale at the root', async () => {
+    await editConfig((text) => text.replace('prefixDefaultLocale: true', 'prefixDefaultLocale: false'));
+    const { code, output } = await site.astro(kitchen.server);
+    expect(code, output).toBe(0);
+    expect((await pages()).has('en/recipes/saffron-risotto/index.html')).toBe(false);
+    await checkSite('');
+  }, 180_000);
+
+  it('a CMS locale with no Astro locale fails the build naming it; astroLocales maps it or leaves it out', async () => {
+    await editConfig((text) => text.replace(", { path: 'it-ch', codes: ['it-CH'] }", ''));
+    const failed = await site.astro(kitchen.server);
+    expect(failed.code).not.toBe(0);
+    // it_IT and it_CH both speak Italian, and "it" can be only one of them: the build says so.
+    expect(failed.output).toMatch(
+      /The locale it_IT of the repository, which the collection "\w+" loads, matches no locale of i18n.locales in astro.config by its code, and it_IT and it_CH both have the language of "it"/,
+    );
+    expect(failed.output).toContain('astroLocales: { it_IT: false }');
+
+    await editConfig((text) => text.replace('comfortable({', 'comfortable({ astroLocales: { it_CH: false },'));
+    const left = await site.astro(kitchen.server);
+    expect(left.code, left.output).toBe(0);
+    const built = await pages();
+    expect(built.has('it/recipes/saffron-risotto/index.html')).toBe(true);
+    expect([...built.keys()].some((path) => path.startsWith('it-ch/'))).toBe(false);
+    for (const html of built.values()) expect(html).not.toContain('hreflang="it-CH"');
+  }, 360_000);
+});
