@@ -118,33 +118,38 @@ describe('the README, followed in a fresh Astro 7 site', () => {
     expect(packageWarnings(output)).toEqual([]);
     expect(output).not.toMatch(/Invalid content reference|Sourcemap/i);
 
-    const list = await page('en_US');
-    const titles = [...list.matchAll(/<li><a href="\/en_US\/posts\/[^"]+\/">([^<]+)<\/a><\/li>/g)].map(
+    const list = await page('en');
+    const titles = [...list.matchAll(/<li><a href="\/en\/posts\/[^"]+\/">([^<]+)<\/a><\/li>/g)].map(
       (match) => match[1],
     );
     expect(titles.length).toBeGreaterThan(10);
     expect(titles).not.toEqual([...titles].sort()); // newest first, not by title or id
 
-    const post = await page('en_US/posts/the-slow-boat-to-the-fjords');
+    const post = await page('en/posts/the-slow-boat-to-the-fjords');
     expect(post).toContain('<h1>The Slow Boat to the Fjords');
     expect(post).toMatch(/<img [^>]*src="\/_astro\/[^"]+"/); // the cover, optimised by <Image>
-    expect(post).toMatch(/By <a href="\/en_US\/authors\/[^"]+\/">[^<]+<\/a>/); // the author, a reference getEntry resolved
+    expect(post).toMatch(/By <a href="\/en\/authors\/[^"]+\/">[^<]+<\/a>/); // the author, a reference getEntry resolved
     expect(post).toContain('<h2 id="twenty-three-landings">Twenty-three landings</h2>'); // the body, through render()
     expect(post).toContain('<a href="#twenty-three-landings">Twenty-three landings</a>'); // its table of contents
+    // The same post in the other locales, at Astro's paths, for hreflang.
+    expect(post).toMatch(/<link rel="alternate" hreflang="de-DE" href="\/de\/posts\/[^"]+\/">/);
+    expect(post).toMatch(/<link rel="alternate" hreflang="de-CH" href="\/de-ch\/posts\/[^"]+\/">/);
 
-    const author = /By <a href="(\/en_US\/authors\/[^"]+\/)"/.exec(post)![1]!;
+    const author = /By <a href="(\/en\/authors\/[^"]+\/)"/.exec(post)![1]!;
     expect(await page(author.slice(1, -1))).toContain('The Slow Boat to the Fjords');
-    expect(await page('de_CH/about')).toMatch(/<h1>[^<]+<\/h1>/);
+    expect(await page('de-ch/about')).toMatch(/<h1>[^<]+<\/h1>/);
     // The root links to each locale's list.
-    expect(await readFile(join(dir, 'dist/index.html'), 'utf8')).toContain('<li><a href="/de_CH/">de_CH</a></li>');
+    expect(await readFile(join(dir, 'dist/index.html'), 'utf8')).toContain(
+      '<li><a href="/de-ch/" hreflang="de-CH">Schweizer Hochdeutsch</a></li>',
+    );
     // Every page says its language and encoding (the layout the README gives), so German shows as German.
-    for (const html of [list, post, await page('de_DE')])
+    for (const html of [list, post, await page('de')])
       expect(html).toMatch(/<html lang="(en-US|de-DE)"><head><meta charset="utf-8">/);
     // A fallback is marked: de_CH has no title of its own for some posts.
     const swiss = await Promise.all(
-      (await readdir(join(dir, 'dist/de_CH/posts'))).map((slug) => page(`de_CH/posts/${slug}`)),
+      (await readdir(join(dir, 'dist/de-ch/posts'))).map((slug) => page(`de-ch/posts/${slug}`)),
     );
-    expect(swiss.some((html) => html.includes('(shown in de_DE)') || html.includes('(shown in en_US)'))).toBe(true);
+    expect(swiss.some((html) => /\(shown in (Deutsch|Amerikanisches Englisch|Englisch)/.test(html))).toBe(true);
   });
 
   it('follows "Types you own": types writes reference() schemas, and the typed content config checks and builds', {
@@ -165,7 +170,7 @@ describe('the README, followed in a fresh Astro 7 site', () => {
     const { code, output } = await astro(dir, ['build']);
     expect(code, output).toBe(0);
     expect(packageWarnings(output)).toEqual([]);
-    expect(await page('en_US/posts/the-slow-boat-to-the-fjords')).toMatch(/By <a href="\/en_US\/authors\/[^"]+\/">/);
+    expect(await page('en/posts/the-slow-boat-to-the-fjords')).toMatch(/By <a href="\/en\/authors\/[^"]+\/">/);
   });
 });
 

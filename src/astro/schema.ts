@@ -3,6 +3,7 @@ import type { CacheReader } from '../cache/index.ts';
 import { assetSchema, entryMetaSchema } from '../entries/entries.ts';
 import type { FieldModel, Model, TypeModel } from '../model/records.ts';
 import { toTypeScript } from '../entries/typescript.ts';
+import { loaderRegistry } from './registry.ts';
 
 /**
  * Schemas for entries, built from what the data shows of each content type, and the same as
@@ -109,16 +110,24 @@ export function referenceTargets(
   return targets;
 }
 
+/** What an entry holds besides with `i18n` in astro.config (see i18n.ts). */
+const i18nShape = { astroLocale: z.string(), lang: z.string() };
+
 /**
- * The entry envelope around a content type's fields.
+ * The entry envelope around a content type's fields; with `i18n` in astro.config, also `astroLocale` and `lang`.
  * @example defineCollection({ loader: comfortableLoader({ collection: 'posts' }), schema: entrySchema(postFields,
  * 'post') })
  */
-export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string, i18n = false) {
+export function entrySchema<F extends z.ZodType>(
+  fields: F,
+  contentType?: string,
+  i18n = loaderRegistry().locales !== undefined,
+) {
   return z.object({
     id: z.string(),
     locale: z.string(),
-    ...(i18n ? { astroLocale: z.string(), lang: z.string() } : {}),
+    // Typed always, so a schema module written once (comfortable-loader types) types them; there only with i18n.
+    ...((i18n ? i18nShape : {}) as typeof i18nShape),
     contentType: contentType ? z.literal(contentType) : z.string(),
     fields,
     fallbacks: z.record(z.string(), z.string().nullable()),
@@ -134,7 +143,7 @@ export function createEntrySchema(
   cache: CacheReader,
   sources: string[],
   collectionOf: (contentType: string) => string | undefined = () => undefined,
-  i18n = false,
+  i18n = loaderRegistry().locales !== undefined,
 ): { schema: z.ZodType; types: string } {
   const { model } = cache.head;
   const variants = cache
