@@ -191,6 +191,16 @@ describe('render(entry) in a built site', () => {
     // A relative src that an asset's file points to is answered absolute by the server.
     news.fields.text.en_US.html =
       '<h2>Crisp apples</h2><p><img src="images/apples.svg" alt="A basket of apples"></p><h2>Crisp apples</h2><p><img src="images/gone.svg" alt="Gone"><img src="https://elsewhere.example/x.png" alt="Elsewhere"></p>';
+    // For <RichText> with the site's components: a link to a document, a heading, a table, an element with none.
+    snapshot.documents.find((d: Json) => d.meta.id === '102').fields.text = {
+      en_US: {
+        html:
+          '<h2>Orchard &amp; more</h2><p>See <a href="https://cms.example/documents/100">the apples</a> and ' +
+          '<a href="https://else.example/x?a=1&amp;b=2">elsewhere</a>.</p><table><tr><td>1</td></tr></table>' +
+          '<blockquote><p>Quoted <em>well</em></p></blockquote><p><img src="images/apples.svg" alt="Basket"><br></p>',
+        plain: 'Orchard & more',
+      },
+    };
     const apples = snapshot.assets.find((a: Json) => a.meta.id === '300');
     // An asset whose file is missing (its URL answers 404), synced because news 101 shows it.
     snapshot.assets.push({
@@ -224,6 +234,30 @@ describe('render(entry) in a built site', () => {
       /<a data-depth="2" href="#crisp-apples">Crisp apples<\/a><a data-depth="2" href="#crisp-apples-1">/,
     );
     expect(await page('de_DE/101')).toContain('<article>'); // every locale has its entry
+  });
+
+  it("renders richtext with the site's components: a, img, h2, table; links to documents become pages", async () => {
+    const custom = await readFile(join(site.dir, 'dist/custom/en_US/102/index.html'), 'utf8');
+    const article = /<article>([\s\S]*)<\/article>/.exec(custom)![1]!;
+    const figure = /<figure>.*?<\/figure>/.exec(article)![0];
+    expect(article).toBe(
+      '<h2 id="orchard--more" data-depth="2"><a href="#orchard--more">#</a> Orchard &amp; more</h2>' +
+        '<p>See <a class="link" href="/news/en_US/100/">the apples</a> and ' +
+        '<a class="link" href="https://else.example/x?a=1&amp;b=2">elsewhere</a>.</p>' +
+        '<div class="table"><table><tr><td>1</td></tr></table></div>' +
+        `<blockquote><p>Quoted <em>well</em></p></blockquote><p>${figure}<br/></p>`,
+    );
+    // The image component gets the asset's URL and size; the heading the id render(entry) gives it.
+    expect(figure).toMatch(
+      /^<figure><img src="http[^"]+apples\.svg" alt="Basket" width="100" height="80"><figcaption>Basket<\/figcaption><\/figure>$/,
+    );
+    const rendered = await page('en_US/102');
+    expect(rendered).toContain('<h2 id="orchard--more">Orchard &amp; more</h2>');
+    // Without components: plain elements, and the image through Astro's image service.
+    const plain = /<section>([\s\S]*)<\/section>/.exec(custom)![1]!;
+    expect(plain).toContain('<h2 id="orchard--more">Orchard &amp; more</h2>');
+    expect(plain).toContain('<a href="https://cms.example/documents/100">the apples</a>');
+    expect(plain).toMatch(/<img src="\/_astro\/apples_[\w-]+\.svg"[^>]* alt="Basket"[^>]* width="100" height="80">/);
   });
 
   it("optimises the images of the repository's assets through Astro's pipeline, with their size", async () => {

@@ -47,10 +47,12 @@ describe('the packed package in a fresh Astro site', () => {
   it('holds what the package.json "files" name, and source maps that carry their sources', async () => {
     expect(
       packed.files.filter(
-        (file) => !/^(dist\/|types\/|docs\/|package\.json$|README\.md$|CHANGELOG\.md$|LICENSE$)/.test(file),
+        (file) =>
+          !/^(dist\/|types\/|docs\/|components\/|package\.json$|README\.md$|CHANGELOG\.md$|LICENSE$)/.test(file),
       ),
     ).toEqual([]);
     expect(packed.files).toContain('dist/astro/index.js');
+    expect(packed.files).toContain('components/RichText.astro'); // comfortable-loader/RichText.astro
     expect(packed.files).toContain('LICENSE'); // the MIT text package.json names
     expect(packed.files).toContain('docs/astro.md');
     const maps = packed.files.filter((file) => file.endsWith('.map'));
