@@ -152,6 +152,39 @@ describe('the README, followed in a fresh Astro 7 site', () => {
     expect(swiss.some((html) => /\(shown in (Deutsch|Amerikanisches Englisch|Englisch)/.test(html))).toBe(true);
   });
 
+  it('renders a post with RichText.astro and a component of the site, from the installed package', {
+    timeout: 240_000,
+  }, async () => {
+    await paste([
+      {
+        path: 'src/components/Link.astro',
+        text: '---\nconst { href } = Astro.props;\n---\n<a class="cms" href={href}><slot /></a>\n',
+      },
+      {
+        path: 'src/pages/rich/[slug].astro',
+        text: `---
+import { getCollection } from 'astro:content';
+import RichText from 'comfortable-loader/RichText.astro';
+import Link from '../../components/Link.astro';
+
+export async function getStaticPaths() {
+  const posts = await getCollection('posts', (post) => post.data.locale === 'en_US');
+  return posts.map((post) => ({ params: { slug: post.data.fields.slug ?? post.data.id }, props: { post } }));
+}
+const { post } = Astro.props;
+---
+<html lang={post.data.lang}><body><RichText entry={post} components={{ a: Link }} /></body></html>
+`,
+      },
+    ]);
+    await check();
+    const { code, output } = await astro(dir, ['build']);
+    expect(code, output).toBe(0);
+    const rich = await page('rich/the-slow-boat-to-the-fjords');
+    expect(rich).toContain('<h2 id="twenty-three-landings">Twenty-three landings</h2>');
+    await rm(join(dir, 'src/pages/rich'), { recursive: true });
+  });
+
   it('follows "Types you own": types writes reference() schemas, and the typed content config checks and builds', {
     timeout: 240_000,
   }, async () => {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeAllPools } from '../src/api/transport.ts';
 import type { ReadApiServer } from '../src/server/index.ts';
 import { signWebhook } from '../src/wire/webhook.ts';
-import { startTiny, tinyKey } from './helpers/server.ts';
+import { startTiny, tinyKey, tinySnapshot } from './helpers/server.ts';
 import { type ViteSite, viteSite } from './helpers/vite-site.ts';
 
 /**
@@ -39,7 +39,8 @@ function quietLogger(): Logger {
 
 beforeAll(async () => {
   server = await startTiny({ log: (line) => (/^[A-Z]+ \//.test(line) ? requests.push(line) : undefined) });
-  Object.assign(process.env, { CMFT_BASE_URL: server.url, CMFT_API_KEY: tinyKey });
+  // These tests count requests and reloads: dev's own asks of the CMS are off (test/dev-poll.test.ts).
+  Object.assign(process.env, { CMFT_BASE_URL: server.url, CMFT_API_KEY: tinyKey, CMFT_POLL_INTERVAL: 'off' });
   delete process.env.CMFT_REFRESH_SECRET;
   site = await viteSite({
     'vite.config.ts': config('newz'),
@@ -134,6 +135,12 @@ describe('a restarted dev server in middleware mode', () => {
     http = createHttpServer(middleware.middlewares);
     await new Promise<void>((resolve) => http!.listen(0, '127.0.0.1', resolve));
     const { port } = http.address() as { port: number };
+    // A refresh that changes something reloads the page (one that finds nothing changed does not).
+    const edited = tinySnapshot();
+    const doc = edited.documents.find((d: { meta: { id: string } }) => d.meta.id === '102');
+    doc.fields.title.en_US = 'Cherry season, restarted';
+    doc.meta.updatedAt = '2031-01-01T00:00:00.000Z';
+    await server.replaceSnapshot(edited);
     const body = JSON.stringify({ repository: 'tiny', changed: ['102'], removed: [] });
     const response = await fetch(`http://127.0.0.1:${port}/_comfortable/refresh`, {
       method: 'POST',

@@ -30,6 +30,7 @@ export async function packTarball(): Promise<{ tarball: string; files: string[];
     'src',
     'types',
     'docs',
+    'components',
   ]) {
     await cp(join(root, name), join(dir, name), { recursive: true });
   }
