@@ -46,9 +46,14 @@ const escapeAttribute = (text: string) => text.replace(/&/g, '&amp;').replace(/"
 
 /** The `src` of each image in the HTML. */
 const imageSources = (html: string): string[] =>
-  [...elementsOf(parseHtml(html))].flatMap((element) =>
-    element.tagName === 'img' ? (attributesOf(element).get('src') ?? []) : [],
-  );
+  !/<img/i.test(html)
+    ? []
+    : [...elementsOf(parseHtml(html))].flatMap((element) =>
+        element.tagName === 'img' ? (attributesOf(element).get('src') ?? []) : [],
+      );
+
+/** Whether the HTML may hold a heading or an image: without one, rendering leaves it as it is, unparsed. */
+const mayEdit = (html: string) => /<(?:h[1-6]|img)/i.test(html);
 
 /**
  * Renders a richtext value, read as a browser reads it (html.ts): a heading or an image inside a
@@ -69,7 +74,7 @@ export function renderRichtext(html: string, files: AssetFiles, usable: (url: st
   const slugger = new GithubSlugger();
   // The source is kept as it is but for these edits of start tags, so the HTML stays the editor's.
   const edits: { start: number; end: number; text: string }[] = [];
-  for (const element of elementsOf(parseHtml(html))) {
+  for (const element of mayEdit(html) ? elementsOf(parseHtml(html)) : []) {
     const tag = element.sourceCodeLocation?.startTag;
     if (!tag) continue; // an element the parser implies (a table's tbody): the source has no tag of it
     const attributes = attributesOf(element);
