@@ -226,7 +226,7 @@ describe('render(entry) in a built site', () => {
           '<a href="https://api.cmft.io/v1/tiny/documents/999">a gone one</a> and ' +
           '<a href="https://else.example/x?a=1&amp;b=2">elsewhere</a>.</p><table><tr><td>1</td></tr></table>' +
           '<blockquote><p>Quoted <em>well</em></p></blockquote><p><img src="images/apples.svg" alt="Basket"><br></p>' +
-          '<h2>Orchard &amp; more</h2>',
+          '<h2>Orchard &amp; more</h2><p><mark title=\'say "ripe"\'>Ripe</mark> &lt;now&gt;</p>',
         plain: 'Orchard & more',
       },
     };
@@ -279,9 +279,10 @@ describe('render(entry) in a built site', () => {
           '<a class="link" href="https://else.example/x?a=1&amp;b=2">elsewhere</a>.</p>' +
           '<div class="table"><table><tr><td>1</td></tr></table></div>' +
           `<blockquote><p>Quoted <em>well</em></p></blockquote><p>${figure}<br/></p>` +
-          '<h2 id="orchard--more-1" data-depth="2"><a href="#orchard--more-1">#</a> Orchard &amp; more</h2>',
+          '<h2 id="orchard--more-1" data-depth="2"><a href="#orchard--more-1">#</a> Orchard &amp; more</h2>' +
+          '<p><mark title="say &quot;ripe&quot;">Ripe</mark> &lt;now&gt;</p>',
       );
-      // The image component gets the asset's URL and size.
+      // The image component gets the asset's URL and size; a mark, which has none, keeps its attribute and text.
       expect(figure).toMatch(
         /^<figure><img src="http[^"]+apples\.svg" alt="Basket" width="100" height="80"><figcaption>Basket<\/figcaption><\/figure>$/,
       );
