@@ -88,7 +88,7 @@ afterAll(async () => {
 });
 
 describe('the README, followed in a fresh Astro 7 site', () => {
-  it('names the files of a whole site: .env, the two configs, a list, a post, and (in docs/astro.md) an author and an alias page', () => {
+  it('names the files of a whole site: .env, the two configs, a list, a post, its body with components, and (in docs/astro.md) an author and an alias page', () => {
     const paths = files.filter((file) => file.section !== typesSection).map((file) => file.path);
     expect(paths).toEqual([
       '.env',
@@ -99,6 +99,8 @@ describe('the README, followed in a fresh Astro 7 site', () => {
       'src/pages/[locale]/index.astro',
       'src/pages/index.astro',
       'src/pages/[locale]/posts/[slug].astro',
+      'src/components/PostBody.astro',
+      'src/components/Figure.astro',
       'src/pages/[locale]/authors/[slug].astro',
       'src/pages/[locale]/about.astro',
     ]);

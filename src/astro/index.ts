@@ -6,7 +6,14 @@ export { defaultEntryId } from './loader-options.ts';
 export { pageKey } from '../entries/page-keys.ts';
 export { alternates, langOf } from './i18n.ts';
 export { richTextNodes } from './richtext.ts';
-export type { RichTextAttributes, RichTextComponents, RichTextImage, RichTextNode } from './richtext.ts';
+export type {
+  RichTextAttributes,
+  RichTextComponents,
+  RichTextImage,
+  RichTextLink,
+  RichTextLinks,
+  RichTextNode,
+} from './richtext.ts';
 export type { KeyPart } from '../entries/page-keys.ts';
 export type { ComfortableEntryData } from './loader.ts';
 export type { ComfortableLoaderOptions, EntryIdInput } from './loader-options.ts';

@@ -1,8 +1,8 @@
-import { decodeHTML, decodeHTMLAttribute } from 'entities';
 import GithubSlugger from 'github-slugger';
 import { request } from 'undici';
 import type { Model, TypeModel } from '../model/records.ts';
 import { fieldAt, valueAt } from '../model/sections.ts';
+import { attributesOf, elementsOf, headingDepth, parseHtml, textOf } from './html.ts';
 
 /**
  * A richtext field as Astro's `rendered` content, so `render(entry)` and `<Content />` work:
@@ -44,29 +44,20 @@ export function firstRichtextField(model: Model, contentType: string): string | 
 
 const escapeAttribute = (text: string) => text.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
 
-/** Attributes of a tag's source text, in order. */
-function attributesOf(tag: string): Map<string, string> {
-  const attributes = new Map<string, string>();
-  for (const [, name, quoted, single, bare] of tag.matchAll(
-    /\s([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?/g,
-  )) {
-    // As a browser reads an attribute: `a&amp;b` is `a&b`, but `?w=1&copy=2` keeps its `&copy`.
-    attributes.set(name!.toLowerCase(), decodeHTMLAttribute(quoted ?? single ?? bare ?? ''));
-  }
-  return attributes;
-}
-
-const imageTag = /<img\b[^>]*>/gi;
-
-/** The `src` of each image in the HTML, read as rendering reads it (double, single or no quotes). */
+/** The `src` of each image in the HTML. */
 const imageSources = (html: string): string[] =>
-  [...html.matchAll(imageTag)].flatMap(([tag]) => attributesOf(tag).get('src') ?? []);
+  !/<img/i.test(html)
+    ? []
+    : [...elementsOf(parseHtml(html))].flatMap((element) =>
+        element.tagName === 'img' ? (attributesOf(element).get('src') ?? []) : [],
+      );
 
-/** A heading's text as Astro's Markdown takes it: the decoded text of its descendants, spaces kept. */
-const headingText = (inner: string) => decodeHTML(inner.replace(/<!--[\s\S]*?-->/g, '').replace(/<[^>]*>/g, ''));
+/** Whether the HTML may hold a heading or an image: without one, rendering leaves it as it is, unparsed. */
+const mayEdit = (html: string) => /<(?:h[1-6]|img)/i.test(html);
 
 /**
- * Renders a richtext value. Each heading gets the id Astro's Markdown gives it (the heading-ids
+ * Renders a richtext value, read as a browser reads it (html.ts): a heading or an image inside a
+ * comment is none. The HTML is kept as it is but for the start tags of headings and images. Each heading gets the id Astro's Markdown gives it (the heading-ids
  * plugin of `@astrojs/markdown-satteri`): GitHub's slug of its text, numbered past the slugs
  * already made (`step`, `step-1`, `step-2`); an id it has is kept, even an empty one, and, as
  * in Markdown, not counted, so a later heading may slug to it. Images whose `src` is the file
@@ -81,31 +72,40 @@ export function renderRichtext(html: string, files: AssetFiles, usable: (url: st
   const headings: Heading[] = [];
   const imagePaths: string[] = [];
   const slugger = new GithubSlugger();
-  let out = html.replace(
-    /<h([1-6])(\s[^>]*)?>([\s\S]*?)<\/h\1>/gi,
-    (whole, level: string, attributes: string | undefined, inner: string) => {
-      const text = headingText(inner);
-      const given = attributesOf(attributes ?? '').get('id');
+  // The source is kept as it is but for these edits of start tags, so the HTML stays the editor's.
+  const edits: { start: number; end: number; text: string }[] = [];
+  for (const element of mayEdit(html) ? elementsOf(parseHtml(html)) : []) {
+    const tag = element.sourceCodeLocation?.startTag;
+    if (!tag) continue; // an element the parser implies (a table's tbody): the source has no tag of it
+    const attributes = attributesOf(element);
+    const depth = headingDepth(element.tagName);
+    if (depth !== undefined) {
+      const text = textOf(element);
+      const given = attributes.get('id');
       const id = given ?? slugger.slug(text);
-      headings.push({ depth: Number(level), slug: id, text });
-      return given !== undefined
-        ? whole
-        : `<h${level} id="${escapeAttribute(id)}"${attributes ?? ''}>${inner}</h${level}>`;
-    },
-  );
-  out = out.replace(imageTag, (tag) => {
-    const attributes = attributesOf(tag);
-    const src = attributes.get('src');
+      headings.push({ depth, slug: id, text });
+      const after = tag.startOffset + 3; // after `<h2`
+      if (given === undefined) edits.push({ start: after, end: after, text: ` id="${escapeAttribute(id)}"` });
+      continue;
+    }
+    const src = element.tagName === 'img' ? attributes.get('src') : undefined;
     const file = src === undefined ? undefined : files.get(src);
-    if (!src || !file || !usable(src)) return tag;
+    if (!src || !file || !usable(src)) continue;
     const width = Number(attributes.get('width')) || file.width;
     const height = Number(attributes.get('height')) || file.height;
-    if (!width || !height) return tag;
+    if (!width || !height) continue;
     attributes.delete('src');
     const image = { ...Object.fromEntries(attributes), src, alt: attributes.get('alt') ?? '', width, height };
     imagePaths.push(src);
-    return `<img __ASTRO_IMAGE_="${escapeAttribute(JSON.stringify(image))}">`;
-  });
+    edits.push({
+      start: tag.startOffset,
+      end: tag.endOffset,
+      text: `<img __ASTRO_IMAGE_="${escapeAttribute(JSON.stringify(image))}">`,
+    });
+  }
+  let out = html;
+  for (const { start, end, text } of edits.sort((a, b) => b.start - a.start))
+    out = out.slice(0, start) + text + out.slice(end);
   return { html: out, metadata: { headings, imagePaths: [...new Set(imagePaths)] } };
 }
 

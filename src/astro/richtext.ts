@@ -1,28 +1,50 @@
-import { decodeHTMLAttribute } from 'entities';
-import { ELEMENT_NODE, type Node, parse, TEXT_NODE } from 'ultrahtml';
+import { attributesOf, childrenOf, type HtmlNode, headingDepth, isElement, parseHtml } from './html.ts';
+import { renderRichtext } from './rendered.ts';
 
 /**
  * Richtext rendered with the site's own components (`comfortable-loader/RichText.astro`): the
  * HTML of an entry's rendered field (what `render(entry)` shows: headings with their ids,
- * images of the repository's assets marked for Astro's image pipeline) read into a tree by an
- * HTML parser, whose elements the component renders one by one, each through the site's
+ * images of the repository's assets marked for Astro's image pipeline) read into a tree, as a
+ * browser reads it, whose elements the component renders one by one, each through the site's
  * component for it when there is one, as plain HTML when there is none.
  */
 
-/** The attributes of an element, decoded as a browser reads them. */
+/** The attributes of an element, by name (lower case), decoded as a browser reads them. */
 export type RichTextAttributes = Record<string, string>;
 
 /** An image of the repository's assets: what Astro's `<Image>` takes. */
 export interface RichTextImage {
+  /** The URL of the asset's file. */
   src: string;
   alt: string;
+  /** The asset's size, or the one the element gives. */
   width: number;
   height: number;
+  /** The element's other attributes (`class`, `title`, …). */
   [attribute: string]: string | number;
 }
 
+/** A link of the richtext, as the `links` rule of `<RichText>` sees it. */
+export interface RichTextLink {
+  /** The link's `href`, as the field has it. */
+  href: string;
+  /**
+   * The id of the document it links to, when `href` is a document's URL of the Read API
+   * (`https://api.cmft.io/v1/<repository>/documents/<id>`, on any host).
+   */
+  document?: string;
+  /** The API id of the alias it links to, when `href` is an alias's URL of the Read API (`…/v1/<repository>/alias/<apiId>`). */
+  alias?: string;
+}
+
+/**
+ * Turns a link into the URL to show (a link to a document into that document's page); undefined
+ * keeps its `href`. It may be async (`getEntry`).
+ */
+export type RichTextLinks = (link: RichTextLink) => string | undefined | Promise<string | undefined>;
+
 export type RichTextNode =
-  | { type: 'text'; html: string }
+  | { type: 'text'; text: string }
   | { type: 'image'; image: RichTextImage }
   | {
       type: 'element';
@@ -37,11 +59,12 @@ export type RichTextNode =
 /** A component the site gives for an element; Astro components are such functions. */
 // biome-ignore lint/suspicious/noExplicitAny: Astro components return what Astro's renderer takes
 type Component<P> = (props: P) => any;
+/** A heading's props: its attributes, its `id` (the slug of `render(entry).headings`) and its level. */
 type Heading = Component<RichTextAttributes & { id: string; depth: number }>;
 
 /** The site's components by element name; an element without one is rendered as plain HTML. */
 export interface RichTextComponents {
-  /** A link, its `href` already turned into a page URL by the `links` rule when it gives one. */
+  /** A link, its `href` already through the `links` rule. */
   a?: Component<RichTextAttributes & { href: string }>;
   /** An image of the repository's assets (others are plain `img` elements). Default: Astro's `<Image>`. */
   img?: Component<RichTextImage>;
@@ -51,39 +74,76 @@ export interface RichTextComponents {
   h4?: Heading;
   h5?: Heading;
   h6?: Heading;
+  /** Any other element (`table`, `blockquote`, `code`, `p`, `li`, …): its attributes; its content is the slot. */
   [element: string]: Component<never> | undefined;
 }
 
 const voidElements = new Set(['area', 'br', 'col', 'embed', 'hr', 'img', 'input', 'source', 'track', 'wbr']);
 
-/** The tree of a richtext field's rendered HTML. */
-export function richTextNodes(html: string): RichTextNode[] {
-  return convert(parse(html).children);
+/**
+ * The tree `<RichText>` renders: of an entry's rendered field (`entry.rendered.html`), or of
+ * a richtext field's HTML (`{ html }`), whose headings then get the ids `render()` would give.
+ * With a `links` rule, each link's `href` is the URL it gives.
+ *
+ * @example await richTextNodes(post.rendered?.html ?? '', (link) => link.document && `/posts/${link.document}/`)
+ */
+export async function richTextNodes(html: string | { html: string }, links?: RichTextLinks): Promise<RichTextNode[]> {
+  const source = typeof html === 'string' ? html : renderRichtext(html.html, new Map(), () => false).html;
+  const nodes = convert(parseHtml(source));
+  if (links) await followLinks(nodes, links);
+  return nodes;
 }
 
-function convert(nodes: Node[]): RichTextNode[] {
+function convert(nodes: HtmlNode[]): RichTextNode[] {
   const out: RichTextNode[] = [];
   for (const node of nodes) {
-    if (node.type === TEXT_NODE) out.push({ type: 'text', html: node.value });
-    if (node.type !== ELEMENT_NODE) continue; // comments, doctypes
-    const attributes: RichTextAttributes = {};
-    for (const [name, value] of Object.entries(node.attributes as Record<string, string>))
-      attributes[name.toLowerCase()] = decodeHTMLAttribute(value);
-    const name = String(node.name).toLowerCase();
+    if (node.nodeName === '#text' && 'value' in node) out.push({ type: 'text', text: node.value });
+    if (!isElement(node)) continue; // comments
+    const attributes = Object.fromEntries(attributesOf(node));
     const image = attributes.__astro_image_;
-    if (name === 'img' && image) {
+    if (node.tagName === 'img' && image) {
       out.push({ type: 'image', image: JSON.parse(image) as RichTextImage });
       continue;
     }
-    const depth = /^h[1-6]$/.test(name) ? Number(name[1]) : undefined;
+    // An element the parser implies (a table's tbody) stays implied: the HTML is the editor's.
+    if (!node.sourceCodeLocation?.startTag) {
+      out.push(...convert(childrenOf(node)));
+      continue;
+    }
+    const depth = headingDepth(node.tagName);
     out.push({
       type: 'element',
-      name,
+      name: node.tagName,
       attributes,
       ...(depth ? { depth } : {}),
-      void: voidElements.has(name),
-      children: convert(node.children ?? []),
+      void: voidElements.has(node.tagName),
+      children: convert(childrenOf(node)),
     });
   }
   return out;
+}
+
+/** The document or alias a Read API URL names: `…/v1/<repository>/documents/<id>` or `…/alias/<apiId>`. */
+export function linkTarget(href: string): RichTextLink {
+  const [, kind, id] = /(?:^|\/)v1\/[^/?#]+\/(documents|alias)\/([^/?#]+)\/?(?:[?#].*)?$/.exec(href) ?? [];
+  if (!id) return { href };
+  return kind === 'documents' ? { href, document: id } : { href, alias: id };
+}
+
+async function followLinks(nodes: RichTextNode[], links: RichTextLinks): Promise<void> {
+  const anchors: Extract<RichTextNode, { type: 'element' }>[] = [];
+  const collect = (list: RichTextNode[]) => {
+    for (const node of list) {
+      if (node.type !== 'element') continue;
+      if (node.name === 'a' && node.attributes.href !== undefined) anchors.push(node);
+      collect(node.children);
+    }
+  };
+  collect(nodes);
+  await Promise.all(
+    anchors.map(async (anchor) => {
+      const href = await links(linkTarget(anchor.attributes.href!));
+      if (href !== undefined) anchor.attributes.href = href;
+    }),
+  );
 }

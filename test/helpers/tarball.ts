@@ -8,8 +8,8 @@ import { copyDemo } from './playground.ts';
 /**
  * The package as a user gets it: packed by `npm pack` into a tarball, and a site of their own
  * that installs that tarball. The package is packed from a copy of this checkout (what `npm
- * pack` reads: package.json, the tsconfigs, src, types, docs, README and CHANGELOG), so that the
- * build `npm pack` runs (`prepack`) never rewrites the `dist/` other tests read.
+ * pack` reads: package.json, the tsconfigs, src, and what package.json's "files" name but dist),
+ * so that the build `npm pack` runs (`prepack`) never rewrites the `dist/` other tests read.
  */
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -20,18 +20,9 @@ export async function packTarball(): Promise<{ tarball: string; files: string[];
   await mkdir(join(root, 'test/.tmp'), { recursive: true });
   // Inside the repository, so that the build finds TypeScript and @types/node in its node_modules.
   const dir = await mkdtemp(join(root, 'test/.tmp/tarball-'));
-  for (const name of [
-    'package.json',
-    'tsconfig.json',
-    'tsconfig.build.json',
-    'README.md',
-    'CHANGELOG.md',
-    'LICENSE',
-    'src',
-    'types',
-    'docs',
-    'components',
-  ]) {
+  const { files } = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { files: string[] };
+  const shipped = files.filter((name) => name !== 'dist'); // the build makes dist
+  for (const name of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'LICENSE', 'src', ...shipped]) {
     await cp(join(root, name), join(dir, name), { recursive: true });
   }
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir, '--no-audit', '--no-fund'], {
