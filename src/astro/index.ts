@@ -5,6 +5,7 @@ export { comfortableLoader } from './loader.ts';
 export { defaultEntryId } from './loader-options.ts';
 export { pageKey } from '../entries/page-keys.ts';
 export { alternates, langOf } from './i18n.ts';
+export type { Alternate } from './i18n.ts';
 export type { KeyPart } from '../entries/page-keys.ts';
 export type { ComfortableEntryData } from './loader.ts';
 export type { ComfortableLoaderOptions, EntryIdInput } from './loader-options.ts';
