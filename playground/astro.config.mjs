@@ -8,6 +8,13 @@ import comfortable from 'comfortable-loader/astro';
 const { CMFT_BASE_URL, CMFT_API_KEY, CMFT_REFRESH_SECRET, CMFT_CACHE_DIR, CMFT_CHANGESET_FILE } = process.env;
 
 export default defineConfig({
+  // Astro's own i18n routing: the repository's locales (en_US, de_DE, de_CH) map to these by code
+  // and language; entries carry the one they map to (data.astroLocale), pages link with astro:i18n.
+  i18n: {
+    locales: ['en', 'de', { path: 'de-ch', codes: ['de-CH'] }],
+    defaultLocale: 'en',
+    routing: { prefixDefaultLocale: true },
+  },
   // The content cache lives in the `comfortable/` folder inside Astro's cache folder.
   ...(CMFT_CACHE_DIR ? { cacheDir: CMFT_CACHE_DIR } : {}),
   // A build renders again only the pages whose cacheKey changed (every getStaticPaths returns one).

@@ -26,7 +26,7 @@ const dev = astroCli(
   (text) => {
     if (announced || !text.includes(`:${devPort}`)) return;
     announced = true;
-    console.log(`\nSite:     http://127.0.0.1:${devPort}/en_US/  (astro dev)`);
+    console.log(`\nSite:     http://127.0.0.1:${devPort}/en/  (astro dev)`);
     console.log(`Read API: ${server.url}/demo`);
     console.log(`Edit ${snapshot} and the site refreshes: the server's signed webhook names the changed documents.`);
     console.log('Press Ctrl+C to stop.');

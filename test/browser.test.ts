@@ -111,13 +111,13 @@ describe.skipIf(missing)('the built playground in Chromium', () => {
       (response) => response.status() >= 400 && failed.push(`${response.status()} ${response.url()}`),
     );
 
-    await page.goto(`${origin}/en_US/posts/the-slow-boat-to-the-fjords/`);
+    await page.goto(`${origin}/en/posts/the-slow-boat-to-the-fjords/`);
     expect(await page.textContent('h1')).toContain('The Slow Boat to the Fjords');
     expect(await loadedWidth(page, 'img.cover')).toBeGreaterThan(0);
     await page.screenshot({ path: join(testTmp, 'browser-post.png') });
 
     await page.click('a.author-link');
-    await page.waitForURL(`${origin}/en_US/authors/maren-holt/`);
+    await page.waitForURL(`${origin}/en/authors/maren-holt/`);
     expect(await page.textContent('h1')).toBe('Maren Holt');
     expect(await loadedWidth(page, 'img.avatar')).toBeGreaterThan(0);
     await page.screenshot({ path: join(testTmp, 'browser-author.png'), fullPage: true });
@@ -128,9 +128,9 @@ describe.skipIf(missing)('the built playground in Chromium', () => {
 
   test('the locale switcher keeps the page and a fallback is marked in the browser too', async () => {
     const page = await browser.newPage();
-    await page.goto(`${origin}/en_US/posts/learning-to-read-a-tide-table/`);
+    await page.goto(`${origin}/en/posts/learning-to-read-a-tide-table/`);
     await page.click('nav.locale-switcher a[hreflang="de-CH"]');
-    await page.waitForURL(`${origin}/de_CH/posts/learning-to-read-a-tide-table/`);
+    await page.waitForURL(`${origin}/de-ch/posts/learning-to-read-a-tide-table/`);
     expect(await page.getAttribute('html', 'lang')).toBe('de-CH');
     expect(await page.textContent('h1 .fallback')).toBe('auf Englisch angezeigt');
     await page.close();

@@ -118,7 +118,7 @@ describe('an incremental build keeps dist/ and leaves exactly what a clean build
     touch(post);
     await publish();
     const { kept } = await rebuildAll();
-    expect(kept.rendered).toContain('/en_US/posts/swimming-through-zurich/index.html');
+    expect(kept.rendered).toContain('/en/posts/swimming-through-zurich/index.html');
   });
 
   it('a document deleted: its pages are gone', { timeout: 300_000 }, async () => {
@@ -132,7 +132,7 @@ describe('an incremental build keeps dist/ and leaves exactly what a clean build
     await publish();
     const { kept } = await rebuildAll();
     expect(kept.output).toMatch(/\(([1-9]\d*) pages no longer built\)/);
-    expect((await tree(sites.kept)).has('en_US/posts/swimming-through-zurich/index.html')).toBe(false);
+    expect((await tree(sites.kept)).has('en/posts/swimming-through-zurich/index.html')).toBe(false);
   });
 
   it('a slug changed: the page moves, and the old one is gone', { timeout: 300_000 }, async () => {
@@ -143,8 +143,8 @@ describe('an incremental build keeps dist/ and leaves exactly what a clean build
     await publish();
     await rebuildAll();
     const files = await tree(sites.kept);
-    expect(files.has(`en_US/posts/${old}/index.html`)).toBe(false);
-    expect(files.has(`en_US/posts/${old}-again/index.html`)).toBe(true);
+    expect(files.has(`en/posts/${old}/index.html`)).toBe(false);
+    expect(files.has(`en/posts/${old}-again/index.html`)).toBe(true);
   });
 
   it('an asset edited', { timeout: 300_000 }, async () => {
@@ -171,7 +171,7 @@ describe('what is left to Astro gives a correct build too, and says why', () => 
   const config = () => join(sites.kept, 'astro.config.mjs');
 
   it('a page of dist/ edited by hand, and a file added, are replaced and removed', { timeout: 120_000 }, async () => {
-    const page = join(sites.kept, 'dist/en_US/index.html');
+    const page = join(sites.kept, 'dist/en/index.html');
     await writeFile(page, `${await readFile(page, 'utf8')}<!-- edited by hand -->`);
     await writeFile(join(sites.kept, 'dist/stray.txt'), 'put there by hand');
     const { output } = await build(sites.kept);
@@ -183,12 +183,12 @@ describe('what is left to Astro gives a correct build too, and says why', () => 
     timeout: 120_000,
   }, async () => {
     // The CI site's pages came back from Astro's cache as links to its copies.
-    const page = join(sites.ci, 'dist/en_US/authors/index.html');
-    const copy = join(sites.ci, 'node_modules/.astro/dist/en_US/authors/index.html');
+    const page = join(sites.ci, 'dist/en/authors/index.html');
+    const copy = join(sites.ci, 'node_modules/.astro/dist/en/authors/index.html');
     expect((await stat(page)).ino).toBe((await stat(copy)).ino);
     await writeFile(page, `${await readFile(page, 'utf8')}<!-- edited by hand -->`); // in place: the copy too
     const { rendered } = await build(sites.ci);
-    expect(rendered).toContain('/en_US/authors/index.html');
+    expect(rendered).toContain('/en/authors/index.html');
     expect(differences(await tree(sites.ci), lastClean)).toEqual([]);
     expect(await readFile(copy, 'utf8')).not.toContain('edited by hand');
   });

@@ -59,9 +59,14 @@ async function checkSite(english: string): Promise<void> {
   expect(recipe('fr/')).toContain('<html lang="fr-FR">');
   expect(recipe('it/')).toContain('<html lang="it-IT">');
   expect(recipe('it-ch/')).toContain('<html lang="it-CH">');
-  // A Swiss Italian page whose title is Italy's (it_CH falls back to it_IT): the note names the language.
-  const swiss = [...built].filter(([path]) => path.startsWith('it-ch/recipes/')).map(([, html]) => html);
-  expect(swiss.some((html) => /\(shown in [^)]*italiano/.test(html))).toBe(true);
+  // it_CH falls back along its chain: to it_IT (polenta), then to en_GB (tarte tatin). The note
+  // names the language from `fallbacks`, the link to the original takes `astroFallbacks`.
+  const swiss = (slug: string) => built.get(`it-ch/recipes/${slug}/index.html`) ?? '';
+  expect(swiss('polenta')).toMatch(/\(shown in italiano/);
+  expect(swiss('polenta')).toContain('<a class="original" href="/it/recipes/polenta/"');
+  expect(swiss('tarte-tatin')).toMatch(/\(shown in inglese/);
+  expect(swiss('tarte-tatin')).toContain(`<a class="original" href="/${english}recipes/tarte-tatin/"`);
+  expect(swiss('saffron-risotto')).not.toContain('shown in');
   let links = 0;
   for (const [path, html] of built) {
     for (const [, lang, href] of html.matchAll(/<link rel="alternate" hreflang="([^"]+)" href="([^"]+)"/g)) {
@@ -90,6 +95,17 @@ describe("Astro's i18n routing, with no locale map of the site's own", () => {
     expect(new Set(datas.map((d) => `${d.locale} ${d.astroLocale} ${d.lang}`))).toEqual(
       new Set(['en_GB en en-GB', 'fr_FR fr fr-FR', 'it_IT it it-IT', 'it_CH it-CH it-CH']),
     );
+    // fallbacks in either locale: the CMS's, and Astro's.
+    const swiss = (slug: string) =>
+      datas.find((d) => d.locale === 'it_CH' && (d.fields as { slug?: string }).slug === slug) ?? {};
+    expect([swiss('polenta').fallbacks, swiss('polenta').astroFallbacks]).toMatchObject([
+      { title: 'it_IT' },
+      { title: 'it' },
+    ]);
+    expect([swiss('tarte-tatin').fallbacks, swiss('tarte-tatin').astroFallbacks]).toMatchObject([
+      { title: 'en_GB' },
+      { title: 'en' },
+    ]);
   }, 180_000);
 
   it('astro check finds no error in pages that read astroLocale, lang and alternates', async () => {
@@ -98,8 +114,13 @@ describe("Astro's i18n routing, with no locale map of the site's own", () => {
     expect(code, output).toBe(0);
   }, 180_000);
 
-  it('prefixDefaultLocale false: the default locale at the root', async () => {
-    await editConfig((text) => text.replace('prefixDefaultLocale: true', 'prefixDefaultLocale: false'));
+  it("prefixDefaultLocale false, with Astro's fallback routing: the default locale at the root", async () => {
+    await editConfig((text) =>
+      text.replace(
+        'routing: { prefixDefaultLocale: true }',
+        "routing: { prefixDefaultLocale: false, fallbackType: 'rewrite' }, fallback: { 'it-ch': 'it', fr: 'en' }",
+      ),
+    );
     const { code, output } = await site.astro(kitchen.server);
     expect(code, output).toBe(0);
     expect((await pages()).has('en/recipes/saffron-risotto/index.html')).toBe(false);
@@ -107,7 +128,9 @@ describe("Astro's i18n routing, with no locale map of the site's own", () => {
   }, 180_000);
 
   it('a CMS locale with no Astro locale fails the build naming it; astroLocales maps it or leaves it out', async () => {
-    await editConfig((text) => text.replace(", { path: 'it-ch', codes: ['it-CH'] }", ''));
+    await editConfig((text) =>
+      text.replace(", { path: 'it-ch', codes: ['it-CH'] }", '').replace("fallback: { 'it-ch': 'it', ", 'fallback: { '),
+    );
     const failed = await site.astro(kitchen.server);
     expect(failed.code).not.toBe(0);
     // it_IT and it_CH both speak Italian, and "it" can be only one of them: the build says so.

@@ -14,7 +14,9 @@ import { demoKey } from './helpers/server.ts';
 // must show exactly those edits. Each build takes a few seconds.
 
 const id = (n: number) => `100000000000000${n}`;
-const locales = ['en_US', 'de_DE', 'de_CH'];
+// The site's locales as Astro routes them (astro.config.mjs), each with the lang of its pages.
+const locales = ['en', 'de', 'de-ch'];
+const langs: Record<string, string> = { en: 'en-US', de: 'de-DE', 'de-ch': 'de-CH' };
 
 let work: string;
 let snapshotPath: string;
@@ -85,7 +87,7 @@ describe('the first build', () => {
 
   test('the root sends visitors to the default locale', async () => {
     const html = await readFile(join(outDir, 'index.html'), 'utf8');
-    expect(html).toMatch(/http-equiv="refresh" content="\d+;url=\/en_US\/"/);
+    expect(html).toMatch(/http-equiv="refresh" content="\d+;url=\/en\/"/);
   });
 
   test('the home page shows the document the alias home points to, in each locale', async () => {
@@ -93,14 +95,27 @@ describe('the first build', () => {
       const html = await page(locale);
       expect(html).toContain(`data-document="${id(401)}"`);
       expect(headline(html)).toBe('Northwind Journal');
-      expect(html).toContain(`<html lang="${locale.replace('_', '-')}"`);
+      expect(html).toContain(`<html lang="${langs[locale]}"`);
     }
-    expect(await page('de_CH')).toContain('Grüezi!'); // de_CH has its own body
-    expect(fallbacks(element(await page('de_CH'), 'h1'))).toEqual(['title:de_DE']); // but not its own title
+    expect(await page('de-ch')).toContain('Grüezi!'); // de_CH has its own body
+    expect(fallbacks(element(await page('de-ch'), 'h1'))).toEqual(['title:de_DE']); // but not its own title
+  });
+
+  test("every page links to itself in Astro's other locales (hreflang), and each link resolves", async () => {
+    const html = await page('de-ch/posts/night-trains-are-back');
+    const links = [...html.matchAll(/<link rel="alternate" hreflang="([^"]+)" href="([^"]+)"/g)].map(
+      (m) => `${m[1]} ${m[2]}`,
+    );
+    expect(links).toEqual(['en-US /en/posts/night-trains-are-back/', 'de-DE /de/posts/night-trains-are-back/']);
+    for (const path of ['en/posts', 'de/authors/maren-holt', 'de-ch/about', 'en/tags/news']) {
+      const hrefs = [...(await page(path)).matchAll(/<link rel="alternate" hreflang="[^"]+" href="\/([^"]+)\/"/g)];
+      expect(hrefs).toHaveLength(2);
+      for (const [, href] of hrefs) expect(await exists(href!), `${path} → ${href}`).toBe(true);
+    }
   });
 
   test("a post's body is rendered with render(): headings with ids, its image optimised by Astro", async () => {
-    const html = await page('en_US/posts/the-slow-boat-to-the-fjords');
+    const html = await page('en/posts/the-slow-boat-to-the-fjords');
     expect(html).toContain('<h2 id="twenty-three-landings">Twenty-three landings</h2>');
     const image = /<img [^>]*alt="A ferry crosses a still fjord at dawn"[^>]*>/.exec(html)?.[0] ?? '';
     expect(image).toMatch(/src="\/_astro\/fjord-dawn_[\w-]+\.svg"/);
@@ -108,9 +123,9 @@ describe('the first build', () => {
   });
 
   test('the header links to the same page in every locale', async () => {
-    const html = element(await page('de_DE/posts/night-trains-are-back'), 'nav.locale-switcher');
+    const html = element(await page('de/posts/night-trains-are-back'), 'nav.locale-switcher');
     for (const locale of locales) expect(html).toContain(`href="/${locale}/posts/night-trains-are-back/"`);
-    expect(html).toMatch(/href="\/de_DE\/posts\/night-trains-are-back\/"[^>]*aria-current="true"/);
+    expect(html).toMatch(/href="\/de\/posts\/night-trains-are-back\/"[^>]*aria-current="true"/);
   });
 
   test('the post list shows every post with its tags, and tag pages list the tagged posts', async () => {
@@ -120,20 +135,20 @@ describe('the first build', () => {
       expect(html).toContain(`href="/${locale}/tags/featured/"`);
       expect(html).toContain(`href="/${locale}/tags/long-read/"`);
     }
-    expect((await page('en_US/posts')).indexOf('our-summer-ferry-guide-is-out')).toBeGreaterThan(-1);
-    expect(cards(await page('en_US/tags/news')).sort()).toEqual([
+    expect((await page('en/posts')).indexOf('our-summer-ferry-guide-is-out')).toBeGreaterThan(-1);
+    expect(cards(await page('en/tags/news')).sort()).toEqual([
       'how-we-choose-the-stories-we-tell',
       'letters-from-our-readers-winter-mailbag',
       'our-summer-ferry-guide-is-out',
     ]);
-    expect(cards(await page('de_CH/tags/archive'))).toContain('the-harbour-in-winter');
+    expect(cards(await page('de-ch/tags/archive'))).toContain('the-harbour-in-winter');
   });
 
   test('a post page shows its author (linked), category, related posts and cover image', async () => {
-    const html = await page('en_US/posts/the-slow-boat-to-the-fjords');
+    const html = await page('en/posts/the-slow-boat-to-the-fjords');
     expect(headline(html)).toBe('The Slow Boat to the Fjords');
-    expect(html).toMatch(/<a class="author-link" href="\/en_US\/authors\/maren-holt\/">Maren Holt<\/a>/);
-    expect(html).toMatch(/<a class="category-link" href="\/en_US\/categories\/#slow-travel">Slow Travel<\/a>/);
+    expect(html).toMatch(/<a class="author-link" href="\/en\/authors\/maren-holt\/">Maren Holt<\/a>/);
+    expect(html).toMatch(/<a class="category-link" href="\/en\/categories\/#slow-travel">Slow Travel<\/a>/);
     expect(cards(element(html, 'section.related'))).toEqual(['night-trains-are-back']);
     const cover = /<img src="(\/_astro\/fjord-dawn[^"]+)"[^>]*class="cover"/.exec(html);
     expect(cover, 'the cover goes through <Image> into /_astro/').not.toBeNull();
@@ -142,21 +157,21 @@ describe('the first build', () => {
   });
 
   test('a post page in German is German throughout, links included', async () => {
-    const html = await page('de_DE/posts/the-slow-boat-to-the-fjords');
+    const html = await page('de/posts/the-slow-boat-to-the-fjords');
     expect(headline(html)).toBe('Mit dem langsamen Boot in die Fjorde');
-    expect(html).toContain('href="/de_DE/authors/maren-holt/"');
+    expect(html).toContain('href="/de/authors/maren-holt/"');
     expect(html).toContain('>Langsam reisen</a>');
     expect(fallbacks(element(html, 'h1'))).toEqual([]);
   });
 
   test('related posts that form a cycle are all linked, and a dangling one is skipped', async () => {
-    expect(cards(element(await page('en_US/posts/night-trains-are-back'), 'section.related'))).toEqual([
+    expect(cards(element(await page('en/posts/night-trains-are-back'), 'section.related'))).toEqual([
       'a-weekend-in-bergen-without-a-car',
     ]);
-    expect(cards(element(await page('en_US/posts/a-weekend-in-bergen-without-a-car'), 'section.related'))).toEqual([
+    expect(cards(element(await page('en/posts/a-weekend-in-bergen-without-a-car'), 'section.related'))).toEqual([
       'the-slow-boat-to-the-fjords',
     ]);
-    const edinburgh = await page('en_US/posts/edinburgh-on-a-rainy-day');
+    const edinburgh = await page('en/posts/edinburgh-on-a-rainy-day');
     expect(cards(element(edinburgh, 'section.related'))).toEqual(['walking-the-west-highland-way']);
     expect(edinburgh).not.toContain(id(999));
   });
@@ -179,40 +194,40 @@ describe('the first build', () => {
   });
 
   test('the categories page, built from virtual:comfortable/queries/categories, lists every category', async () => {
-    const en = await page('en_US/categories');
+    const en = await page('en/categories');
     expect([...en.matchAll(/data-category="(\d+)"/g)].map((m) => m[1]).sort()).toEqual(
       [201, 202, 203, 204, 205].map(id),
     );
     expect(text(en)).toContain('Slow Travel');
     expect(text(en)).toContain('Trains, ferries and long walks');
-    const ch = await page('de_CH/categories');
+    const ch = await page('de-ch/categories');
     expect(ch).toMatch(/<h2>Draussen <\/h2>/); // de_CH's own title: no note
     expect(fallbacks(/<li id="slow-travel"[\s\S]*?<\/h2>/.exec(ch)![0])).toEqual(['title:de_DE']);
   });
 
   test('a de_CH page marks the fields that fall back to another locale', async () => {
-    const html = await page('de_CH/posts/learning-to-read-a-tide-table');
+    const html = await page('de-ch/posts/learning-to-read-a-tide-table');
     expect(headline(html)).toBe('Learning to Read a Tide Table');
     expect(fallbacks(element(html, 'article'))).toEqual(['title:en_US', 'excerpt:en_US', 'body:en_US']);
     expect(element(html, 'h1')).toContain('auf Englisch angezeigt');
-    expect(fallbacks(await page('en_US/posts/learning-to-read-a-tide-table'))).toEqual([]);
-    expect(fallbacks(element(await page('de_CH/posts/the-slow-boat-to-the-fjords'), 'h1'))).toEqual(['title:de_DE']);
+    expect(fallbacks(await page('en/posts/learning-to-read-a-tide-table'))).toEqual([]);
+    expect(fallbacks(element(await page('de-ch/posts/the-slow-boat-to-the-fjords'), 'h1'))).toEqual(['title:de_DE']);
   });
 
   test('the events page reads the fields inside sections, in each locale, with a fallback named by path', async () => {
     const events = (html: string) => [...html.matchAll(/data-event="(\d+)"/g)].map((m) => m[1]);
-    const en = await page('en_US/events');
+    const en = await page('en/events');
     expect(events(en)).toEqual([id(601), id(602)]); // soonest first
     expect(text(en)).toContain('Reading Night at the Harbour');
     expect(text(en)).toContain('Our writers read from the summer issue on the deck of a moored ferry.');
-    expect(en).toMatch(/hosted by <a class="author-link" href="\/en_US\/authors\/maren-holt\/">Maren Holt<\/a>/);
-    expect(en).toContain('href="/en_US/posts/night-trains-are-back/"');
+    expect(en).toMatch(/hosted by <a class="author-link" href="\/en\/authors\/maren-holt\/">Maren Holt<\/a>/);
+    expect(en).toContain('href="/en/posts/night-trains-are-back/"');
     expect(en).toMatch(/<img src="\/_astro\/harbour-boats[^"]+"[^>]*class="poster"/);
     expect(fallbacks(en)).toEqual([]);
-    const de = await page('de_DE/events');
+    const de = await page('de/events');
     expect(text(de)).toContain('Lesenacht am Hafen');
     expect(fallbacks(de)).toEqual(['details.headline:en_US']); // the meetup has an English headline only
-    expect(text(await page('de_CH/events'))).toContain('Lesenacht am Hafe ');
+    expect(text(await page('de-ch/events'))).toContain('Lesenacht am Hafe ');
   });
 
   test('the onSync hook saw every source added', async () => {
@@ -248,12 +263,12 @@ describe('a second build after editing the snapshot', () => {
   }, 120_000);
 
   test('the edited title is on its page, in the post list and in related posts', async () => {
-    expect(headline(await page('en_US/posts/night-trains-are-back'))).toBe('Night Trains Are Back for Good');
-    expect(text(await page('en_US/posts'))).toContain('Night Trains Are Back for Good');
-    expect(text(element(await page('en_US/posts/the-slow-boat-to-the-fjords'), 'section.related'))).toContain(
+    expect(headline(await page('en/posts/night-trains-are-back'))).toBe('Night Trains Are Back for Good');
+    expect(text(await page('en/posts'))).toContain('Night Trains Are Back for Good');
+    expect(text(element(await page('en/posts/the-slow-boat-to-the-fjords'), 'section.related'))).toContain(
       'Night Trains Are Back for Good',
     );
-    expect(text(await page('en_US/posts'))).not.toContain('Better Than You Remember');
+    expect(text(await page('en/posts'))).not.toContain('Better Than You Remember');
   });
 
   test('the deleted post is gone everywhere, and a post relating to it still builds', async () => {
@@ -262,24 +277,24 @@ describe('a second build after editing the snapshot', () => {
       expect(cards(await page(`${locale}/posts`))).toHaveLength(25);
       expect(cards(await page(`${locale}/tags/archive`))).not.toContain('the-harbour-in-winter');
     }
-    const html = await page('en_US/posts/what-to-pack-for-slow-travel'); // its only related post was the deleted one
+    const html = await page('en/posts/what-to-pack-for-slow-travel'); // its only related post was the deleted one
     expect(element(html, 'section.related')).toBe('');
     expect(html).not.toContain('the-harbour-in-winter');
   });
 
   test('the home page follows the alias to its new document', async () => {
-    expect(headline(await page('en_US'))).toBe('The Sunday Letter');
-    expect(headline(await page('de_DE'))).toBe('Der Sonntagsbrief');
-    expect(await page('de_CH')).toContain(`data-document="${id(405)}"`);
+    expect(headline(await page('en'))).toBe('The Sunday Letter');
+    expect(headline(await page('de'))).toBe('Der Sonntagsbrief');
+    expect(await page('de-ch')).toContain(`data-document="${id(405)}"`);
   });
 
   test('a dropped translation falls back, and the page says so', async () => {
-    const de = await page('de_DE/posts/the-slow-boat-to-the-fjords');
+    const de = await page('de/posts/the-slow-boat-to-the-fjords');
     expect(headline(de)).toBe('The Slow Boat to the Fjords');
     expect(fallbacks(element(de, 'h1'))).toEqual(['title:en_US']);
     expect(element(de, 'h1')).toContain('auf Englisch angezeigt');
-    expect(fallbacks(element(await page('de_CH/posts/the-slow-boat-to-the-fjords'), 'h1'))).toEqual(['title:en_US']);
-    expect(fallbacks(element(await page('en_US/posts/the-slow-boat-to-the-fjords'), 'h1'))).toEqual([]);
+    expect(fallbacks(element(await page('de-ch/posts/the-slow-boat-to-the-fjords'), 'h1'))).toEqual(['title:en_US']);
+    expect(fallbacks(element(await page('en/posts/the-slow-boat-to-the-fjords'), 'h1'))).toEqual([]);
   });
 
   test('the onSync changeset names exactly those changes', async () => {

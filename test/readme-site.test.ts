@@ -147,11 +147,16 @@ describe('the README, followed in a fresh Astro 7 site', () => {
     // Every page says its language and encoding (the layout the README gives), so German shows as German.
     for (const html of [list, post, await page('de')])
       expect(html).toMatch(/<html lang="(en-US|de-DE)"><head><meta charset="utf-8">/);
-    // A fallback is marked: de_CH has no title of its own for some posts.
+    // de_CH has no title of its own for some posts.
     const swiss = await Promise.all(
       (await readdir(join(dir, 'dist/de-ch/posts'))).map((slug) => page(`de-ch/posts/${slug}`)),
     );
-    expect(swiss.some((html) => /\(shown in (Deutsch|Amerikanisches Englisch|Englisch)/.test(html))).toBe(true);
+    // A fallback is marked and links to the page it came from (astroFallbacks, alternates' href).
+    expect(
+      swiss.some((html) =>
+        /\(shown in <a href="\/(de|en)\/posts\/[^"]+\/">(Deutsch|Amerikanisches Englisch|Englisch)/.test(html),
+      ),
+    ).toBe(true);
   });
 
   it('renders a post with RichText.astro and a component of the site, from the installed package', {

@@ -114,18 +114,58 @@ export class LocaleMap {
   }
 }
 
+/**
+ * `fallbacks` in Astro's locales: for each field whose value came from another locale, that
+ * locale's Astro locale; null where `fallbacks` has null, or where that locale maps to none.
+ */
+export function astroFallbacksOf(
+  fallbacks: Record<string, string | null>,
+  astroLocales: ReadonlyMap<string, string | false>,
+): Record<string, string | null> {
+  return Object.fromEntries(
+    Object.entries(fallbacks).map(([path, from]) => [path, (from !== null && astroLocales.get(from)) || null]),
+  );
+}
+
 /** What `alternates` reads of an entry. */
 interface LocalizedEntry {
-  data: { id: string; locale: string };
+  data: { id: string; locale: string; lang?: string | undefined };
+}
+
+/** An alternate with its URL, for `<link rel="alternate" hreflang={lang} href={href}>`. */
+export interface Alternate<E> {
+  entry: E;
+  /** The BCP 47 tag of its locale (`fr-FR`), for `hreflang`. */
+  lang: string;
+  /** Its URL, as the site's own rule made it. */
+  href: string;
 }
 
 /**
  * The same document in the other locales of `entries` (a collection, from `getCollection`): for
- * `hreflang` links and language switchers.
+ * `hreflang` links and language switchers. Given the site's URL rule, each comes with its `lang`
+ * and `href`.
  * @example
- * alternates(recipe, await getCollection('recipes')).map((other) =>
- *   <link rel="alternate" hreflang={other.data.lang} href={getRelativeLocaleUrl(other.data.astroLocale, …)} />)
+ * const others = alternates(recipe, await getCollection('recipes'), (other) =>
+ *   getRelativeLocaleUrl(other.data.astroLocale, `recipes/${other.data.fields.slug}/`));
+ * others.map(({ lang, href }) => <link rel="alternate" hreflang={lang} href={href} />)
  */
-export function alternates<E extends LocalizedEntry>(entry: E, entries: readonly E[]): E[] {
-  return entries.filter((other) => other.data.id === entry.data.id && other.data.locale !== entry.data.locale);
+export function alternates<E extends LocalizedEntry>(entry: E, entries: readonly E[]): E[];
+export function alternates<E extends LocalizedEntry>(
+  entry: E,
+  entries: readonly E[],
+  href: (other: E) => string,
+): Alternate<E>[];
+export function alternates<E extends LocalizedEntry>(
+  entry: E,
+  entries: readonly E[],
+  href?: (other: E) => string,
+): E[] | Alternate<E>[] {
+  const others = entries.filter((other) => other.data.id === entry.data.id && other.data.locale !== entry.data.locale);
+  if (!href) return others;
+  return others.map((other) => ({
+    entry: other,
+    lang: other.data.lang ?? langOf(other.data.locale),
+    href: href(other),
+  }));
 }

@@ -1,6 +1,7 @@
 import { relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AstroConfig, AstroIntegrationLogger } from 'astro';
+import type { Plugin } from 'vite';
 import { finish, type Prepared, prepare, type Scan, scan } from './output.ts';
 
 /**
@@ -12,7 +13,8 @@ import { finish, type Prepared, prepare, type Scan, scan } from './output.ts';
  * - Astro's image service is loaded when the pages' modules load (`imageServiceScript`, for
  *   `injectScript('page-ssr')`): Astro 7.3 loads it only when it renders a page, so a rebuild
  *   that reuses every page but must optimise an image again (its cache expired) fails with
- *   `InvalidImageService`.
+ *   `InvalidImageService`;
+ * - the `virtual:comfortable/` modules count as content, not code (`contentModulesPlugin`).
  *
  * Only static builds are handled, with `dist/` inside the project and no `emptyOutDir` of the
  * user's; every other case is left to Astro, with a line that says why.
@@ -35,17 +37,18 @@ export class IncrementalBuild {
     command: string,
     enabled: boolean,
     logger: AstroIntegrationLogger,
-  ): { config?: { vite: { build: { emptyOutDir: false } } }; script: string } | undefined {
+  ): { config?: { vite: { build: { emptyOutDir: false } } }; script: string; plugins: Plugin[] } | undefined {
     if (command !== 'build' || !config.experimental?.incrementalBuild) return undefined;
     this.#config = config;
     this.#logger = logger;
+    const plugins = [contentModulesPlugin()];
     const why = enabled ? leftToAstro(config) : 'the incrementalOutput option is false';
     if (why) {
       logger.info(`dist/ is emptied and filled again by Astro in each build: ${why}`);
-      return { script: imageServiceScript };
+      return { script: imageServiceScript, plugins };
     }
     this.#keep = true;
-    return { config: { vite: { build: { emptyOutDir: false } } }, script: imageServiceScript };
+    return { config: { vite: { build: { emptyOutDir: false } } }, script: imageServiceScript, plugins };
   }
 
   /** The resolved config (`astro:config:done`), whose folders are final: what dist/ holds is read meanwhile. */
@@ -104,6 +107,24 @@ function leftToAstro(config: AstroConfig): string | undefined {
       return `outDir ${outDir} holds the project's ${fileURLToPath(folder)}`;
   }
   return undefined;
+}
+
+/**
+ * Marks the `virtual:comfortable/` modules as content data, as Astro marks its own content
+ * modules (`astroIncremental` in a module's meta, core/build/incremental-metadata.js): Astro then
+ * leaves them out of the hash of a page's code, and a page's `cacheKey` alone says when what it
+ * shows changed. Their code holds the content, so without this every edit changed that hash for
+ * every page whose module graph reaches one: with `astro:i18n` imported (the way to make locale
+ * URLs), Astro's app and so every page is in each page's graph, and a rebuild rendered them all.
+ */
+export function contentModulesPlugin(): Plugin {
+  return {
+    name: 'comfortable-loader:content-modules',
+    transform: {
+      filter: { id: /^\0virtual:comfortable\// },
+      handler: (code) => ({ code, meta: { astroIncremental: { kind: 'content-data' } } }),
+    },
+  };
 }
 
 /**

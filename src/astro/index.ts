@@ -14,6 +14,7 @@ export type {
   RichTextLinks,
   RichTextNode,
 } from './richtext.ts';
+export type { Alternate } from './i18n.ts';
 export type { KeyPart } from '../entries/page-keys.ts';
 export type { ComfortableEntryData } from './loader.ts';
 export type { ComfortableLoaderOptions, EntryIdInput } from './loader-options.ts';

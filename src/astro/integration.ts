@@ -173,7 +173,10 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         if (incrementalSetup) injectScript('page-ssr', incrementalSetup.script);
         updateConfig({
           image: { remotePatterns: hosts.atSetup(config.baseUrl ?? defaultBaseUrl, command) },
-          vite: { plugins: [virtualModulesPlugin()], ...incrementalSetup?.config?.vite },
+          vite: {
+            plugins: [virtualModulesPlugin(), ...(incrementalSetup?.plugins ?? [])],
+            ...incrementalSetup?.config?.vite,
+          },
         });
       },
       'astro:config:done': async ({ config: astroConfig, injectTypes }) => {

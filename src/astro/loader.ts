@@ -23,7 +23,7 @@ import {
 } from './loader-options.ts';
 import { loaderRegistry, type RegisteredLoader } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
-import { langOf } from './i18n.ts';
+import { astroFallbacksOf, langOf } from './i18n.ts';
 
 /**
  * The `data` of an entry in the content store: a document in one locale, as a live entry shows it too, with its
@@ -47,6 +47,8 @@ export interface ComfortableEntryData extends ComfortableLiveRecord {
   astroLocale?: string;
   /** With `i18n` in astro.config: the locale as BCP 47 has it, for `lang` and `hreflang` (`fr-FR`). */
   lang?: string;
+  /** With `i18n` in astro.config: `fallbacks` in Astro's locales (`{ title: 'it' }` where it has `it_IT`). */
+  astroFallbacks?: Record<string, string | null>;
 }
 
 /**
@@ -257,7 +259,11 @@ async function storeEntries(
         digest: member.digest,
         cacheKey: pageKeys.get(member.id)!,
         aliases: aliasesOf.get(member.id) ?? [],
-        ...(astroLocales ? { astroLocale: astroLocales.get(locale) as string, lang: langOf(locale) } : {}),
+        ...(astroLocales && {
+          astroLocale: astroLocales.get(locale) as string,
+          lang: langOf(locale),
+          astroFallbacks: astroFallbacksOf(entry.fallbacks, astroLocales),
+        }),
       };
       const parsed = await parseData({ id: storeId, data: data as unknown as Record<string, unknown> });
       const { rendered, unfetched } = renderer.render(entry);

@@ -111,10 +111,15 @@ export function referenceTargets(
 }
 
 /** What an entry holds besides with `i18n` in astro.config (see i18n.ts). */
-const i18nShape = { astroLocale: z.string(), lang: z.string() };
+const i18nShape = {
+  astroLocale: z.string(),
+  lang: z.string(),
+  astroFallbacks: z.record(z.string(), z.string().nullable()),
+};
 
 /**
- * The entry envelope around a content type's fields; with `i18n` in astro.config, also `astroLocale` and `lang`.
+ * The entry envelope around a content type's fields; with `i18n` in astro.config, also `astroLocale`,
+ * `lang` and `astroFallbacks`.
  * @example defineCollection({ loader: comfortableLoader({ collection: 'posts' }), schema: entrySchema(postFields,
  * 'post') })
  */

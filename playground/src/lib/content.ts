@@ -1,4 +1,5 @@
 import { type CollectionEntry, type CollectionKey, getCollection, getEntry } from 'astro:content';
+import { getPathByLocale } from 'astro:i18n';
 import { type KeyPart, pageKey } from 'comfortable-loader/astro';
 import { locales } from './i18n';
 
@@ -35,18 +36,26 @@ export async function resolveAll<C extends CollectionKey>(
   return entries;
 }
 
-/** The posts of one locale, newest first. */
+/** The posts of one Astro locale, newest first. */
 export async function postsIn(locale: string): Promise<Post[]> {
-  const posts = await getCollection('posts', (post) => post.data.locale === locale);
+  const posts = await getCollection('posts', (post) => post.data.astroLocale === locale);
   return posts.sort((a, b) => (b.data.fields.publishedAt ?? '').localeCompare(a.data.fields.publishedAt ?? ''));
 }
 
-/** The events of one locale, soonest first: their date stands in the section `details`. */
+/** The events of one Astro locale, soonest first: their date stands in the section `details`. */
 export async function eventsIn(locale: string): Promise<CollectionEntry<'events'>[]> {
-  const events = await getCollection('events', (event) => event.data.locale === locale);
+  const events = await getCollection('events', (event) => event.data.astroLocale === locale);
   return events.sort((a, b) =>
     (a.data.fields.details?.startsAt ?? '').localeCompare(b.data.fields.details?.startsAt ?? ''),
   );
+}
+
+/**
+ * The repository's code of an Astro locale (`de_CH` for `de-CH`), as the query modules' entries
+ * and the default entry ids name it: from an entry, which carries both.
+ */
+export async function repositoryLocale(locale: string): Promise<string | undefined> {
+  return (await getCollection('home', (entry) => entry.data.astroLocale === locale))[0]?.data.locale;
 }
 
 /** The first image of an asset field. */
@@ -61,8 +70,14 @@ export function fit(image: { src: string; width: number; height: number; alt: st
 }
 
 /**
- * One path per locale for `getStaticPaths`, each with the `cacheKey` of what the page shows in
- * that locale, so an incremental build renders it again exactly when that changes.
+ * One path per Astro locale for `getStaticPaths` (its path, such as `de-ch`; the page reads the
+ * locale from `Astro.currentLocale`), each with the `cacheKey` of what the page shows in that
+ * locale, so an incremental build renders it again exactly when that changes.
  */
 export const localePathsShowing = async (shows: (locale: string) => KeyPart | Promise<KeyPart>) =>
-  Promise.all(locales.map(async (locale) => ({ params: { locale }, cacheKey: pageKey(await shows(locale)) })));
+  Promise.all(
+    locales.map(async (locale) => ({
+      params: { locale: getPathByLocale(locale) },
+      cacheKey: pageKey(await shows(locale)),
+    })),
+  );

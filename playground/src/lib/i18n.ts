@@ -1,7 +1,9 @@
 /**
- * The site's locales and interface strings. Content comes in the repository's locales; these are
- * only the words around it.
+ * The site's interface strings, by Astro locale (astro.config.mjs). Content comes in the
+ * repository's locales, which the integration maps to these; these are only the words around it.
  */
+import { getRelativeLocaleUrl } from 'astro:i18n';
+import { i18n } from 'astro:config/client';
 
 const en = {
   lang: 'en-US',
@@ -34,7 +36,6 @@ const en = {
   eventsIntro: 'Readings and meetups with the people who write for us.',
   hostedBy: 'hosted by',
   readings: 'Readings',
-  localeNames: { en_US: 'English', de_DE: 'German', de_CH: 'Swiss German' } as Record<string, string>,
   shownIn: (name: string) => `shown in ${name}`,
   footer: 'Built from the Comfortable Read API at build time.',
 };
@@ -73,15 +74,14 @@ const de: Strings = {
   eventsIntro: 'Lesungen und Treffen mit den Menschen, die für uns schreiben.',
   hostedBy: 'mit',
   readings: 'Lesungen',
-  localeNames: { en_US: 'Englisch', de_DE: 'Hochdeutsch', de_CH: 'Schweizerdeutsch' },
   shownIn: (name) => `auf ${name} angezeigt`,
   footer: 'Beim Build aus der Comfortable Read API erzeugt.',
 };
 
 export const ui: Record<string, Strings> = {
-  en_US: en,
-  de_DE: de,
-  de_CH: {
+  en,
+  de,
+  'de-CH': {
     ...de,
     lang: 'de-CH',
     label: 'Deutsch (Schweiz)',
@@ -90,13 +90,15 @@ export const ui: Record<string, Strings> = {
   },
 };
 
-export const locales = Object.keys(ui);
-export const defaultLocale = 'en_US';
+/** Astro's locales, as `Astro.currentLocale` and `data.astroLocale` name them (`de-CH` for the path `de-ch`). */
+export const locales = (i18n?.locales ?? []).map((locale) => (typeof locale === 'string' ? locale : locale.codes[0]!));
+export const defaultLocale = i18n?.defaultLocale ?? 'en';
+
+/** A page's URL in a locale, as Astro's routing makes it: `href('de-CH', 'posts/')` is `/de-ch/posts/`. */
+export const href = (locale: string, path = ''): string => getRelativeLocaleUrl(locale, path);
 
 /** The strings of a locale (the default locale's for any other). */
-export const t = (locale: string): Strings => ui[locale] ?? en;
-
-/** `getStaticPaths` for pages that exist once per locale. */
+export const t = (locale: string | undefined): Strings => (locale && ui[locale]) || en;
 
 export function formatDate(value: string | null | undefined, locale: string): string {
   if (!value) return '';
