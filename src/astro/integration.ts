@@ -226,7 +226,9 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           const stop = pollCms(
             refresh.poll,
             async () => {
-              const { sources, loaders } = await apply(await shared.poll(), { poll: true });
+              const result = await shared.poll();
+              if (!result) return;
+              const { sources, loaders } = await apply(result, { poll: true });
               if (sources.length > 0) logger.info(`The CMS changed: refreshed ${loaders.join(', ') || 'no loaders'}`);
             },
             logger,

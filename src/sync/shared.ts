@@ -159,12 +159,20 @@ export class SharedSync {
    * One ask of the CMS for changes (dev's polling): a sync after the current round is done, which
    * throws when the CMS fails instead of falling back to the cache, and prints nothing unless it changed something. Its
    * result becomes the round every consumer has had, as a refresh's does; a failure leaves the
-   * current round, and so the content served, as it was.
+   * current round, and so the content served, as it was. Undefined, with no request, when there
+   * is nothing to follow yet: no round since the content config was (re)evaluated, whose loaders
+   * may not all have registered their sources (a sync without them would drop them from the
+   * cache), or loaders whose options are wrong (`hold`), which their own error already tells.
    */
-  async poll(): Promise<SyncResult> {
-    const previous = this.#round;
-    await previous?.promise.catch(() => {});
-    if (this.#held) throw this.#held;
+  async poll(): Promise<SyncResult | undefined> {
+    // After every round begun meanwhile (Astro's sync, a refresh), so that two syncs never overlap.
+    let previous = this.#round;
+    while (previous) {
+      await previous.promise.catch(() => {});
+      if (this.#round === previous) break;
+      previous = this.#round;
+    }
+    if (!previous || this.#held) return undefined;
     const warnings: string[] = [];
     const quiet = { info: () => {}, warn: (message: string) => warnings.push(message) };
     const round = this.#start(() => sync({ ...this.config(), onError: 'fail' }, quiet));

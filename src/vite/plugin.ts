@@ -170,7 +170,8 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
         ? pollCms(
             pollInterval,
             async () => {
-              const sources = changedSources((await shared.poll()).changeset);
+              const result = await shared.poll();
+              const sources = result ? changedSources(result.changeset) : [];
               if (sources.length > 0) logger.info(`The CMS changed: ${sources.join(', ')} reloaded`);
             },
             logger,
