@@ -1,3 +1,4 @@
+import { MemoryEtagStore } from '../api/transport.ts';
 import { CacheError } from '../cache/index.ts';
 import type { Changeset } from './changeset.ts';
 import { parseSyncConfig, type SourceOptions, type SyncConfig, type SyncConfigInput } from './config.ts';
@@ -42,6 +43,8 @@ export class SharedSync {
   /** Everyone who ever acquired a round. */
   readonly #consumers = new Set<string>();
   readonly #listeners = new Set<(result: SyncResult) => void>();
+  /** The answers to listings of stamps of this configuration's syncs, so the next one asks them conditionally. */
+  #listingEtags = new MemoryEtagStore();
 
   /**
    * Sets the connection, cache options and configured sources (from the Astro integration or the
@@ -73,6 +76,7 @@ export class SharedSync {
     ];
     this.#configSources = new Map(sources.map((source) => [`${source.kind}:${source.name}`, source]));
     this.#round = undefined;
+    this.#listingEtags = new MemoryEtagStore();
   }
 
   get configured(): boolean {
@@ -136,7 +140,7 @@ export class SharedSync {
   acquire(consumer: string): Promise<SyncResult> {
     this.#consumers.add(consumer);
     if (!this.#round || this.#round.consumed.has(consumer))
-      this.#round = this.#start(() => sync(this.config(), this.#logger));
+      this.#round = this.#start(() => sync(this.config(), this.#logger, { listingEtags: this.#listingEtags }));
     this.#round.consumed.add(consumer);
     return this.#round.promise;
   }
@@ -175,7 +179,9 @@ export class SharedSync {
     if (!previous || this.#held) return undefined;
     const warnings: string[] = [];
     const quiet = { info: () => {}, warn: (message: string) => warnings.push(message) };
-    const round = this.#start(() => sync({ ...this.config(), onError: 'fail' }, quiet));
+    const round = this.#start(() =>
+      sync({ ...this.config(), onError: 'fail' }, quiet, { listingEtags: this.#listingEtags }),
+    );
     for (const consumer of this.#consumers) round.consumed.add(consumer);
     this.#round = round;
     try {
@@ -212,7 +218,7 @@ export class SharedSync {
 
   /** Starts a round outside the Astro sync's rhythm, which every consumer counts as having had. */
   #startForAll(hints: SyncHints): Promise<SyncResult> {
-    this.#round = this.#start(() => sync(this.config(), this.#logger, hints));
+    this.#round = this.#start(() => sync(this.config(), this.#logger, { ...hints, listingEtags: this.#listingEtags }));
     for (const consumer of this.#consumers) this.#round.consumed.add(consumer);
     return this.#round.promise;
   }

@@ -61,15 +61,20 @@ describe('a poll of the shared sync', () => {
     expect(requests.length).toBe(before);
   });
 
-  it('finds nothing when nothing changed, and the sources an edit touched when one was published', async () => {
-    const { server, snapshot, publish } = await serve();
+  it('finds nothing, with its listings of stamps answered 304, until an edit is published, then its sources', async () => {
+    const { server, snapshot, publish, requests } = await serve();
     const shared = new SharedSync();
     const logger = recorder();
     shared.configure(configFor(server.url, await tempDir()), logger);
     await shared.acquire('astro');
     const printed = logger.infos.length + logger.warns.length;
-
     expect(changedSources((await shared.poll())!.changeset)).toEqual([]);
+    // The first warm sync lists the stamps in full; the next asks those listings conditionally.
+    const asked = requests.length;
+    expect(changedSources((await shared.poll())!.changeset)).toEqual([]);
+    const listings = requests.slice(asked).filter((line) => line.includes('fields=meta(id,updatedAt,revision)'));
+    expect(listings.length).toBeGreaterThan(0);
+    expect(listings.filter((line) => !line.endsWith(' 304'))).toEqual([]);
     expect(logger.infos.length + logger.warns.length).toBe(printed);
 
     touch(docOf(snapshot, '1001'));
