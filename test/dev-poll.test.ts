@@ -193,7 +193,7 @@ describe('a plain Vite dev server with the plugin', () => {
     expect(await until(cherry, 'Cherry season, in Vite', 10_000)).toBe('Cherry season, in Vite');
   }, 30_000);
 
-  it('keeps the last content with the CMS stopped, says so once, and follows it again when it is back', async () => {
+  it('reloads nothing while nothing changes, keeps the content with the CMS stopped, says so once, follows it back', async () => {
     process.env.FIXTURE_VITE_CACHE = join(work, 'cache-often');
     const port = Number(new URL(server.url).port);
     const started = await viteDev({ pollInterval: 500 });
@@ -201,6 +201,14 @@ describe('a plain Vite dev server with the plugin', () => {
     const cherry = () => cherryIn(started.dev);
     const failures = () => started.printed.join('\n').match(failureLine) ?? [];
     expect(await cherry()).toBe('Cherry season, in Vite');
+    const reloads: unknown[] = [];
+    const send = started.dev.ws.send.bind(started.dev.ws);
+    started.dev.ws.send = ((payload: { type?: string }) => {
+      if (payload?.type === 'full-reload') reloads.push(payload);
+      return send(payload as never);
+    }) as typeof started.dev.ws.send;
+    await wait(2_000); // asks that find nothing reload no page
+    expect(reloads).toEqual([]);
 
     await server.close();
     await wait(10_000); // twenty periods: at least two asks fail, however long their retries take
@@ -211,5 +219,6 @@ describe('a plain Vite dev server with the plugin', () => {
     expect(await until(cherry, 'Cherry season, back in Vite', 40_000)).toBe('Cherry season, back in Vite');
     expect(started.printed.join('\n')).toMatch(/The CMS answers again/);
     expect(failures()).toHaveLength(1);
+    expect(reloads.length).toBeGreaterThan(0); // the edit's
   }, 80_000);
 });

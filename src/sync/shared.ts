@@ -42,7 +42,7 @@ export class SharedSync {
   #round: Round | undefined;
   /** Everyone who ever acquired a round. */
   readonly #consumers = new Set<string>();
-  readonly #listeners = new Set<(result: SyncResult) => void>();
+  readonly #listeners = new Set<(result: SyncResult, polled: boolean) => void>();
   /** The answers to listings of stamps of this configuration's syncs, so the next one asks them conditionally. */
   #listingEtags = new MemoryEtagStore();
 
@@ -179,8 +179,9 @@ export class SharedSync {
     if (!previous || this.#held) return undefined;
     const warnings: string[] = [];
     const quiet = { info: () => {}, warn: (message: string) => warnings.push(message) };
-    const round = this.#start(() =>
-      sync({ ...this.config(), onError: 'fail' }, quiet, { listingEtags: this.#listingEtags }),
+    const round = this.#start(
+      () => sync({ ...this.config(), onError: 'fail' }, quiet, { listingEtags: this.#listingEtags }),
+      true,
     );
     for (const consumer of this.#consumers) round.consumed.add(consumer);
     this.#round = round;
@@ -210,8 +211,8 @@ export class SharedSync {
     }
   }
 
-  /** Called after every completed round. */
-  onResult(listener: (result: SyncResult) => void): () => void {
+  /** Called after every completed round; `polled` when it was a poll's (which may have found nothing). */
+  onResult(listener: (result: SyncResult, polled: boolean) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
@@ -223,13 +224,13 @@ export class SharedSync {
     return this.#round.promise;
   }
 
-  #start(run: () => Promise<SyncResult>): Round {
+  #start(run: () => Promise<SyncResult>, polled = false): Round {
     const config = this.#config;
     const held = this.#held;
     const promise = (held ? Promise.reject(held) : run()).then((result) => {
       // A round of a configuration replaced meanwhile (a restarted dev server) is not told to listeners, which serve
       // the new one.
-      if (this.#config === config) for (const listener of this.#listeners) listener(result);
+      if (this.#config === config) for (const listener of this.#listeners) listener(result, polled);
       return result;
     });
     promise.catch(() => {}); // every consumer awaits it and sees the error
