@@ -226,15 +226,22 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           return applied;
         };
         if (refresh?.poll) {
+          let closed = false;
           const stop = pollCms(
             refresh.poll,
             async () => {
-              const { sources, loaders } = await apply(await shared.poll(), { poll: true });
+              const result = await shared.poll();
+              // A sync that ends after this server closed (a restart) is the next server's to load.
+              if (!result || closed) return;
+              const { sources, loaders } = await apply(result, { poll: true });
               if (sources.length > 0) logger.info(`The CMS changed: refreshed ${loaders.join(', ') || 'no loaders'}`);
             },
             logger,
           );
-          server.httpServer?.once('close', stop);
+          server.httpServer?.once('close', () => {
+            closed = true;
+            stop();
+          });
         }
         if (copyFiles) server.middlewares.use(copyFiles.middleware());
         if (served) {

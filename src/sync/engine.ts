@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { EtagStore } from '../api/transport.ts';
 import { NetworkError, RateLimitedError, ServerError, TimeoutError } from '../api/errors.ts';
 import {
   CacheError,
@@ -61,6 +62,12 @@ export interface SyncHints {
   refetch?: readonly string[];
   /** Why the cache could not be read (a reader found it damaged): it is rebuilt from the CMS. */
   rebuild?: string;
+  /**
+   * Where the answers to listings of stamps are kept between the syncs of one process, so that
+   * the next sync asks them conditionally (dev's asks of the CMS, where nothing changed is a
+   * `304`). Without it they are asked in full: the cache keeps no list pages.
+   */
+  listingEtags?: EtagStore;
 }
 
 /**

@@ -5,7 +5,7 @@ import type { CacheHead, CacheTransaction, Etags } from '../cache/index.ts';
 import { checkAhead, completeClosures } from './closures.ts';
 import { commitRun } from './commit.ts';
 import { hash, configSources, type SyncConfig } from './config.ts';
-import { assetStampsMask, Fetcher, settleAll } from './fetch.ts';
+import { assetStampsMask, Fetcher, listing, settleAll } from './fetch.ts';
 import { Intake, type LocaleKeys } from './intake.ts';
 import { type Listed, listSource } from './list.ts';
 import { type Locales, repositoryLocales } from '../model/locales.ts';
@@ -24,19 +24,29 @@ const localeLike = /^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$/;
 export const fingerprintOf = (config: SyncConfig) =>
   hash({ baseUrl: config.baseUrl.replace(/\/+$/, ''), repository: config.repository, package: packageVersion });
 
-/** ETags of the repository, alias and asset answers, with their bodies, kept in the cache (never list pages). */
+/**
+ * ETags of the repository, alias and asset answers, with their bodies, kept in the cache (never
+ * list pages); those of the listings of stamps (small: a few fields per member) in `listings`,
+ * when the caller keeps them between syncs.
+ */
 class CachedEtags implements EtagStore {
   readonly entries: Etags;
-  constructor(initial: Etags) {
+  readonly #listings: EtagStore | undefined;
+  constructor(initial: Etags, listings: EtagStore | undefined) {
     this.entries = { ...initial };
+    this.#listings = listings;
   }
   get(key: string) {
-    return this.entries[key];
+    return this.entries[key] ?? (key.includes(stampsMask) ? this.#listings?.get(key) : undefined);
   }
   set(key: string, entry: { etag: string; body: string }) {
     if (/\/alias\/|\/assets\/|^GET [^?]*\/v1\/[^/?]+(\?|$)/.test(key)) this.entries[key] = entry;
+    else if (key.includes(stampsMask)) this.#listings?.set(key, entry);
   }
 }
+
+/** What the query of a listing of stamps holds (a listing of members' or of embedded assets' stamps). */
+const stampsMask = `fields=${listing}`;
 
 export interface RunContext {
   logger: SyncLogger;
@@ -62,7 +72,8 @@ export async function run(
   if (config.mode === 'fresh') tx.records.clear(); // its changeset still compares with the last committed content
   const stats = { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 };
   // A fresh sync asks every answer again, whatever it answered before.
-  const etags = new CachedEtags(head && config.mode !== 'fresh' ? tx.etags() : {});
+  const fresh = config.mode === 'fresh';
+  const etags = new CachedEtags(head && !fresh ? tx.etags() : {}, fresh ? undefined : hints.listingEtags);
   const client: ReadApiClient = createClient({
     baseUrl: config.baseUrl,
     repository: config.repository,

@@ -1,3 +1,4 @@
+import { MemoryEtagStore } from '../api/transport.ts';
 import { CacheError } from '../cache/index.ts';
 import type { Changeset } from './changeset.ts';
 import { parseSyncConfig, type SourceOptions, type SyncConfig, type SyncConfigInput } from './config.ts';
@@ -41,7 +42,9 @@ export class SharedSync {
   #round: Round | undefined;
   /** Everyone who ever acquired a round. */
   readonly #consumers = new Set<string>();
-  readonly #listeners = new Set<(result: SyncResult) => void>();
+  readonly #listeners = new Set<(result: SyncResult, polled: boolean) => void>();
+  /** The answers to listings of stamps of this configuration's syncs, so the next one asks them conditionally. */
+  #listingEtags = new MemoryEtagStore();
 
   /**
    * Sets the connection, cache options and configured sources (from the Astro integration or the
@@ -73,6 +76,7 @@ export class SharedSync {
     ];
     this.#configSources = new Map(sources.map((source) => [`${source.kind}:${source.name}`, source]));
     this.#round = undefined;
+    this.#listingEtags = new MemoryEtagStore();
   }
 
   get configured(): boolean {
@@ -136,7 +140,7 @@ export class SharedSync {
   acquire(consumer: string): Promise<SyncResult> {
     this.#consumers.add(consumer);
     if (!this.#round || this.#round.consumed.has(consumer))
-      this.#round = this.#start(() => sync(this.config(), this.#logger));
+      this.#round = this.#start(() => sync(this.config(), this.#logger, { listingEtags: this.#listingEtags }));
     this.#round.consumed.add(consumer);
     return this.#round.promise;
   }
@@ -159,15 +163,26 @@ export class SharedSync {
    * One ask of the CMS for changes (dev's polling): a sync after the current round is done, which
    * throws when the CMS fails instead of falling back to the cache, and prints nothing unless it changed something. Its
    * result becomes the round every consumer has had, as a refresh's does; a failure leaves the
-   * current round, and so the content served, as it was.
+   * current round, and so the content served, as it was. Undefined, with no request, when there
+   * is nothing to follow yet: no round since the content config was (re)evaluated, whose loaders
+   * may not all have registered their sources (a sync without them would drop them from the
+   * cache), or loaders whose options are wrong (`hold`), which their own error already tells.
    */
-  async poll(): Promise<SyncResult> {
-    const previous = this.#round;
-    await previous?.promise.catch(() => {});
-    if (this.#held) throw this.#held;
+  async poll(): Promise<SyncResult | undefined> {
+    // After every round begun meanwhile (Astro's sync, a refresh), so that two syncs never overlap.
+    let previous = this.#round;
+    while (previous) {
+      await previous.promise.catch(() => {});
+      if (this.#round === previous) break;
+      previous = this.#round;
+    }
+    if (!previous || this.#held) return undefined;
     const warnings: string[] = [];
     const quiet = { info: () => {}, warn: (message: string) => warnings.push(message) };
-    const round = this.#start(() => sync({ ...this.config(), onError: 'fail' }, quiet));
+    const round = this.#start(
+      () => sync({ ...this.config(), onError: 'fail' }, quiet, { listingEtags: this.#listingEtags }),
+      true,
+    );
     for (const consumer of this.#consumers) round.consumed.add(consumer);
     this.#round = round;
     try {
@@ -196,26 +211,26 @@ export class SharedSync {
     }
   }
 
-  /** Called after every completed round. */
-  onResult(listener: (result: SyncResult) => void): () => void {
+  /** Called after every completed round; `polled` when it was a poll's (which may have found nothing). */
+  onResult(listener: (result: SyncResult, polled: boolean) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
   /** Starts a round outside the Astro sync's rhythm, which every consumer counts as having had. */
   #startForAll(hints: SyncHints): Promise<SyncResult> {
-    this.#round = this.#start(() => sync(this.config(), this.#logger, hints));
+    this.#round = this.#start(() => sync(this.config(), this.#logger, { ...hints, listingEtags: this.#listingEtags }));
     for (const consumer of this.#consumers) this.#round.consumed.add(consumer);
     return this.#round.promise;
   }
 
-  #start(run: () => Promise<SyncResult>): Round {
+  #start(run: () => Promise<SyncResult>, polled = false): Round {
     const config = this.#config;
     const held = this.#held;
     const promise = (held ? Promise.reject(held) : run()).then((result) => {
       // A round of a configuration replaced meanwhile (a restarted dev server) is not told to listeners, which serve
       // the new one.
-      if (this.#config === config) for (const listener of this.#listeners) listener(result);
+      if (this.#config === config) for (const listener of this.#listeners) listener(result, polled);
       return result;
     });
     promise.catch(() => {}); // every consumer awaits it and sees the error

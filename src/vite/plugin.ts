@@ -148,11 +148,10 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
       },
     },
     configureServer(server) {
-      const end = shared.onResult((result) => {
-        const changed = changedSources(result.changeset).length > 0;
-        const first = latest === undefined;
+      const end = shared.onResult((result, polled) => {
         latest = Promise.resolve(result);
-        if (!changed && !first) return; // an ask of the CMS that found nothing: no page to reload
+        // An ask of the CMS that found nothing: no page to reload. A refresh, asked for, reloads it whatever it found.
+        if (polled && changedSources(result.changeset).length === 0) return;
         void declare(result);
         for (const environment of Object.values(server.environments)) {
           for (const module of environment.moduleGraph.idToModuleMap.values()) {
@@ -170,7 +169,8 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
         ? pollCms(
             pollInterval,
             async () => {
-              const sources = changedSources((await shared.poll()).changeset);
+              const result = await shared.poll();
+              const sources = result ? changedSources(result.changeset) : [];
               if (sources.length > 0) logger.info(`The CMS changed: ${sources.join(', ')} reloaded`);
             },
             logger,

@@ -5,7 +5,7 @@ import { z } from 'zod';
  * seconds whether anything synced has changed (a sync, which costs a dozen small requests when
  * nothing has) and refresh what did. One ask at a time; after a failure the next ask waits
  * twice as long, up to a minute, and a failure is printed once, not at every ask, until the CMS
- * answers again.
+ * answers again or fails in another way (a wrong key after a network failure).
  */
 
 /** How often dev asks the CMS by default, in milliseconds. */
@@ -27,6 +27,22 @@ export const pollIntervalSchema = z.preprocess(
     error: 'expected milliseconds between two asks of the CMS (at least 500), or false to turn it off',
   }),
 );
+
+/**
+ * What makes two failures the same: the codes of the error and its causes down to the Read API
+ * client's (`server_failed network`), not the message, which names the attempts and the request
+ * that failed and so differs from one ask to the next while the CMS is down.
+ */
+export function failureKind(error: unknown): string {
+  const codes: string[] = [];
+  let at = error as { code?: unknown; attempts?: unknown; cause?: unknown } | undefined;
+  while (at && typeof at === 'object') {
+    if (typeof at.code === 'string') codes.push(at.code);
+    if (typeof at.attempts === 'number') break; // the client's error: its cause is the socket's, which varies
+    at = at.cause as typeof at;
+  }
+  return codes.length > 0 ? codes.join(' ') : String((error as Error | undefined)?.message);
+}
 
 export interface PollLog {
   info(message: string): void;
@@ -55,13 +71,13 @@ export function pollCms(interval: number, ask: () => Promise<void>, log: PollLog
       printed = undefined;
     } catch (error) {
       failures++;
-      const message = (error as Error).message;
-      if (message !== printed) {
+      const kind = failureKind(error);
+      if (kind !== printed) {
         log.warn(
-          `Could not ask the CMS for changes: ${message}. Dev keeps serving the last content and asks again, ` +
-            `less often while it fails`,
+          `Could not ask the CMS for changes: ${(error as Error).message}. Dev keeps serving the last content and ` +
+            `asks again, less often while it fails`,
         );
-        printed = message;
+        printed = kind;
       }
     }
     next(Math.min(interval * 2 ** failures, Math.max(maxBackoff, interval)));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SyncResult } from '../../src/sync/engine.ts';
-import { SharedSync } from '../../src/sync/shared.ts';
-import { configFor, recorder, serve, tempDir } from '../helpers/magazine.ts';
+import { changedSources, SharedSync } from '../../src/sync/shared.ts';
+import { configFor, docOf, recorder, serve, startProxy, tempDir, touch } from '../helpers/magazine.ts';
 
 /**
  * The shared sync when its configuration is replaced, as a restarted dev server replaces it
@@ -38,5 +38,60 @@ describe('a new configuration of the shared sync', () => {
     expect(told).toEqual([]);
     const current = await shared.acquire('vite');
     expect(told).toEqual([current]);
+  });
+});
+
+/**
+ * Dev's asks of the CMS (`poll`): after the content was loaded once, a sync that reports what
+ * changed, fails instead of serving the cache, and leaves the content served as it was when
+ * the CMS fails.
+ */
+describe('a poll of the shared sync', () => {
+  it('asks nothing before a round has loaded content, nor while loaders hold syncs back', async () => {
+    const { server, requests } = await serve();
+    const shared = new SharedSync();
+    shared.configure(configFor(server.url, await tempDir()), recorder());
+    expect(await shared.poll()).toBeUndefined();
+    expect(requests).toEqual([]);
+
+    await shared.acquire('astro');
+    shared.hold(new Error('Invalid option of the posts loader'));
+    const before = requests.length;
+    expect(await shared.poll()).toBeUndefined();
+    expect(requests.length).toBe(before);
+  });
+
+  it('finds nothing, with its listings of stamps answered 304, until an edit is published, then its sources', async () => {
+    const { server, snapshot, publish, requests } = await serve();
+    const shared = new SharedSync();
+    const logger = recorder();
+    shared.configure(configFor(server.url, await tempDir()), logger);
+    await shared.acquire('astro');
+    const printed = logger.infos.length + logger.warns.length;
+    expect(changedSources((await shared.poll())!.changeset)).toEqual([]);
+    // The first warm sync lists the stamps in full; the next asks those listings conditionally.
+    const asked = requests.length;
+    expect(changedSources((await shared.poll())!.changeset)).toEqual([]);
+    const listings = requests.slice(asked).filter((line) => line.includes('fields=meta(id,updatedAt,revision)'));
+    expect(listings.length).toBeGreaterThan(0);
+    expect(listings.filter((line) => !line.endsWith(' 304'))).toEqual([]);
+    expect(logger.infos.length + logger.warns.length).toBe(printed);
+
+    touch(docOf(snapshot, '1001'));
+    await publish();
+    const result = (await shared.poll())!;
+    expect(changedSources(result.changeset)).toContain('collection:articles');
+    expect(await shared.current()).toBe(result);
+  });
+
+  it('throws when the CMS fails, and the round served stays the last good one', async () => {
+    const { server } = await serve();
+    const proxy = await startProxy(server);
+    const shared = new SharedSync();
+    shared.configure(configFor(proxy.url, await tempDir()), recorder());
+    const served = await shared.acquire('astro');
+    proxy.failFrom = proxy.seen.length;
+    await expect(shared.poll()).rejects.toThrow();
+    expect(await shared.current()).toBe(served);
   });
 });
