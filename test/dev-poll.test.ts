@@ -142,7 +142,7 @@ describe('astro dev asking every second (CMFT_POLL_INTERVAL=1000)', () => {
 });
 
 /** A Vite dev server of the fixture app, with `options` added to the plugin's and a logger that keeps what it prints. */
-async function viteDev(options: object = {}): Promise<{ dev: ViteDevServer; printed: string[] }> {
+async function viteDev(options: object = {}, mode?: string): Promise<{ dev: ViteDevServer; printed: string[] }> {
   const printed: string[] = [];
   const quiet = createLogger('silent');
   const logger: Logger = {
@@ -158,6 +158,7 @@ async function viteDev(options: object = {}): Promise<{ dev: ViteDevServer; prin
       configFile: join(app, 'vite.config.ts'),
       server: { port: 0 },
       customLogger: logger,
+      ...(mode ? { mode } : {}),
     });
     await dev.listen();
     return { dev, printed };
@@ -194,6 +195,23 @@ describe('a plain Vite dev server with the plugin', () => {
     expect(await cherry()).toBe('cherry season');
     await server.replaceSnapshot(edited(tiny, 'Cherry season, in Vite'));
     expect(await until(cherry, 'Cherry season, in Vite', 10_000)).toBe('Cherry season, in Vite');
+  }, 30_000);
+
+  it('asks nothing under Vitest (mode test)', async () => {
+    const requests: string[] = [];
+    const watched = await startTiny({ log: (line) => void (requestLine.test(line) && requests.push(line)) });
+    process.env.FIXTURE_VITE_CACHE = join(work, 'cache-test');
+    process.env.CMFT_BASE_URL = watched.url;
+    try {
+      ({ dev } = await viteDev({ pollInterval: 500 }, 'test'));
+      expect(await cherryIn(dev!)).toBe('cherry season');
+      const synced = requests.length;
+      await wait(2_000);
+      expect(requests.slice(synced)).toEqual([]);
+    } finally {
+      process.env.CMFT_BASE_URL = server.url;
+      await watched.close();
+    }
   }, 30_000);
 
   it('reloads nothing while nothing changes, keeps the content with the CMS stopped, says so once, follows it back', async () => {

@@ -24,8 +24,8 @@ export interface ComfortableViteOptions extends Partial<SharedConfig> {
   refreshPath?: string;
   /**
    * How often the dev server asks the CMS whether anything synced has changed, in milliseconds (at
-   * least 500), reloading the page when something did; `false` turns it off. Default 5000, or
-   * `CMFT_POLL_INTERVAL`.
+   * least 500), reloading the page when something did; `false` turns it off. Never under Vitest
+   * (mode `test`). Default 5000, or `CMFT_POLL_INTERVAL`.
    */
   pollInterval?: number | false;
   /**

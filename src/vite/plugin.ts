@@ -165,17 +165,19 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
         info: (message: string) => server.config.logger.info(message, { timestamp: true }),
         warn: (message: string) => server.config.logger.warn(message, { timestamp: true }),
       };
-      const stop = pollInterval
-        ? pollCms(
-            pollInterval,
-            async () => {
-              const result = await shared.poll();
-              const sources = result ? changedSources(result.changeset) : [];
-              if (sources.length > 0) logger.info(`The CMS changed: ${sources.join(', ')} reloaded`);
-            },
-            logger,
-          )
-        : () => {};
+      // Not under Vitest (mode test): the content of a test run does not change under it.
+      const stop =
+        pollInterval && server.config.mode !== 'test'
+          ? pollCms(
+              pollInterval,
+              async () => {
+                const result = await shared.poll();
+                const sources = result ? changedSources(result.changeset) : [];
+                if (sources.length > 0) logger.info(`The CMS changed: ${sources.join(', ')} reloaded`);
+              },
+              logger,
+            )
+          : () => {};
       // Ended when this server's environments close (see closeBundle), in middleware mode and on a restart too.
       subscriptions.add({
         environments: Object.values(server.environments),
