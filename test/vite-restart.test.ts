@@ -135,7 +135,7 @@ describe('a restarted dev server in middleware mode', () => {
     http = createHttpServer(middleware.middlewares);
     await new Promise<void>((resolve) => http!.listen(0, '127.0.0.1', resolve));
     const { port } = http.address() as { port: number };
-    // A refresh that changes something reloads the page (one that finds nothing changed does not).
+    // A refresh that changes something: the page reloads once, whichever server the listener was on.
     const edited = tinySnapshot();
     const doc = edited.documents.find((d: { meta: { id: string } }) => d.meta.id === '102');
     doc.fields.title.en_US = 'Cherry season, restarted';
