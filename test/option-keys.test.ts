@@ -30,3 +30,25 @@ describe('the nearest allowed key', () => {
     expect(allowedKeys(syncConfigSchema, ['mode'])).toEqual([]);
   });
 });
+
+describe('the dev options read the same in the Astro integration and the Vite plugin', () => {
+  const base = { baseUrl: 'http://127.0.0.1:9/v1', repository: 'tiny', apiKey: 'k'.repeat(32) };
+  const cases: [Record<string, unknown>, string | undefined][] = [
+    [{ refreshSecret: 'short' }, 'refreshSecret: expected a secret of at least 16 characters'],
+    [{ refreshPath: 'refresh' }, 'refreshPath: expected a path such as /_comfortable/refresh'],
+    [{ pollInterval: 100 }, 'pollInterval: expected milliseconds between two asks of the CMS (at least 500)'],
+    [{ pollInterval: 'often' }, 'pollInterval: expected milliseconds between two asks of the CMS (at least 500)'],
+    [{ refreshSecret: 's'.repeat(16), refreshPath: '/hook', pollInterval: false }, undefined],
+    [{ pollInterval: 500 }, undefined],
+    [{ pollInterval: 2.5e3 + 0.5 }, 'pollInterval: expected milliseconds between two asks of the CMS (at least 500)'],
+  ];
+  it.each(cases)('%o', async (options, message) => {
+    const { comfortable: astro } = await import('../src/astro/integration.ts');
+    const { comfortable: vite } = await import('../src/vite/index.ts');
+    for (const door of [astro, vite]) {
+      const made = () => door({ ...base, ...options } as never);
+      if (message) expect(made).toThrow(`Invalid option comfortable.${message}`);
+      else expect(made).not.toThrow();
+    }
+  });
+});

@@ -11,7 +11,7 @@ import type { ReloadEvent } from '../server/repositories.ts';
 import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/index.ts';
 import { virtualModulesPlugin } from '../vite/plugin.ts';
 import { defaultPollInterval, pollCms, pollIntervalSchema } from '../vite/poll.ts';
-import { defaultRefreshPath, refreshMiddleware } from '../vite/refresh.ts';
+import { defaultRefreshPath, devOptionsShape, refreshMiddleware } from '../vite/refresh.ts';
 import { useFileLinks } from '../entries/file-links.ts';
 import { CopyFiles, copyIntoBuild } from './copy-files.ts';
 import { virtualModuleTypes } from './declarations.ts';
@@ -59,12 +59,7 @@ const integrationSchema = syncConfigSchema
   .extend({
     contentTypes: contentTypesSchema.optional(),
     astroLocales: astroLocalesSchema.optional(),
-    refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
-    refreshPath: z
-      .string()
-      .regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh')
-      .optional(),
-    pollInterval: pollIntervalSchema.optional(),
+    ...devOptionsShape,
     incrementalOutput: z.boolean().optional(),
     snapshot: z.string().min(1, 'expected the path of a snapshot file, such as content/acme.json').optional(),
   })

@@ -4,7 +4,8 @@ import { originCacheDir } from '../cache/index.ts';
 import { checkOptions, ConfigError, parseSyncConfig, syncConfigSchema } from '../sync/config.ts';
 import { withEnv } from '../api/env.ts';
 import type { SharedConfig } from '../sync/shared.ts';
-import { defaultPollInterval, pollIntervalSchema } from './poll.ts';
+import { defaultPollInterval } from './poll.ts';
+import { devOptionsShape } from './refresh.ts';
 
 /**
  * The Vite plugin's options, checked by the same checker as the Astro integration's, with the
@@ -42,12 +43,7 @@ export const optionsPrefix = 'comfortable.';
 
 const viteOptionsSchema = syncConfigSchema
   .extend({
-    refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
-    refreshPath: z
-      .string()
-      .regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh')
-      .optional(),
-    pollInterval: pollIntervalSchema.optional(),
+    ...devOptionsShape,
     dts: z
       .union([z.string().min(1), z.literal(false)], {
         error: 'expected the path of a .d.ts file, such as comfortable.d.ts, or false',

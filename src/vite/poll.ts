@@ -13,6 +13,8 @@ export const defaultPollInterval = 5_000;
 /** The longest wait between two asks while the CMS fails. */
 const maxBackoff = 60_000;
 
+const pollIntervalError = 'expected milliseconds between two asks of the CMS (at least 500), or false to turn it off';
+
 /** The `pollInterval` option: milliseconds (at least 500), or false for off; from the environment as a string. */
 export const pollIntervalSchema = z.preprocess(
   (value) =>
@@ -23,8 +25,8 @@ export const pollIntervalSchema = z.preprocess(
         : /^\d+$/.test(value.trim())
           ? Number(value)
           : value,
-  z.union([z.number().int().min(500), z.literal(false)], {
-    error: 'expected milliseconds between two asks of the CMS (at least 500), or false to turn it off',
+  z.union([z.number().int(pollIntervalError).min(500, pollIntervalError), z.literal(false)], {
+    error: pollIntervalError,
   }),
 );
 

@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { z } from 'zod';
 import { WebhookVerifier } from '../wire/webhook.ts';
+import { pollIntervalSchema } from './poll.ts';
 
 /**
  * The dev refresh endpoint: a POST signed as the local server's webhooks are (spec §10:
@@ -9,6 +11,16 @@ import { WebhookVerifier } from '../wire/webhook.ts';
  */
 
 export const defaultRefreshPath = '/_comfortable/refresh';
+
+/** The dev options the Astro integration and the Vite plugin share: the signed endpoint and the polls. */
+export const devOptionsShape = {
+  refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
+  refreshPath: z
+    .string()
+    .regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh')
+    .optional(),
+  pollInterval: pollIntervalSchema.optional(),
+};
 const maxBody = 1024 * 1024;
 
 function readBody(request: IncomingMessage): Promise<Buffer | undefined> {
