@@ -48,6 +48,21 @@ describe('the astroLocales option', () => {
   });
 });
 
+describe('the map depends on the locales only, not on who asked before', () => {
+  it('a failed check, another loaded list, another repository: each map is what a fresh one makes', () => {
+    const config = i18n(['en', 'it', 'it-CH']);
+    const asked = new LocaleMap(config);
+    expect(() => asked.resolve(['en_GB', 'de_DE'], ['de_DE'], 'posts')).toThrow(/de_DE/);
+    resolve(asked, ['en_GB', 'it_IT', 'it_CH'], ['it_CH']);
+    for (const repository of [['en_GB', 'it_IT', 'it_CH'], ['it_IT'], ['en_GB', 'de_DE']])
+      expect(Object.fromEntries(asked.mapOf(repository))).toEqual(
+        Object.fromEntries(new LocaleMap(config).mapOf(repository)),
+      );
+    expect(asked.mapOf(['it_CH']).get('it_CH')).toBe('it-CH');
+    expect(asked.mapOf(['en_GB', 'it_IT', 'it_CH']).get('it_IT')).toBe('it');
+  });
+});
+
 describe('a loaded locale that maps to nothing fails, naming it and the fix', () => {
   it('no locale of its language', () => {
     const map = new LocaleMap(i18n(['en', 'fr']));

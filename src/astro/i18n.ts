@@ -31,8 +31,8 @@ const language = (code: string) => normal(code).split('-')[0]!;
 export class LocaleMap {
   readonly #astro: { name: string; codes: string[] }[];
   readonly #explicit: Record<string, string | false>;
-  /** The last map `resolve` made: the repository's locales do not change within a sync. */
-  #resolved = new Map<string, string | false>();
+  /** The maps made, by the repository's locales. */
+  readonly #maps = new Map<string, Map<string, string | false>>();
 
   constructor(i18n: AstroI18n, explicit: Record<string, string | false> = {}) {
     this.#astro = i18n.locales.map((locale) =>
@@ -63,10 +63,45 @@ export class LocaleMap {
 
   /**
    * The Astro locale of each of the repository's locales (all of them, so a language match is
-   * claimed once), or false for one left out; throws a ConfigError naming a locale that maps to
-   * nothing when `loaded` holds it.
+   * claimed once), or false for one left out; the same for the same locales, whoever asks.
    */
-  resolve(repository: readonly string[], loaded: readonly string[], collection: string): Map<string, string | false> {
+  mapOf(repository: readonly string[]): ReadonlyMap<string, string | false> {
+    const key = repository.join(',');
+    let map = this.#maps.get(key);
+    if (!map) this.#maps.set(key, (map = this.#map(repository)));
+    return map;
+  }
+
+  /**
+   * `mapOf(repository)`, after checking that each locale of `loaded` maps to something: throws a
+   * ConfigError naming one that maps to nothing, and the ways out.
+   */
+  resolve(
+    repository: readonly string[],
+    loaded: readonly string[],
+    collection: string,
+  ): ReadonlyMap<string, string | false> {
+    const map = this.mapOf(repository);
+    for (const cms of loaded) {
+      if (map.has(cms)) continue;
+      const rivals = repository.filter((other) => !map.has(other) && language(other) === language(cms));
+      const shared = this.#astro.find((a) => a.codes.some((code) => language(code) === language(cms)));
+      const why =
+        shared && rivals.length > 1
+          ? `matches no locale of i18n.locales in astro.config by its code, and ${rivals.join(' and ')} both ` +
+            `have the language of "${shared.name}"`
+          : `matches no locale of i18n.locales in astro.config (${this.names()})`;
+      throw new ConfigError(
+        'astroLocales',
+        `The locale ${cms} of the repository, which the collection "${collection}" loads, ${why}: add it there, ` +
+          `map it with the astroLocales option of comfortable() (astroLocales: { ${cms}: '…' }), or leave it out ` +
+          `(astroLocales: { ${cms}: false })`,
+      );
+    }
+    return map;
+  }
+
+  #map(repository: readonly string[]): Map<string, string | false> {
     const map = new Map<string, string | false>();
     const exact = (cms: string) => this.#astro.find((a) => a.codes.some((code) => normal(code) === normal(cms)));
     for (const cms of repository) {
@@ -88,29 +123,7 @@ export class LocaleMap {
       const rivals = repository.filter((other) => !map.has(other) && language(other) === language(cms));
       if (candidates.length === 1 && rivals.length === 1) map.set(cms, candidates[0]!.name);
     }
-    for (const cms of loaded) {
-      if (map.has(cms)) continue;
-      const rivals = repository.filter((other) => !map.has(other) && language(other) === language(cms));
-      const shared = this.#astro.find((a) => a.codes.some((code) => language(code) === language(cms)));
-      const why =
-        shared && rivals.length > 1
-          ? `matches no locale of i18n.locales in astro.config by its code, and ${rivals.join(' and ')} both ` +
-            `have the language of "${shared.name}"`
-          : `matches no locale of i18n.locales in astro.config (${this.names()})`;
-      throw new ConfigError(
-        'astroLocales',
-        `The locale ${cms} of the repository, which the collection "${collection}" loads, ${why}: add it there, ` +
-          `map it with the astroLocales option of comfortable() (astroLocales: { ${cms}: '…' }), or leave it out ` +
-          `(astroLocales: { ${cms}: false })`,
-      );
-    }
-    this.#resolved = map;
     return map;
-  }
-
-  /** The Astro locale of a CMS locale, from the last `resolve`; undefined for one left out or unknown. */
-  of(locale: string): string | undefined {
-    return this.#resolved.get(locale) || undefined;
   }
 }
 

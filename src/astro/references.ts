@@ -157,7 +157,8 @@ export class ReferenceConverter {
     entryId: ((input: EntryIdInput) => string) | undefined,
     lookup: TargetLookup,
   ): string {
-    const astroLocale = loaderRegistry().locales?.of(entry.locale);
+    const locales = this.#cache.head.locales.locales.map((l) => l.key);
+    const astroLocale = loaderRegistry().locales?.mapOf(locales).get(entry.locale) || undefined;
     const input = { id: ref.id, locale: entry.locale, astroLocale, contentType: ref.contentType, fields: {} };
     if (!entryId) return defaultEntryId(input);
     const record = lookup.target(ref.id);
