@@ -29,6 +29,13 @@ describe('a repository locale finds its Astro locale by code', () => {
     expect(resolve(map, ['fr_FR', 'de'])).toEqual({ fr_FR: 'fr', de: 'de-DE' });
   });
 
+  it('not from one region to another: de_DE finds de, never de-CH, even with de_CH left out', () => {
+    const map = new LocaleMap(i18n(['en', 'de', 'de-CH']), { de_CH: false });
+    expect(resolve(map, ['en_US', 'de_DE', 'de_CH'])).toEqual({ en_US: 'en', de_DE: 'de', de_CH: false });
+    expect(resolve(new LocaleMap(i18n(['de-CH'])), ['de_DE', 'de_CH'], ['de_CH'])).toEqual({ de_CH: 'de-CH' });
+    expect(() => new LocaleMap(i18n(['de-CH'])).resolve(['de_DE'], ['de_DE'], 'posts')).toThrow(/de_DE/);
+  });
+
   it('an exact match is kept from a language match: it_CH goes to it-CH, it_IT to it', () => {
     const map = new LocaleMap(i18n(['it', 'it-CH']));
     expect(resolve(map, ['it_IT', 'it_CH'])).toEqual({ it_IT: 'it', it_CH: 'it-CH' });

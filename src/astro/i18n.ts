@@ -10,7 +10,7 @@ import { ConfigError } from '../sync/config.ts';
  * The rule, for each CMS locale: the `astroLocales` option when it names it (`false` leaves the
  * locale out); else the Astro locale one of whose codes or whose path is the same code
  * (`fr_FR` ↔ `fr-FR`, case aside); else the one whose code is the same language (`fr_FR` ↔ `fr`,
- * `de` ↔ `de-DE`), when no other CMS locale claims it. An Astro locale given as
+ * `de` ↔ `de-DE`, never `de_DE` ↔ `de-CH`), when no other CMS locale claims it. An Astro locale given as
  * `{ path, codes }` is named by its first code, as `Astro.currentLocale` names it.
  */
 
@@ -26,26 +26,32 @@ export const langOf = (locale: string): string => locale.replace(/_/g, '-');
 
 const normal = (code: string) => langOf(code).toLowerCase();
 const language = (code: string) => normal(code).split('-')[0]!;
+/** Same language, and one of the two is the language alone: `fr` and `fr_FR`, not `de-CH` and `de_DE`. */
+const akin = (astro: string, cms: string) =>
+  language(astro) === language(cms) && (normal(astro) === language(astro) || normal(cms) === language(cms));
 
 /** What the loaders need of Astro's i18n: each CMS locale's Astro locale, or false when it is left out. */
 export class LocaleMap {
   readonly #astro: { name: string; codes: string[] }[];
   readonly #explicit: Record<string, string | false>;
+  /** Whose `astroLocales` option the messages name: `comfortable()` or `comfortableLiveLoader()`. */
+  readonly #owner: string;
   /** The maps made, by the repository's locales. */
   readonly #maps = new Map<string, Map<string, string | false>>();
 
-  constructor(i18n: AstroI18n, explicit: Record<string, string | false> = {}) {
+  constructor(i18n: AstroI18n, explicit: Record<string, string | false> = {}, owner = 'comfortable()') {
     this.#astro = i18n.locales.map((locale) =>
       typeof locale === 'string'
         ? { name: locale, codes: [locale] }
         : { name: locale.codes[0] ?? locale.path, codes: [...locale.codes, locale.path] },
     );
     this.#explicit = explicit;
+    this.#owner = owner;
     for (const [cms, astro] of Object.entries(explicit)) {
       if (astro !== false && !this.#astro.some((a) => a.codes.some((code) => normal(code) === normal(astro))))
         throw new ConfigError(
           `astroLocales.${cms}`,
-          `Invalid option astroLocales.${cms} of comfortable(): "${astro}" is not a locale of i18n.locales ` +
+          `Invalid option astroLocales.${cms} of ${owner}: "${astro}" is not a locale of i18n.locales ` +
             `in astro.config (${this.names()})`,
         );
     }
@@ -94,11 +100,21 @@ export class LocaleMap {
       throw new ConfigError(
         'astroLocales',
         `The locale ${cms} of the repository, which the collection "${collection}" loads, ${why}: add it there, ` +
-          `map it with the astroLocales option of comfortable() (astroLocales: { ${cms}: '…' }), or leave it out ` +
+          `map it with the astroLocales option of ${this.#owner} (astroLocales: { ${cms}: '…' }), or leave it out ` +
           `(astroLocales: { ${cms}: false })`,
       );
     }
     return map;
+  }
+
+  /**
+   * The repository locale whose Astro locale is `given`: by its name, one of its codes or its path,
+   * as `Astro.currentLocale` or a `[locale]` route's param say it; undefined for none.
+   */
+  cmsLocaleOf(map: ReadonlyMap<string, string | false>, given: string): string | undefined {
+    const astro = this.#astro.find((a) => [a.name, ...a.codes].some((code) => normal(code) === normal(given)));
+    for (const [cms, name] of map) if (astro && name === astro.name) return cms;
+    return undefined;
   }
 
   #map(repository: readonly string[]): Map<string, string | false> {
@@ -117,9 +133,7 @@ export class LocaleMap {
     const claimed = new Set([...map.values()]);
     for (const cms of repository) {
       if (map.has(cms)) continue;
-      const candidates = this.#astro.filter(
-        (a) => !claimed.has(a.name) && a.codes.some((code) => language(code) === language(cms)),
-      );
+      const candidates = this.#astro.filter((a) => !claimed.has(a.name) && a.codes.some((code) => akin(code, cms)));
       const rivals = repository.filter((other) => !map.has(other) && language(other) === language(cms));
       if (candidates.length === 1 && rivals.length === 1) map.set(cms, candidates[0]!.name);
     }
