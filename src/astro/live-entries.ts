@@ -5,6 +5,7 @@ import type { Locales } from '../model/locales.ts';
 import { type Model, normalizeRecord, referenceList, type StoredRecord } from '../model/records.ts';
 import { valueAt } from '../model/sections.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
+import { astroFallbacksOf, langOf } from './i18n.ts';
 import type { LiveOptions } from './live-options.ts';
 import type { LiveAnswer } from './live-requests.ts';
 import { firstRichtextField, renderRichtext, richtextOf } from './rendered.ts';
@@ -33,6 +34,12 @@ export interface ComfortableLiveRecord<Fields extends Record<string, unknown> = 
   /** Localized fields whose value is not this locale's own → the locale it came from (null: none has one). */
   fallbacks: Record<string, string | null>;
   meta: Entry['meta'];
+  /** With `i18n` in astro.config: the Astro locale of `locale`, what `getRelativeLocaleUrl` takes. */
+  astroLocale?: string;
+  /** With `i18n` in astro.config: the BCP 47 tag of `locale` (`fr-FR`), for `lang` and `hreflang`. */
+  lang?: string;
+  /** With `i18n` in astro.config: `fallbacks` in Astro's locales (null where none maps). */
+  astroFallbacks?: Record<string, string | null>;
 }
 
 /** The `data` of a live entry; `Fields` is the output of the loader's `fields` schema, when it has one. */
@@ -57,11 +64,18 @@ export function cacheTag(repository: string, id?: string): string {
   return id === undefined ? `comfortable:${repository}` : `comfortable:${repository}:${id}`;
 }
 
-/** Makes the entries of an answer: each document in each locale of `entryLocales`, in their order. */
+/** Each repository locale's Astro locale (false: left out), with `i18n` in astro.config. */
+export type AstroLocales = ReadonlyMap<string, string | false> | undefined;
+
+/**
+ * Makes the entries of an answer: each document in each locale of `entryLocales`, in their order,
+ * with their Astro locales when `astroLocales` is given.
+ */
 export type LiveShaper = (
   answer: LiveAnswer,
   locales: Locales,
   entryLocales: readonly string[],
+  astroLocales?: AstroLocales,
 ) => LiveDataEntry<ComfortableLiveEntryData>[];
 
 export function liveShaper({
@@ -82,7 +96,7 @@ export function liveShaper({
     return { rendered: { html: out, metadata: { headings: metadata.headings } } };
   };
 
-  return (answer, locales, entryLocales) => {
+  return (answer, locales, entryLocales, astroLocales) => {
     // The documents, included records and embedded assets, normalised, by id.
     const keys = new Set(locales.locales.map((locale) => locale.key));
     const records = new Map<string, StoredRecord>();
@@ -113,7 +127,12 @@ export function liveShaper({
           : { collection: contentTypes[ref.contentType], id: referenceId(ref.id, ref.contentType, locale) };
       const { contentType, fallbacks, meta } = entry;
       const fields = mapRelations(entry.fields, model[contentType], reference);
-      const record = { id: entry.id, locale, contentType, fields, fallbacks, meta };
+      const record: ComfortableLiveRecord = { id: entry.id, locale, contentType, fields, fallbacks, meta };
+      if (astroLocales) {
+        record.astroLocale = astroLocales.get(locale) || undefined;
+        record.lang = langOf(locale);
+        record.astroFallbacks = astroFallbacksOf(fallbacks, astroLocales);
+      }
       shaped.set(`${locale}/${id}`, record);
       return record;
     };

@@ -3,6 +3,7 @@ import type { Filter, FilterEntry, IncludeMap, Includes, Sorting, SortingMap } f
 import type { RetryPolicy } from '../api/retry.ts';
 import type { Timeouts } from '../api/transport.ts';
 import { ConfigError, configProblem, sourceOptionsSchema } from '../sync/config.ts';
+import { astroLocalesSchema } from './i18n.ts';
 
 /**
  * The options of `comfortableLiveLoader()` and the filters of `getLiveCollection()` and
@@ -59,6 +60,12 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
   /** Locales that get entries. Default: every locale of the repository. */
   locales?: string[];
   /**
+   * With `i18n` in astro.config: the repository's locales → Astro's, where the codes do not match
+   * by themselves, as the integration's option of that name; `false` leaves a locale out.
+   * @example astroLocales: { en_GB: 'en', de_CH: false }
+   */
+  astroLocales?: Record<string, string | false>;
+  /**
    * Content type → the live collection in `src/live.config.ts` that holds it: a relation to a
    * document of a mapped type becomes `{ collection, id: '<locale>/<document id>' }`, for
    * `getLiveEntry(reference.collection, reference.id)`; others stay `{ id, contentType }`.
@@ -92,7 +99,11 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
 
 /** What `getLiveCollection(name, filter)` accepts. */
 export interface LiveCollectionFilter extends LiveRequestOptions {
-  /** Only this locale's entries; filters, sorting and search then read this locale's values. */
+  /**
+   * Only this locale's entries; filters, sorting and search then read this locale's values. A
+   * repository locale (`fr_FR`), or with `i18n` in astro.config the Astro locale it maps to
+   * (`Astro.currentLocale`).
+   */
   locale?: string;
   /** Documents at most, 1 to 1000. Default: every document. */
   limit?: number;
@@ -102,7 +113,10 @@ export interface LiveCollectionFilter extends LiveRequestOptions {
   page?: number;
 }
 
-/** What `getLiveEntry(name, filter)` accepts: an entry id, a field value or an alias, in a locale. */
+/**
+ * What `getLiveEntry(name, filter)` accepts: an entry id, a field value or an alias, in a locale
+ * (a repository locale, or with `i18n` in astro.config the Astro locale it maps to).
+ */
 export type LiveEntryFilter =
   /** `'<locale>/<document id>'`, or a document id with `locale`. */
   | { id: string; locale?: string }
@@ -139,6 +153,7 @@ const optionsSchema = z.strictObject({
   ...requestOptions,
   embedAssets: z.boolean().default(true),
   locales: apiIds('locale key').optional(),
+  astroLocales: astroLocalesSchema.optional(),
   contentTypes: z.record(z.string().min(1), z.string().min(1)).default({}),
   render: z.union([z.string().min(1), z.literal(false)]).optional(),
   fields: z

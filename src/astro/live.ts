@@ -3,7 +3,8 @@ import { createClient, defaultBaseUrl, type ReadApiClient } from '../api/client.
 import { ConfigError } from '../sync/config.ts';
 import { type Locales, repositoryLocales } from '../model/locales.ts';
 import { valueNamed } from '../model/sections.ts';
-import { cacheTag, type ComfortableLiveEntryData, checkFields, liveShaper } from './live-entries.ts';
+import { type AstroLocales, cacheTag, type ComfortableLiveEntryData, checkFields, liveShaper } from './live-entries.ts';
+import { liveLocaleMap } from './live-i18n.ts';
 import { type ComfortableLiveError, entryNotFound, liveError } from './live-errors.ts';
 import {
   type ComfortableLiveLoaderOptions,
@@ -74,6 +75,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
   const locales = repositoryLocalesOf(clientOf, options.locales);
   const requests = new LiveRequests(clientOf, options);
   const shape = liveShaper(options);
+  const astroLocalesOf = liveLocaleMap(options.astroLocales);
   // The schema the input typed as FieldsSchema<Fields>; parsing the options only checked it is one.
   const fields = options.fields as FieldsSchema<Fields> | undefined;
   const failure = (error: unknown, collection: string): Failure => ({
@@ -87,12 +89,14 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
       try {
         const request = parseCollectionFilter(filter, source);
         const known = await locales();
-        const held = loaderLocales(options, known);
+        const { held, astro } = await heldLocales(known, collection);
+        if (request.locale && astro) request.locale = astro.cmsLocale(request.locale);
         // A locale from the URL that has no entries is a page that does not exist, not a broken config.
-        const missing = request.locale && missingLocale(request.locale, held, options, known, 'getLiveCollection()');
+        const missing =
+          request.locale && missingLocale(request.locale, held, options, known, 'getLiveCollection()', astro?.map);
         if (missing)
           return { error: entryNotFound(collection, `entries in ${request.locale} (${missing})`) } as Failure;
-        const shaped = shape(await requests.list(request), known, request.locale ? [request.locale] : held);
+        const shaped = shape(await requests.list(request), known, request.locale ? [request.locale] : held, astro?.map);
         return {
           entries: await checkFields(shaped, fields),
           cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] },
@@ -106,11 +110,15 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
       try {
         const request = parseEntryFilter(filter);
         const known = await locales();
-        const held = loaderLocales(options, known);
+        const { held, astro } = await heldLocales(known, collection);
         // Without a locale: the repository's default, if the loader holds it, else the loader's first.
-        const locale = request.locale ?? (held.includes(known.defaultLocale) ? known.defaultLocale : held[0]!);
-        const missing = missingLocale(locale, held, options, known, 'getLiveEntry()');
-        const entry = missing ? undefined : await findEntry(request, locale, known);
+        const locale = request.locale
+          ? (astro?.cmsLocale(request.locale) ?? request.locale)
+          : held.includes(known.defaultLocale)
+            ? known.defaultLocale
+            : held[0]!;
+        const missing = missingLocale(locale, held, options, known, 'getLiveEntry()', astro?.map);
+        const entry = missing ? undefined : await findEntry(request, locale, known, astro?.map);
         // Astro's own error for a missing entry, saying what was looked for and where.
         const lookup = `${lookupText(request)} in ${locale} (${missing ?? sourceText(options)})`;
         if (!entry) return { error: entryNotFound(collection, lookup) } as Failure;
@@ -121,10 +129,17 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
     },
   };
 
-  async function findEntry(request: EntryRequest, locale: string, known: Locales) {
+  /** The locales the loader makes entries in, without those `astroLocales` leaves out, and their Astro locales. */
+  async function heldLocales(known: Locales, collection: string) {
+    const all = loaderLocales(options, known);
+    const astro = await astroLocalesOf(known, all, collection);
+    return { held: astro ? all.filter((locale) => astro.map.get(locale) !== false) : all, astro };
+  }
+
+  async function findEntry(request: EntryRequest, locale: string, known: Locales, astro: AstroLocales) {
     if (request.by === 'field' && source.kind === 'alias') {
       // A handful of aliases: their documents are compared in the locale here.
-      const entries = shape(await requests.list({}), known, [locale]);
+      const entries = shape(await requests.list({}), known, [locale], astro);
       return entries.find((entry) => valueNamed(entry.data.fields, request.field) === request.value);
     }
     const answer =
@@ -133,7 +148,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
         : request.by === 'alias'
           ? await requests.byAlias(request.alias)
           : await requests.byField(request.field, request.value, locale);
-    return answer && shape(answer, known, [locale])[0];
+    return answer && shape(answer, known, [locale], astro)[0];
   }
 }
 
@@ -193,12 +208,23 @@ function loaderLocales(options: LiveOptions, locales: Locales): string[] {
  * Why a locale a filter names has no entries of the loader: not a locale of the repository, or
  * not one of its `locales` option (each naming what to check); undefined when it has.
  */
-function missingLocale(locale: string, held: string[], options: LiveOptions, locales: Locales, call: string) {
+function missingLocale(
+  locale: string,
+  held: string[],
+  options: LiveOptions,
+  locales: Locales,
+  call: string,
+  astro: ReadonlyMap<string, string | false> | undefined,
+) {
   const known = locales.locales.map((l) => l.key);
   if (!known.includes(locale)) {
-    const only = `only ${known.join(', ')}: check the locale given to ${call}`;
-    return `the repository "${options.repository}" has no locale "${locale}", ${only}`;
+    // With i18n the locale may be an Astro locale: say which ones the repository's map to.
+    const mapped = astro && known.map((cms) => `${cms} → ${astro.get(cms) || 'left out'}`).join(', ');
+    const only = mapped ? `nor does one map to that Astro locale (${mapped})` : `only ${known.join(', ')}`;
+    return `the repository "${options.repository}" has no locale "${locale}", ${only}: check the locale given to ${call}`;
   }
+  if (!held.includes(locale) && options.astroLocales?.[locale] === false)
+    return `${locale} is left out by the astroLocales option of comfortableLiveLoader() in src/live.config.ts`;
   const option = 'the locales option of comfortableLiveLoader() in src/live.config.ts';
   if (!held.includes(locale)) return `${locale} is not one of ${option}: ${held.join(', ')}`;
   return undefined;
