@@ -81,7 +81,7 @@ async function writeSite(dir: string, config: string, content: string): Promise<
 }
 
 /** The entries the loader produces, in its order, as `file()` wants them: store id → data. */
-async function loaderEntries(baseUrl: string, cacheDir: string): Promise<Record<string, unknown>> {
+async function loaderEntries(baseUrl: string, cacheDir: string, site: string): Promise<Record<string, unknown>> {
   sharedSync().configure(
     { baseUrl, repository: 'bench', apiKey: 'bench-key', cacheDir },
     { info: () => {}, warn: () => {} },
@@ -113,8 +113,8 @@ async function loaderEntries(baseUrl: string, cacheDir: string): Promise<Record<
     logger: { info: quiet, warn: quiet, error: quiet, debug: quiet },
     parseData: async ({ data }: { data: unknown }) => data,
     generateDigest: (value: unknown) => String(value),
-    // No content config there: the loader's digest of the schema modules is empty.
-    config: { root: pathToFileURL(`${cacheDir}/`), srcDir: pathToFileURL(`${cacheDir}/src/`) },
+    // The loader site's: entries carry a page key made with the digest of its content config.
+    config: { root: pathToFileURL(`${site}/`), srcDir: pathToFileURL(`${site}/src/`) },
   } as never);
   await closeAllPools();
   return Object.fromEntries([...entries].map(([id, entry]) => [id, entry.data]));
@@ -166,7 +166,7 @@ export const collections = { all: defineCollection({ loader: file('data/entries.
     // The floor's entries: the loader run once in this process, on a copy of the loader site's cache.
     started = performance.now();
     await cp(join(loaderSite, '.cache/comfortable'), join(out, 'floor-cache'), { recursive: true });
-    const entries = await loaderEntries(server.url, join(out, 'floor-cache'));
+    const entries = await loaderEntries(server.url, join(out, 'floor-cache'), loaderSite);
     await mkdir(join(floorSite, 'data'), { recursive: true });
     const json = JSON.stringify(entries);
     await writeFile(join(floorSite, 'data/entries.json'), json);
