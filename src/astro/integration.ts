@@ -20,6 +20,7 @@ import { IncrementalBuild } from './incremental.ts';
 import { astroLocalesSchema, LocaleMap } from './i18n.ts';
 import { loaderRegistry } from './registry.ts';
 import { type ServedSnapshot, serveSnapshot } from './snapshot.ts';
+import { serveToolbar, toolbarApp } from './toolbar.ts';
 
 export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
   /** Content type → the collection in `content.config.ts` that holds it, so relations become `reference()`s to it. */
@@ -111,7 +112,15 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
   return {
     name: 'comfortable-loader',
     hooks: {
-      'astro:config:setup': async ({ config: astroConfig, updateConfig, injectScript, logger, command }) => {
+      'astro:config:setup': async ({
+        config: astroConfig,
+        updateConfig,
+        injectScript,
+        addDevToolbarApp,
+        logger,
+        command,
+      }) => {
+        if (command === 'dev') addDevToolbarApp(toolbarApp);
         const root = fileURLToPath(astroConfig.root);
         const envDir = astroConfig.vite?.envDir ?? root;
         const env = readEnv(envDir === false ? false : resolve(root, envDir), astroMode(command));
@@ -198,9 +207,11 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         await served?.server.close();
         if (copyFiles && cacheDir) await copyIntoBuild(copyFiles, fileURLToPath(dir), cacheDir, logger);
       },
-      'astro:server:setup': ({ server, refreshContent, logger }) => {
+      'astro:server:setup': ({ server, refreshContent, toolbar, logger }) => {
+        let syncedAt: Date | undefined;
         // One subscription per dev server, ended with it: it sees the first sync and every refresh.
         const unsubscribe = shared.onResult(() => {
+          syncedAt = new Date();
           hosts?.afterSync();
           if (cacheDir) touchOrigin(cacheDir); // in use as long as the dev server runs
         });
@@ -220,6 +231,11 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           );
           return applied;
         };
+        serveToolbar(toolbar, {
+          cache: async () => (await shared.current()).cache,
+          syncedAt: () => syncedAt,
+          sync: () => run({ toolbar: true }),
+        });
         if (refresh?.poll) {
           let closed = false;
           const stop = pollCms(
