@@ -1,8 +1,9 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadApiServer, type ReloadEvent, startServer } from '../src/server/index.ts';
 import { signWebhook } from '../src/wire/webhook.ts';
-import { type AstroDev, freePort, runAstro, startBuiltServer } from './helpers/astro.ts';
+import { type AstroDev, freePort, runAstro, startAstroDev, startBuiltServer } from './helpers/astro.ts';
 import { liveDocFiles, liveDocsSite } from './helpers/live-docs.ts';
 import { demoKey, demoSnapshot } from './helpers/server.ts';
 
@@ -157,5 +158,18 @@ describe('the site, built and served', () => {
       'MISS',
       'Night Trains Are Back, and Better Than You Remember',
     ]);
+  });
+});
+
+describe('astro dev, with the connection in .env as the README has it', () => {
+  it('serves a post: getSecret reads .env where process.env has nothing', { timeout: 120_000 }, async () => {
+    await web?.stop();
+    await writeFile(join(site.dir, '.env'), `CMFT_BASE_URL=${api.url}\nCMFT_API_KEY=${demoKey}\n`);
+    // Only the file has the connection (the test's own environment has none).
+    expect([process.env.CMFT_BASE_URL, process.env.CMFT_API_KEY]).toEqual([undefined, undefined]);
+    web = await startAstroDev(site.dir, await freePort());
+    const post = await get('/de_CH/posts/night-trains-are-back');
+    const html = post.html.replace(/ data-astro-source-[a-z]+="[^"]*"/g, ''); // what astro dev adds
+    expect([post.status, title(html)]).toEqual([200, 'Die Nachtzüge sind zurück – und besser als in Erinnerung']);
   });
 });

@@ -46,7 +46,7 @@ const localesMaxAgeMs = 60_000;
  * export const collections = {
  *   posts: defineLiveCollection({
  *     loader: comfortableLiveLoader({
- *       baseUrl: process.env.CMFT_BASE_URL, repository: 'demo', apiKey: process.env.CMFT_API_KEY,
+ *       baseUrl: getSecret('CMFT_BASE_URL'), repository: 'demo', apiKey: getSecret('CMFT_API_KEY'),
  *       contentType: 'post', contentTypes: { post: 'posts', author: 'authors' },
  *       fields: z.object({ title: z.string(), slug: z.string() }),
  *     }),
@@ -66,7 +66,8 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
       throw new ConfigError(
         'apiKey',
         `the apiKey option of comfortableLiveLoader() is not set. Give it a Read API key of the repository ` +
-          `"${repository}", read from the environment when the server runs (apiKey: process.env.CMFT_API_KEY).`,
+          `"${repository}", read when the server runs: apiKey: getSecret('CMFT_API_KEY'), with getSecret from ` +
+          'astro:env/server, reads .env in astro dev too (process.env does not).',
       );
     }
     const { timeouts, retry, concurrency } = options;
