@@ -2,15 +2,9 @@ import { existsSync } from 'node:fs';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PageReport } from '../src/astro/toolbar.ts';
-import { type AstroDev, freePort, startAstroDev } from './helpers/astro.ts';
+import type { AstroDev } from './helpers/astro.ts';
 import { kitchenKey } from './helpers/kitchen.ts';
-import {
-  defaultLoaders,
-  type KitchenServer,
-  type KitchenSite,
-  kitchenSite,
-  startKitchen,
-} from './helpers/kitchen-site.ts';
+import { kitchenDev } from './helpers/kitchen-site.ts';
 
 /**
  * The dev toolbar app "Comfortable" in `astro dev` on the kitchen site (Astro i18n, four locales,
@@ -18,26 +12,14 @@ import {
  * as the app asks it, and the app itself in Chromium.
  */
 
-let kitchen: KitchenServer;
-let site: KitchenSite;
 let dev: AstroDev;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  kitchen = await startKitchen();
-  site = await kitchenSite('dev-toolbar');
-  await site.loaders(defaultLoaders);
-  dev = await startAstroDev(site.dir, await freePort(), {
-    CMFT_BASE_URL: kitchen.server.url,
-    CMFT_API_KEY: kitchenKey,
-    CMFT_REPOSITORY: 'kitchen',
-  });
+  ({ dev, stop } = await kitchenDev('dev-toolbar'));
 }, 120_000);
 
-afterAll(async () => {
-  await dev?.stop();
-  await site?.remove();
-  await kitchen?.close();
-});
+afterAll(async () => stop?.());
 
 /** What the app sends of a page: its path, its html's lang and its text. */
 async function pageQuery(path: string) {

@@ -1,13 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AstroDev, freePort, startAstroDev } from './helpers/astro.ts';
-import { kitchenKey } from './helpers/kitchen.ts';
-import {
-  defaultLoaders,
-  type KitchenServer,
-  type KitchenSite,
-  kitchenSite,
-  startKitchen,
-} from './helpers/kitchen-site.ts';
+import type { AstroDev } from './helpers/astro.ts';
+import { defaultLoaders, type KitchenSite, kitchenDev } from './helpers/kitchen-site.ts';
 
 /**
  * `astro dev` through the edits a site builder makes to the content config while it runs: each
@@ -15,26 +8,15 @@ import {
  * sources only they named, must not outlive it, and references must follow the new ids.
  */
 
-let kitchen: KitchenServer;
 let site: KitchenSite;
 let dev: AstroDev;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  kitchen = await startKitchen();
-  site = await kitchenSite('kitchen-dev');
-  await site.loaders(defaultLoaders);
-  dev = await startAstroDev(site.dir, await freePort(), {
-    CMFT_BASE_URL: kitchen.server.url,
-    CMFT_API_KEY: kitchenKey,
-    CMFT_REPOSITORY: 'kitchen',
-  });
+  ({ site, dev, stop } = await kitchenDev('kitchen-dev'));
 }, 120_000);
 
-afterAll(async () => {
-  await dev?.stop();
-  await site?.remove();
-  await kitchen?.close();
-});
+afterAll(async () => stop?.());
 
 const page = async (path: string) => {
   const response = await fetch(`${dev.url}${path}`);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import * as devalue from 'devalue';
 import { type ReadApiServer, startServer } from '../../src/server/index.ts';
-import { copyFixture, runAstro } from './astro.ts';
+import { type AstroDev, copyFixture, freePort, runAstro, startAstroDev } from './astro.ts';
 import { kitchenKey, writeKitchen } from './kitchen.ts';
 
 /**
@@ -121,4 +121,24 @@ export async function kitchenSite(name: string): Promise<KitchenSite> {
     },
     remove: site.remove,
   };
+}
+
+/** The kitchen site with the default loaders in `astro dev`, on its own Read API; `stop` ends all three. */
+export async function kitchenDev(
+  name: string,
+): Promise<{ kitchen: KitchenServer; site: KitchenSite; dev: AstroDev; stop(): Promise<void> }> {
+  const kitchen = await startKitchen();
+  const site = await kitchenSite(name);
+  await site.loaders(defaultLoaders);
+  const dev = await startAstroDev(site.dir, await freePort(), {
+    CMFT_BASE_URL: kitchen.server.url,
+    CMFT_API_KEY: kitchenKey,
+    CMFT_REPOSITORY: 'kitchen',
+  });
+  const stop = async () => {
+    await dev.stop();
+    await site.remove();
+    await kitchen.close();
+  };
+  return { kitchen, site, dev, stop };
 }
