@@ -35,9 +35,9 @@ export const fastListAnswerSchema: z.ZodType<ListAnswer> = listAnswerSchema.exte
 /**
  * Masked lists are the many ones (a sync lists every member's stamps, a thousand a page): their
  * records are checked by hand for what `maskedRecordSchema` checks, and kept as they are, as
- * zod's copy of thirty thousand small objects costs a warm sync of 10,000 documents a fifth of its
- * time (see docs/decisions.md); a page with a record that fails is checked again by zod, to name
- * the place.
+ * zod's copy of each record and its meta costs a warm sync of 10,000 documents a fifth of its
+ * time (see docs/decisions.md); a page with a record that fails is checked again by zod, to
+ * name the place.
  */
 const metaTypes: Record<string, string> = {
   id: 'string',

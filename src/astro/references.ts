@@ -179,9 +179,12 @@ export function warnPartialMappings(
   members: Iterable<Member>,
   logger: LoaderContext['logger'],
 ): void {
-  for (const type of loaderRegistry().contentTypesIn(collection)) {
-    let held = 0;
-    for (const member of members) if (member.contentType === type) held++;
+  const types = loaderRegistry().contentTypesIn(collection);
+  if (types.length === 0) return;
+  const heldOf = new Map<string, number>();
+  for (const { contentType } of members) heldOf.set(contentType, (heldOf.get(contentType) ?? 0) + 1);
+  for (const type of types) {
+    const held = heldOf.get(type) ?? 0;
     const synced = cache.countOfType(type);
     if (held >= synced) continue;
     logger.warn(
