@@ -1,4 +1,4 @@
-import { type ContentTypeDefinition, type FieldType, slotsOf } from './snapshot-format.ts';
+import { type ContentTypeDefinition, datePattern, type FieldType, slotsOf } from './snapshot-format.ts';
 
 /**
  * The field checks of `parseSnapshot` as plain functions, compiled once per content type: a
@@ -27,7 +27,6 @@ function hasKeys(value: Record<string, unknown>, required: number, allowed: Read
 
 const documentId = /^\d{1,20}$/;
 const colour = /^#[0-9a-fA-F]{6}$/;
-const date = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?Z)?$/;
 const richtextKeys = new Set(['html', 'plain']);
 const locationKeys = new Set(['lat', 'lng']);
 const referenceKeys = new Set(['meta']);
@@ -64,7 +63,7 @@ const valueTests: Record<FieldType, Test> = {
   richtext: (value) =>
     isPlain(value) && hasKeys(value, 2, richtextKeys) && isString(value.html) && isString(value.plain),
   number: isNumber,
-  date: (value) => isString(value) && date.test(value) && !Number.isNaN(Date.parse(value)),
+  date: (value) => isString(value) && datePattern.test(value) && !Number.isNaN(Date.parse(value)),
   boolean: (value) => typeof value === 'boolean',
   location: (value) =>
     isPlain(value) &&
