@@ -14,6 +14,7 @@ import { defaultPollInterval, pollCms, pollIntervalSchema } from '../vite/poll.t
 import { defaultRefreshPath, devOptionsShape, refreshMiddleware } from '../vite/refresh.ts';
 import { useFileLinks } from '../entries/file-links.ts';
 import { CopyFiles, copyIntoBuild } from './copy-files.ts';
+import { reloadDataStore } from './dev-store.ts';
 import { virtualModuleTypes } from './declarations.ts';
 import { ImageHosts } from './image-hosts.ts';
 import { IncrementalBuild } from './incremental.ts';
@@ -220,8 +221,10 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         const apply = async (result: SyncResult, payload: unknown) => {
           const sources = changedSources(result.changeset);
           const loaders = loaderRegistry().loadersFor(sources);
-          if (loaders.length > 0 && refreshContent)
+          if (loaders.length > 0 && refreshContent) {
             await refreshContent({ loaders, context: { comfortable: { sources, payload } } });
+            reloadDataStore(server);
+          }
           return { sources, loaders, records: result.changeset.records };
         };
         const run = async (payload: unknown) => {
