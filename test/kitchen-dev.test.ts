@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AstroDev } from './helpers/astro.ts';
 import { defaultLoaders, type KitchenSite, kitchenDev } from './helpers/kitchen-site.ts';
 
@@ -17,6 +17,11 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => stop?.());
+
+// What astro dev printed, when a test fails: the sync the page saw is the first thing to know.
+afterEach(({ task }) => {
+  if (task.result?.state === 'fail') console.log(`astro dev output:\n${dev.output()}`);
+});
 
 const page = async (path: string) => {
   const response = await fetch(`${dev.url}${path}`);
@@ -40,6 +45,23 @@ async function edit(loaders: Record<string, string>, order?: string[]): Promise<
   throw new Error(`no sync after the edit:\n${dev.output().slice(mark)}`);
 }
 
+type Page = Awaited<ReturnType<typeof page>>;
+
+/**
+ * The page at `path` once `ready` holds of it, asked every 200 ms for at most 20 s: Astro may sync
+ * an edited config more than once (its watcher can see one write as two changes), and a page asked
+ * between two syncs sees a store that is being filled again.
+ */
+async function pageWhen(path: string, ready: (seen: Page) => boolean): Promise<Page> {
+  const deadline = Date.now() + 20_000;
+  let seen = await page(path);
+  while (!ready(seen) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    seen = await page(path);
+  }
+  return seen;
+}
+
 describe('astro dev through content config edits', () => {
   it('serves the pages with references into collections with custom ids', async () => {
     expect((await page('/en/home/')).html).toContain('<a href="/en/recipes/smoky-pozole/">Smoky pozole</a>');
@@ -49,10 +71,12 @@ describe('astro dev through content config edits', () => {
     const recipes = defaultLoaders
       .recipes!.replace('({ astroLocale, fields })', '({ id, astroLocale, fields })')
       .replace('`${lang(astroLocale)}/${fields.slug}`', '`${lang(astroLocale)}/${id.slice(-3)}-${fields.slug}`');
-    const output = await edit({ ...defaultLoaders, recipes }, ['pages', 'recipes', 'cuisines', 'chefs']);
-    expect(output).not.toContain('Invalid content reference');
-    expect((await page('/fr/home/')).html).toContain('<a href="/fr/recipes/smoky-pozole/">Pozole fumé</a>');
-    expect((await page('/it/recipes/polenta/')).status).toBe(200);
+    const mark = dev.output().length;
+    await edit({ ...defaultLoaders, recipes }, ['pages', 'recipes', 'cuisines', 'chefs']);
+    const link = '<a href="/fr/recipes/smoky-pozole/">Pozole fumé</a>';
+    expect((await pageWhen('/fr/home/', (seen) => seen.html.includes(link))).html).toContain(link);
+    expect(dev.output().slice(mark)).not.toContain('Invalid content reference');
+    expect((await pageWhen('/it/recipes/polenta/', (seen) => seen.status === 200)).status).toBe(200);
   }, 90_000);
 
   it('a loader removed: its source is no longer synced, the others keep theirs', async () => {
@@ -60,7 +84,7 @@ describe('astro dev through content config edits', () => {
     const output = await edit(rest);
     expect(output).not.toMatch(/\[comfortable:query:type:cuisine\]/);
     expect(output).toMatch(/Synced kitchen: \d+ records/);
-    expect((await page('/en/recipes/green-mole/')).status).toBe(200);
+    expect((await pageWhen('/en/recipes/green-mole/', (seen) => seen.status === 200)).status).toBe(200);
   }, 90_000);
 
   it('a wrong collection id fails the sync with its hint, and the fix recovers without a restart', async () => {
@@ -73,6 +97,7 @@ describe('astro dev through content config edits', () => {
     );
     const fixed = await edit(defaultLoaders);
     expect(fixed).not.toMatch(/collections\/recipe\b/);
-    expect((await page('/en/home/')).html).toContain('<a href="/en/recipes/smoky-pozole/">Smoky pozole</a>');
+    const link = '<a href="/en/recipes/smoky-pozole/">Smoky pozole</a>';
+    expect((await pageWhen('/en/home/', (seen) => seen.html.includes(link))).html).toContain(link);
   }, 120_000);
 });
