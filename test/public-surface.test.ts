@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as root from '../src/index.ts';
 
@@ -20,5 +20,17 @@ describe('the package root', () => {
   it('exports the integration as its default, for `astro add`', () => {
     expect(typeof root.default).toBe('function');
     expect(root.default({}).name).toBe('comfortable-loader');
+  });
+});
+
+describe('the optional peers', () => {
+  it('imports vite for its types only: an optional peer, which a strict installer may not give it', () => {
+    const dir = new URL('../src/', import.meta.url);
+    const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.ts'));
+    const runtime = files.filter((file) =>
+      /^import (?!type\b)[^;]*from 'vite'/m.test(readFileSync(new URL(file, dir), 'utf8')),
+    );
+    expect(files.length).toBeGreaterThan(50);
+    expect(runtime).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { type EnvironmentModuleNode, isRunnableDevEnvironment, type ViteDevServer } from 'vite';
+import type { EnvironmentModuleNode, RunnableDevEnvironment, ViteDevServer } from 'vite';
 
 /** The module through which Astro's dev server reads its data store (astro/dist/content/consts.js). */
 const dataStoreModule = '\0astro:data-layer-content';
@@ -26,8 +26,9 @@ export function reloadDataStore(server: Pick<ViteDevServer, 'environments'>): vo
     if (!module) continue;
     const importers = importersOf(module);
     environment.moduleGraph.invalidateModule(module);
-    if (!isRunnableDevEnvironment(environment)) continue;
-    const { evaluatedModules } = environment.runner;
+    // A runnable environment's runner (no import of vite's isRunnableDevEnvironment: vite is an optional peer).
+    const evaluatedModules = (environment as Partial<RunnableDevEnvironment>).runner?.evaluatedModules;
+    if (!evaluatedModules) continue;
     for (const id of importers) {
       const evaluated = evaluatedModules.getModuleById(id);
       if (evaluated) evaluatedModules.invalidateModule(evaluated);
