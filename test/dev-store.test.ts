@@ -59,32 +59,34 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
+/** The ssr environment, which renders pages through its module runner. */
+function ssr() {
+  const environment = server.environments.ssr!;
+  if (!isRunnableDevEnvironment(environment)) throw new Error('expected a runnable ssr environment');
+  return environment;
+}
+
 /** Astro's invalidation after it writes the store: an HMR update of the module, in the graph and the runner. */
 function astroInvalidates(): void {
-  const environment = server.environments.ssr!;
+  const environment = ssr();
   const module = environment.moduleGraph.getModuleById(resolved);
   if (module) environment.moduleGraph.invalidateModule(module, undefined, Date.now(), true);
-  if (!isRunnableDevEnvironment(environment)) throw new Error('expected a runnable ssr environment');
   const evaluated = environment.runner.evaluatedModules.getModuleById(resolved);
   if (evaluated) environment.runner.evaluatedModules.invalidateModule(evaluated);
 }
 
 async function read(): Promise<string> {
-  const environment = server.environments.ssr!;
-  if (!isRunnableDevEnvironment(environment)) throw new Error('expected a runnable ssr environment');
-  return ((await environment.runner.import(id)) as { default: string }).default;
+  return ((await ssr().runner.import(id)) as { default: string }).default;
 }
 
 /** What the page shows: the store its reader kept. */
 async function readPage(): Promise<string> {
-  const environment = server.environments.ssr!;
-  if (!isRunnableDevEnvironment(environment)) throw new Error('expected a runnable ssr environment');
-  return ((await environment.runner.import('virtual:page')) as { read(): Promise<string> }).read();
+  return ((await ssr().runner.import('virtual:page')) as { read(): Promise<string> }).read();
 }
 
 /** Another consumer of the dev server (Astro's own) transforms the page's modules again. */
 async function transformAgain(): Promise<void> {
-  for (const url of ['virtual:page', 'virtual:reader', id]) await server.environments.ssr!.fetchModule(url);
+  for (const url of ['virtual:page', 'virtual:reader', id]) await ssr().fetchModule(url);
 }
 
 describe('the data store module of astro dev, after a refresh', () => {
