@@ -20,6 +20,7 @@ import {
   seconds,
 } from './astro-site.ts';
 import { generateSnapshot, writeSnapshot } from '../test/helpers/generate-snapshot.ts';
+import { loadedConfig } from '../test/helpers/content-config.ts';
 
 /**
  * `astro build` of a generated site whose one collection holds 10,000 documents × 3 locales
@@ -82,12 +83,15 @@ async function writeSite(dir: string, config: string, content: string): Promise<
 
 /** The entries the loader produces, in its order, as `file()` wants them: store id → data. */
 async function loaderEntries(baseUrl: string, cacheDir: string, site: string): Promise<Record<string, unknown>> {
+  const loader = comfortableLoader({ collection: 'all' });
+  const registry = loaderRegistry();
+  registry.configure({ contentTypes, locales: undefined }, loadedConfig({ all: loader }));
   sharedSync().configure(
     { baseUrl, repository: 'bench', apiKey: 'bench-key', cacheDir },
     { info: () => {}, warn: () => {} },
+    undefined,
+    () => registry.sources(),
   );
-  loaderRegistry().setContentTypes(contentTypes);
-  const loader = comfortableLoader({ collection: 'all' });
   const entries = new Map<string, { id: string; data: unknown; digest?: string }>();
   const meta = new Map<string, string>();
   const quiet = () => {};

@@ -80,11 +80,11 @@ describe('astro dev with no refresh option', () => {
   it('shows an edit of the CMS within 10 s, with the refresh endpoint off', async () => {
     const cherry = () => cherryOn(dev);
     expect(await cherry()).toBe('cherry season');
-    expect(dev.output()).toMatch(/Dev refresh is off/);
+    expect(dev.output()).toMatch(/Dev asks the CMS for changes every 5 s/);
     await server.replaceSnapshot(edited(tiny, 'Cherry season, followed'));
     expect(await until(cherry, 'Cherry season, followed', 10_000)).toBe('Cherry season, followed');
     expect(dev.output()).toMatch(/The CMS changed: refreshed comfortable:collection:news/);
-    expect(dev.output()).not.toMatch(/Refreshed \d+ changed sources/); // the endpoint's line
+    expect(dev.output()).not.toMatch(/Refreshed /); // the endpoint's line
   }, 30_000);
 });
 

@@ -5,21 +5,23 @@ import { defaultBaseUrl } from '../api/client.ts';
 import { z } from 'zod';
 import { checkOptions, ConfigError, contentTypesSchema, syncConfigSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../api/env.ts';
-import type { SyncLogger, SyncResult } from '../sync/engine.ts';
-import { changedIds, changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
+import type { SyncLogger } from '../sync/engine.ts';
+import { changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import type { ReloadEvent } from '../server/repositories.ts';
 import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/index.ts';
 import { virtualModulesPlugin } from '../vite/plugin.ts';
-import { defaultPollInterval, pollCms, pollIntervalSchema } from '../vite/poll.ts';
-import { defaultRefreshPath, devOptionsShape, refreshMiddleware } from '../vite/refresh.ts';
+import { startDevLoop } from '../vite/dev-loop.ts';
+import { defaultPollInterval, pollIntervalSchema } from '../vite/poll.ts';
+import { defaultRefreshPath, devOptionsShape } from '../vite/refresh.ts';
 import { useFileLinks } from '../entries/file-links.ts';
 import { CopyFiles, copyIntoBuild } from './copy-files.ts';
 import { reloadDataStore } from './dev-store.ts';
 import { virtualModuleTypes } from './declarations.ts';
 import { ImageHosts } from './image-hosts.ts';
 import { IncrementalBuild } from './incremental.ts';
+import { astroContentConfigObserver } from './content-config.ts';
 import { astroLocalesSchema, LocaleMap } from './i18n.ts';
-import { loaderRegistry } from './registry.ts';
+import { loaderRegistry, type RefreshContext } from './registry.ts';
 import { type ServedSnapshot, serveSnapshot } from './snapshot.ts';
 import { serveToolbar, toolbarApp } from './toolbar.ts';
 
@@ -164,15 +166,19 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir)),
           origin,
         );
-        shared.configure({ ...config, cacheDir }, syncLogger, served && filled.snapshot);
-        loaderRegistry().setContentTypes(contentTypes);
         if (astroLocales && !astroConfig.i18n)
           throw new ConfigError(
             'astroLocales',
             'Invalid option astroLocales of comfortable(): astro.config has no i18n, so there is no Astro locale ' +
               'to map to; add i18n (https://docs.astro.build/en/guides/internationalization/) or remove astroLocales',
           );
-        loaderRegistry().locales = astroConfig.i18n ? new LocaleMap(astroConfig.i18n, astroLocales) : undefined;
+        const registry = loaderRegistry();
+        registry.configure(
+          { contentTypes, locales: astroConfig.i18n ? new LocaleMap(astroConfig.i18n, astroLocales) : undefined },
+          await astroContentConfigObserver(astroConfig.root),
+        );
+        // The loaders' sources are those of the loaders of Astro's content config, at each sync.
+        shared.configure({ ...config, cacheDir }, syncLogger, served && filled.snapshot, () => registry.sources());
         hosts = new ImageHosts(cacheDir, logger);
         const incrementalSetup = incremental.setup(astroConfig, command, incrementalOutput, logger);
         if (incrementalSetup) injectScript('page-ssr', incrementalSetup.script);
@@ -209,77 +215,69 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         if (copyFiles && cacheDir) await copyIntoBuild(copyFiles, fileURLToPath(dir), cacheDir, logger);
       },
       'astro:server:setup': ({ server, refreshContent, toolbar, logger }) => {
+        const registry = loaderRegistry();
         let syncedAt: Date | undefined;
-        // One subscription per dev server, ended with it: it sees the first sync and every refresh.
-        const unsubscribe = shared.onResult(() => {
-          syncedAt = new Date();
-          hosts?.afterSync();
-          if (cacheDir) touchOrigin(cacheDir); // in use as long as the dev server runs
-        });
-        server.httpServer?.once('close', unsubscribe);
-        /** Refreshes the loaders whose sources a sync changed. */
-        const apply = async (result: SyncResult, payload: unknown) => {
-          const sources = changedSources(result.changeset);
-          const loaders = loaderRegistry().loadersFor(sources);
-          if (loaders.length > 0 && refreshContent) {
-            await refreshContent({ loaders, context: { comfortable: { sources, payload } } });
+        let lastModel: string | undefined;
+        const loop = startDevLoop({
+          shared,
+          pollInterval: refresh?.poll ?? false,
+          endpoint: refresh?.secret ? { secret: refresh.secret, path: refresh.path } : undefined,
+          middlewares: server.middlewares,
+          log: {
+            info: (message) => logger.info(message),
+            warn: (message) => logger.warn(message),
+            error: (message) => logger.error(message),
+          },
+          // Astro's own syncs load what they read; a sync outside them (a poll, a refresh) reloads the loaders
+          // whose sources it changed, which read that sync's result.
+          follow: async (result, { outside }) => {
+            syncedAt = new Date();
+            hosts?.afterSync();
+            if (cacheDir) touchOrigin(cacheDir); // in use as long as the dev server runs
+            const sources = changedSources(result.changeset);
+            // A field the CMS added changes the shape of every entry of its type: every loader loads again.
+            const model = JSON.stringify(result.cache.head.model);
+            const remodelled = model !== lastModel;
+            lastModel = model;
+            const collections = registry.current;
+            if (!outside || !collections || !refreshContent) return [];
+            const loaders = remodelled
+              ? collections.loadersFor(collections.sourceKeys())
+              : collections.loadersChangedBy(result.cache, result.changeset);
+            if (loaders.length === 0) return [];
+            const context: RefreshContext = { comfortable: { loaders, sources } };
+            await refreshContent({ loaders, context });
             reloadDataStore(server);
-          }
-          return { sources, loaders, records: result.changeset.records };
-        };
-        const run = async (payload: unknown) => {
-          const applied = await apply(await shared.refresh(changedIds(payload)), payload);
-          logger.info(
-            `Refreshed ${applied.sources.length} changed sources (${applied.loaders.join(', ') || 'no loaders'})`,
-          );
-          return applied;
-        };
-        serveToolbar(toolbar, {
-          cache: async () => (await shared.current()).cache,
-          syncedAt: () => syncedAt,
-          sync: () => run({ toolbar: true }),
+            return loaders;
+          },
         });
-        if (refresh?.poll) {
-          let closed = false;
-          const stop = pollCms(
-            refresh.poll,
-            async () => {
-              const result = await shared.poll();
-              // A sync that ends after this server closed (a restart) is the next server's to load.
-              if (!result || closed) return;
-              const { sources, loaders } = await apply(result, { poll: true });
-              if (sources.length > 0) logger.info(`The CMS changed: refreshed ${loaders.join(', ') || 'no loaders'}`);
-            },
-            logger,
-          );
-          server.httpServer?.once('close', () => {
-            closed = true;
-            stop();
-          });
-        }
+        server.httpServer?.once('close', () => loop.stop());
+        serveToolbar(toolbar, {
+          served: () => {
+            const result = shared.latest;
+            const collections = registry.current;
+            return result && collections && { cache: result.cache, collections, syncedAt: syncedAt ?? new Date() };
+          },
+          sync: () => loop.refresh({ toolbar: true }),
+        });
         if (copyFiles) server.middlewares.use(copyFiles.middleware());
         if (served) {
           // The snapshot file changed (a new pull, an edit): what changed is refreshed, as a webhook would have it.
           const { server: api } = served;
           const onReload = (event: ReloadEvent) =>
-            void run(event).catch((error: Error) =>
-              logger.error(`Refresh after the snapshot changed failed: ${error.message}`),
-            );
+            void loop
+              .refresh(event)
+              .catch((error: Error) => logger.error(`Refresh after the snapshot changed failed: ${error.message}`));
           api.events.on('reload', onReload);
           server.httpServer?.once('close', () => {
             api.events.off('reload', onReload);
             void api.close();
           });
+          logger.info(`Dev follows edits of ${served.file}`);
+        } else if (refresh?.poll) {
+          logger.info(`Dev asks the CMS for changes every ${refresh.poll / 1000} s`);
         }
-        if (!refresh?.secret) {
-          logger.info(
-            'Dev refresh is off: set CMFT_REFRESH_SECRET (or the refreshSecret option) to enable the signed endpoint',
-          );
-          return;
-        }
-        const { secret, path } = refresh;
-        server.middlewares.use(refreshMiddleware({ secret, path, run }));
-        logger.info(`Dev refresh endpoint: POST ${path} (signed with the refresh secret)`);
+        if (refresh?.secret) logger.info(`Dev refresh endpoint: POST ${refresh.path} (signed with the refresh secret)`);
       },
     },
   };

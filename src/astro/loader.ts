@@ -21,7 +21,9 @@ import {
   type LoaderSource,
   loaderSources,
 } from './loader-options.ts';
-import { loaderRegistry, type RegisteredLoader } from './registry.ts';
+import type { CollectionMap, LoaderDeclaration } from './collection-map.ts';
+import { loaderNamePrefix } from './content-config.ts';
+import { loaderRegistry } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
 import { astroFallbacksOf, langOf } from './i18n.ts';
 
@@ -65,7 +67,7 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
   const shared = sharedSync();
   const registry = loaderRegistry();
   let sources: LoaderSource[] = [];
-  let problem: RegisteredLoader['problem'];
+  let problem: LoaderDeclaration['problem'];
   try {
     sources = loaderSources(options);
   } catch (error) {
@@ -79,71 +81,67 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
       return error as Error;
     };
   }
-  const name = `comfortable:${sources.map((s) => `${s.kind}:${s.name}`).join('+') || 'invalid'}`;
+  const name = `${loaderNamePrefix}${sources.map((s) => `${s.kind}:${s.name}`).join('+') || 'invalid'}`;
   const entryId = options.entryId ?? defaultEntryId;
-  const registered: RegisteredLoader = {
+  // The same options in another evaluation of the content config are the same declaration.
+  const declaration = registry.declare({
     name,
-    sources: [],
     signature: hash({
       sources: sources.map((s) => [s.kind, s.name, canonicalOptions(s.options)]),
       locales: options.locales,
       render: options.render,
       entryId: options.entryId ? String(options.entryId) : 'default',
+      problem: problem ? String(problem().message) : undefined,
     }),
+    sources,
+    keys: sources.map((s) => `${s.kind}:${s.name}`),
     contentType: options.contentType,
     locales: options.locales,
     entryId: options.entryId,
     problem,
-  };
-  registry.add(registered);
-  // A sync without this loader's sources would drop them, and their last good content, from the cache.
-  if (problem) shared.hold(problem());
-  const keys = sources.map((s) => shared.register(s.kind, s.name, s.options));
-  registered.sources = keys;
+  });
+  const keys = declaration.keys;
 
   return {
     name,
     createSchema: async () => {
-      registry.seal(registered);
       // Bad options, or a sync that failed, fail the load, which names the collection and, in
       // dev, tells the error itself: the schema waits for it.
       const unknownEntries = { schema: z.unknown(), types: 'export type Entry = unknown;' };
-      if (registry.broken(registered)) return unknownEntries;
+      if (problem) return unknownEntries;
       try {
-        const result = await shared.current();
+        // The content served, when it holds this loader's sources (not in a refresh's sync, which this is
+        // called in too, for every collection): else the sync of the round under way.
+        const latest = shared.latest;
+        const held = latest && new Set(latest.cache.sources().map((source) => source.key));
+        const result = held && keys.every((key) => held.has(key)) ? latest! : await shared.acquire(registry.round());
+        const { site } = registry;
         return createEntrySchema(
           result.cache,
           keys,
-          (contentType) => registry.collectionFor(contentType)?.collection,
-          registry.locales !== undefined,
+          (contentType) => site.contentTypes[contentType],
+          site.locales !== undefined,
         );
       } catch {
         return unknownEntries;
       }
     },
     async load(context: LoaderContext) {
-      // Which Astro collection this is: references into it take its entry ids.
-      registry.bind(registered, context.collection);
       try {
-        // Bad options of any loader: none syncs, and each tells the same error, with its collection.
-        const broken = registry.broken(registered);
-        if (broken) {
-          if (broken !== registered) await registry.settled(registered, () => {});
-          throw broken.problem!(broken.collection);
-        }
-        // In a refresh from the dev endpoint, its sync has just run: read that, start no other.
-        const refreshed =
-          (context.refreshContextData as { comfortable?: unknown } | undefined)?.comfortable !== undefined;
-        const result = await (refreshed ? shared.current() : shared.acquire(`load:${name}`));
-        await registry.settled(registered, (message) => context.logger.warn(message));
-        await shared.read(result, (round) =>
-          storeEntries(context, round.cache, schemaDigest(round, context.config), keys, options, entryId),
+        // Which collection this is, in this sync of Astro: references into it take its entry ids.
+        const { round, mapping } = registry.join(declaration, context);
+        if (problem) throw problem(context.collection);
+        // A refresh reads the sync it follows; a sync of Astro, the round all its loaders share.
+        const result = await (round && !round.refreshed ? shared.acquire(round) : shared.current());
+        const collections = await mapping;
+        await shared.read(result, (read) =>
+          storeEntries(context, read.cache, collections, schemaDigest(read, context.config), keys, options, entryId),
         );
       } catch (error) {
         const failure = loaderError(error, shared); // with a hint naming the option to check
-        // Astro tells a failed sync after a content config edit in dev as an unhandled rejection,
-        // without the hint: tell it here too.
-        if (context.watcher && registry.reevaluated) context.logger.error(describe(failure));
+        // Astro tells a failed sync in dev (after a content config edit, a refresh) as an unhandled
+        // rejection, without the hint: tell it here too.
+        if (context.watcher) context.logger.error(describe(failure));
         throw failure;
       }
     },
@@ -164,6 +162,7 @@ const readBatch = 500;
 async function storeEntries(
   { store, meta, logger, parseData, generateDigest, collection }: LoaderContext,
   cache: CacheReader,
+  mapping: CollectionMap,
   schemas: string,
   keys: string[],
   options: ComfortableLoaderOptions,
@@ -181,7 +180,7 @@ async function storeEntries(
     );
   }
   // With Astro's i18n: each locale's Astro locale; a locale mapped to false is left out.
-  const astroLocales = loaderRegistry().locales?.resolve(known, asked, collection);
+  const astroLocales = mapping.locales?.resolve(known, asked, collection);
   const locales = astroLocales ? asked.filter((locale) => astroLocales.get(locale) !== false) : asked;
   // Options (of any loader: a reference takes its target's id), a new package version, a changed
   // model (a field seen localized) change what entries look like, and an edited schema module what
@@ -189,7 +188,7 @@ async function storeEntries(
   const fingerprint = hash({
     packageVersion,
     source: head.fingerprint,
-    loaders: loaderRegistry().fingerprint(),
+    loaders: mapping.fingerprint(),
     model: head.model,
     schemas,
   });
@@ -202,8 +201,8 @@ async function storeEntries(
   for (const key of keys)
     for (const member of cache.members(key)) if (!members.has(member.id)) members.set(member.id, member);
 
-  warnPartialMappings(cache, collection, members.values(), logger);
-  const references = new ReferenceConverter(cache, collection, logger);
+  warnPartialMappings(cache, mapping, collection, members.values(), logger);
+  const references = new ReferenceConverter(cache, mapping, collection, logger);
   const renderer = new RichtextRenderer(head.model, options.render, () => cache.assetFiles(), logger);
   const links = fileLinks(); // a copy's files as files of the site
   const aliasesOf = aliasesByDocument(cache);

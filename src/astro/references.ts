@@ -3,7 +3,7 @@ import type { CacheReader, Member } from '../cache/index.ts';
 import { type Entry, entryOf, mapRelations } from '../entries/entries.ts';
 import type { StoredRecord } from '../model/records.ts';
 import { defaultEntryId, type EntryIdInput } from './loader-options.ts';
-import { loaderRegistry } from './registry.ts';
+import type { CollectionMap } from './collection-map.ts';
 
 /**
  * Relation fields as Astro references. A relation becomes `{ collection, id }` when the
@@ -36,6 +36,7 @@ const shownPlaces = 3;
 
 export class ReferenceConverter {
   readonly #cache: CacheReader;
+  readonly #mapping: CollectionMap;
   readonly #logger: LoaderContext['logger'];
   readonly #collection: string;
   /** The documents each Astro collection holds, by what its loaders' sources list. */
@@ -43,8 +44,9 @@ export class ReferenceConverter {
   /** The unresolved references of this load, by cause: what the warning says, and where. */
   readonly #unresolved = new Map<string, { why: string; places: string[] }>();
 
-  constructor(cache: CacheReader, collection: string, logger: LoaderContext['logger']) {
+  constructor(cache: CacheReader, mapping: CollectionMap, collection: string, logger: LoaderContext['logger']) {
     this.#cache = cache;
+    this.#mapping = mapping;
     this.#collection = collection;
     this.#logger = logger;
     if (reportedSince.lastSync !== cache.head.lastSync) {
@@ -78,7 +80,7 @@ export class ReferenceConverter {
   }
 
   #convert(entry: Entry, field: string, ref: { id: string; contentType: string }, lookup: TargetLookup): unknown {
-    const target = loaderRegistry().collectionFor(ref.contentType);
+    const target = this.#mapping.collectionFor(ref.contentType);
     let cause: string | undefined;
     if (!lookup.targets.has(ref.id)) cause = 'not-synced';
     else if (!target) cause = `unmapped:${ref.contentType}`;
@@ -124,7 +126,7 @@ export class ReferenceConverter {
         `the collection "${collection}", to which contentTypes maps "${contentType}", does not hold ` +
         `their documents`
       );
-    const holding = loaderRegistry().collectionsHolding((sources) =>
+    const holding = this.#mapping.collectionsHolding((sources) =>
       sources.some((source) => this.#cache.members(source).some((m) => m.contentType === contentType)),
     );
     const suggestion =
@@ -141,7 +143,7 @@ export class ReferenceConverter {
   /** Whether the loaders that fill a collection hold a document. */
   #holds(collection: string, id: string): boolean {
     if (!this.#held.has(collection)) {
-      const sources = loaderRegistry().sourcesOfCollection(collection);
+      const sources = this.#mapping.sourcesOfCollection(collection);
       this.#held.set(
         collection,
         sources && new Set(sources.flatMap((source) => this.#cache.members(source).map((member) => member.id))),
@@ -158,7 +160,7 @@ export class ReferenceConverter {
     lookup: TargetLookup,
   ): string {
     const locales = this.#cache.head.locales.locales.map((l) => l.key);
-    const astroLocale = loaderRegistry().locales?.mapOf(locales).get(entry.locale) || undefined;
+    const astroLocale = this.#mapping.locales?.mapOf(locales).get(entry.locale) || undefined;
     const input = { id: ref.id, locale: entry.locale, astroLocale, contentType: ref.contentType, fields: {} };
     if (!entryId) return defaultEntryId(input);
     const record = lookup.target(ref.id);
@@ -175,11 +177,12 @@ export class ReferenceConverter {
  */
 export function warnPartialMappings(
   cache: CacheReader,
+  mapping: CollectionMap,
   collection: string,
   members: Iterable<Member>,
   logger: LoaderContext['logger'],
 ): void {
-  const types = loaderRegistry().contentTypesIn(collection);
+  const types = mapping.contentTypesIn(collection);
   if (types.length === 0) return;
   const heldOf = new Map<string, number>();
   for (const { contentType } of members) heldOf.set(contentType, (heldOf.get(contentType) ?? 0) + 1);

@@ -1,200 +1,196 @@
-import { hash } from '../sync/config.ts';
-import { sharedSync } from '../sync/shared.ts';
-import type { EntryIdInput } from './loader-options.ts';
-import type { LocaleMap } from './i18n.ts';
+import type { LoaderContext } from 'astro/loaders';
+import { CollectionMap, type LoaderDeclaration, type SiteSettings } from './collection-map.ts';
+import { type AstroCollections, type ContentConfigObserver, collectionsOf } from './content-config.ts';
+import type { LoaderSource } from './loader-options.ts';
 
 /**
- * What the loaders of the content config are and which collections hold which content types,
- * so references point at the right collection and id, and a refresh reaches the right loaders.
+ * What the loaders of the content config are, which collection each fills, and what the
+ * integration maps: derived from what Astro says, never from how often or in what order it calls.
  *
- * Loaders are known in generations: the loaders one evaluation of the content config makes.
- * Astro evaluates it once per build, and again in dev when it changes; once a generation's
- * loaders have started loading, the next loader made starts a new generation, which replaces
- * the last (and its sources in the shared sync), so nothing of an edited config outlives it.
- *
- * Which Astro collection a loader fills is known only when Astro loads it. A reference is made
- * with the entry id of the collection it points into, so every loader waits, before it makes
- * references, until each loader of its generation has said which collection it fills: the ids
- * do not depend on the order Astro runs the loaders in.
+ * - A loader is what its options say: `comfortableLoader()` called again with the same options
+ *   (Astro evaluates the content config at every save of a `.json` or `.md` file) is the same
+ *   declaration, so an evaluation that Astro does not follow with loads changes nothing.
+ * - Which collections a sync of Astro loads is what Astro's content config says
+ *   (content-config.ts); which declaration fills each, what its `load()` is given.
+ * - One round per sync of Astro: its mapping is complete once every collection that sync loads
+ *   has started loading, and only then are references made from it. A refresh this package asks
+ *   for loads some collections; the others keep the declarations of the last complete round,
+ *   which made what the store holds (`current`).
  */
-export interface RegisteredLoader {
-  name: string;
-  /** Source keys such as `collection:posts`. */
-  sources: string[];
-  /** A hash of everything the loader's options decide of its entries. */
-  signature: string;
-  /** Its source's content type, for a `contentType` loader. */
-  contentType?: string | undefined;
-  /** The loader's `locales` option; undefined for every locale of the repository. */
-  locales?: string[] | undefined;
-  /** The error of the loader's options, named after the collection once it is known; undefined when they are right. */
-  problem?: ((collection?: string) => Error) | undefined;
-  /** The loader's own `entryId` option; undefined for the default `<locale>/<id>`. */
-  entryId?: ((entry: EntryIdInput) => string) | undefined;
-  /** The Astro collection it fills, once it has loaded. */
-  collection?: string | undefined;
+
+/** What a refresh this package asks Astro for puts in `refreshContent({ context })`. */
+export interface RefreshContext {
+  comfortable: { loaders: string[]; sources: string[] };
 }
 
-/** How long a loader waits for the other loaders of its config to start loading, once its content is synced. */
-const settleMs = 3_000;
+/** The collections one sync of Astro loads, bound to their loaders as each starts loading. */
+export class Round {
+  readonly bound = new Map<string, LoaderDeclaration>();
+  /** The collections this sync of Astro loads. */
+  readonly expected: Set<string>;
+  /** The loaders of this refresh, or undefined for a whole sync. */
+  readonly refreshed: readonly string[] | undefined;
+  /** Resolves with the round's mapping once every expected collection is bound. */
+  readonly mapping: Promise<CollectionMap>;
+  readonly #complete: (bound: ReadonlyMap<string, LoaderDeclaration>) => CollectionMap;
+  #resolve!: (mapping: CollectionMap) => void;
+  done = false;
 
-class Generation {
-  readonly loaders: RegisteredLoader[] = [];
-  /** Set when one of its loaders starts loading: a loader made later belongs to a new generation. */
-  sealed = false;
-  readonly #waiters = new Set<() => void>();
-
-  get unbound(): RegisteredLoader[] {
-    return this.loaders.filter((l) => l.collection === undefined);
+  constructor(
+    expected: Set<string>,
+    refreshed: readonly string[] | undefined,
+    complete: (bound: ReadonlyMap<string, LoaderDeclaration>) => CollectionMap,
+  ) {
+    this.expected = expected;
+    this.refreshed = refreshed;
+    this.#complete = complete;
+    this.mapping = new Promise((resolve) => (this.#resolve = resolve));
   }
 
-  bound(): void {
-    if (this.unbound.length > 0) return;
-    for (const wake of this.#waiters) wake();
-    this.#waiters.clear();
-  }
-
-  /** Resolves with the loaders still unbound: none once all are bound, else those left when the wait ends. */
-  settled(ms: number): Promise<RegisteredLoader[]> {
-    if (this.unbound.length === 0) return Promise.resolve([]);
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        resolve(this.unbound);
-      };
-      const timer = setTimeout(() => {
-        this.#waiters.delete(wake);
-        resolve(this.unbound);
-      }, ms);
-      this.#waiters.add(wake);
-    });
+  bind(collection: string, declaration: LoaderDeclaration): void {
+    this.bound.set(collection, declaration);
+    if (!this.expected.has(collection)) this.expected.add(collection);
+    if ([...this.expected].every((name) => this.bound.has(name))) {
+      this.done = true;
+      this.#resolve(this.#complete(this.bound));
+    }
   }
 }
 
 export class LoaderRegistry {
-  #generation = new Generation();
-  /** The generation each loader was made in. */
-  readonly #generationOf = new WeakMap<RegisteredLoader, Generation>();
-  #contentTypes: Record<string, string> = {};
-  /** Generations made so far in this process: the content config was evaluated again after the first. */
-  #generations = 1;
-  /** Loaders told of as never loaded, so the warning comes once per generation. */
-  #told = new WeakSet<Generation>();
+  /** Every declaration made in this process, by signature. */
+  readonly #declarations = new Map<string, LoaderDeclaration>();
+  /** The declaration made last under each loader name: what a loader of that name in Astro's config syncs. */
+  readonly #byName = new Map<string, LoaderDeclaration>();
+  #site: SiteSettings = { contentTypes: {}, locales: undefined };
+  #observer: ContentConfigObserver | Error | undefined;
+  /** The last config Astro had loaded, for a moment it is loading the next. */
+  #lastCollections: AstroCollections | undefined;
+  #current: CollectionMap | undefined;
+  #round: Round | undefined;
 
-  /** Adds a loader (when `comfortableLoader()` is called) to the current generation, or to a new one. */
-  add(loader: RegisteredLoader): void {
-    if (this.#generation.sealed) {
-      this.#generation = new Generation();
-      this.#generations++;
-      sharedSync().newGeneration();
+  /** The declaration of a loader with these options: the one made before with the same signature, if any. */
+  declare(declaration: LoaderDeclaration): LoaderDeclaration {
+    const known = this.#declarations.get(declaration.signature) ?? declaration;
+    this.#declarations.set(known.signature, known);
+    this.#byName.set(known.name, known);
+    return known;
+  }
+
+  /** The integration's settings and Astro's content config observer (or why it could not be read). */
+  configure(site: SiteSettings, observer: ContentConfigObserver | Error): void {
+    this.#site = site;
+    this.#observer = observer;
+    this.#round = undefined;
+    this.#current = this.#current && new CollectionMap(this.#current.loaders, site);
+  }
+
+  get site(): SiteSettings {
+    return this.#site;
+  }
+
+  /** The mapping of the last complete round: the one the content store was made with. */
+  get current(): CollectionMap | undefined {
+    return this.#current;
+  }
+
+  /** The comfortable collections of Astro's content config, as Astro last loaded it. */
+  collections(): AstroCollections {
+    if (this.#observer === undefined) {
+      throw new Error(
+        'comfortable-loader is not configured: add the comfortable() integration to astro.config, with ' +
+          'CMFT_REPOSITORY and CMFT_API_KEY in .env or the environment (or the repository and apiKey options)',
+      );
     }
-    this.#generation.loaders.push(loader);
-    this.#generationOf.set(loader, this.#generation);
-  }
-
-  /** A loader of `loader`'s generation whose options are wrong: no loader of it syncs. */
-  broken(loader: RegisteredLoader): RegisteredLoader | undefined {
-    return this.#generationOf.get(loader)?.loaders.find((l) => l.problem);
-  }
-
-  /** Whether the content config was evaluated again since the first time (an edit in dev). */
-  get reevaluated(): boolean {
-    return this.#generations > 1;
-  }
-
-  /** Marks the loader's generation as loading (Astro asked a loader for its schema or its entries). */
-  seal(loader: RegisteredLoader): void {
-    const generation = this.#generationOf.get(loader);
-    if (generation) generation.sealed = true;
-  }
-
-  /** Content type → the Astro collection that holds its entries (the integration's `contentTypes`). */
-  setContentTypes(map: Record<string, string>): void {
-    this.#contentTypes = { ...map };
-  }
-
-  /** The CMS locales' Astro locales, when astro.config has `i18n` (see i18n.ts). */
-  locales: LocaleMap | undefined;
-
-  get loaders(): readonly RegisteredLoader[] {
-    return this.#generation.loaders;
-  }
-
-  /** The Astro collection a loader fills, as its load context says. */
-  bind(loader: RegisteredLoader, collection: string): void {
-    loader.collection = collection;
-    this.seal(loader);
-    this.#generationOf.get(loader)?.bound();
+    if (this.#observer instanceof Error) {
+      throw new Error(
+        `comfortable-loader cannot tell which collections Astro loads: the Astro this project runs keeps its ` +
+          `content config otherwise than Astro 7.3 (${this.#observer.message}). Install Astro 7.3, or a ` +
+          'version of comfortable-loader that supports this Astro',
+      );
+    }
+    const collections = collectionsOf(this.#observer.get());
+    if (collections) this.#lastCollections = collections;
+    if (!this.#lastCollections) throw new Error('Astro has not loaded src/content.config.ts yet');
+    return this.#lastCollections;
   }
 
   /**
-   * Waits until every loader of the config has said which collection it fills. Loaders that
-   * Astro never loads (made, but in no collection) are waited for a few seconds, then told of.
+   * The sources a sync fetches: those of every loader of Astro's content config. Throws the
+   * error of a loader whose options are wrong, naming its collection: a sync without its sources
+   * would drop them, and their last good content, from the cache.
    */
-  async settled(loader: RegisteredLoader, warn: (message: string) => void): Promise<void> {
-    const generation = this.#generationOf.get(loader);
-    if (!generation) return;
-    const left = await generation.settled(settleMs);
-    if (left.length === 0 || this.#told.has(generation)) return;
-    this.#told.add(generation);
-    warn(
-      `${left.map((l) => `comfortableLoader() of ${l.sources.join(', ')}`).join('; ')} was made but no ` +
-        `collection loaded it: ` +
-        'give each comfortableLoader() to a collection of src/content.config.ts. References into ' +
-        'collections are made without it.',
-    );
+  sources(): LoaderSource[] {
+    const sources: LoaderSource[] = [];
+    for (const [collection, name] of this.collections().loaders) {
+      const declaration = this.#byName.get(name);
+      if (declaration?.problem) throw declaration.problem(collection);
+      sources.push(...(declaration?.sources ?? []));
+    }
+    return sources;
   }
 
   /**
-   * The collection a content type maps to (the integration's `contentTypes`), with the entry ids
-   * of the loader that fills it, or `loader: undefined` when no comfortableLoader() fills it.
+   * The round of the sync of Astro under way: the open one, or a new one for a whole sync (a
+   * schema asked for before any loader of a sync loads). It is the token of the sync round.
    */
-  collectionFor(contentType: string): { collection: string; loader: RegisteredLoader | undefined } | undefined {
-    const collection = this.#contentTypes[contentType];
-    if (!collection) return undefined;
-    return { collection, loader: this.loaders.find((l) => l.collection === collection) };
-  }
-
-  /** The collections of the loaders whose sources hold a document of a content type, as the members say (for hints). */
-  collectionsHolding(holds: (sources: string[]) => boolean): string[] {
-    return this.loaders.filter((l) => l.collection !== undefined && holds(l.sources)).map((l) => l.collection!);
-  }
-
-  /** The sources of the loaders that fill an Astro collection; undefined while none has loaded. */
-  sourcesOfCollection(collection: string): string[] | undefined {
-    const loaders = this.loaders.filter((l) => l.collection === collection);
-    return loaders.length === 0 ? undefined : loaders.flatMap((l) => l.sources);
-  }
-
-  /** Content types the integration's `contentTypes` maps to an Astro collection. */
-  contentTypesIn(collection: string): string[] {
-    return Object.entries(this.#contentTypes)
-      .filter(([, c]) => c === collection)
-      .map(([type]) => type);
-  }
-
-  /** Names of the loaders that read any of these sources. */
-  loadersFor(sources: readonly string[]): string[] {
-    return this.loaders.filter((l) => l.sources.some((s) => sources.includes(s))).map((l) => l.name);
+  round(): Round {
+    const open = this.#round;
+    if (open && !open.done && open.refreshed === undefined) return open;
+    return this.#open(undefined);
   }
 
   /**
-   * What decides the entries of every collection: the `contentTypes` mapping and each loader's
-   * options with the collection it fills. A reference's id comes from its target's loader, so
-   * an option of one loader can change the entries of another.
+   * Binds the collection a `load()` fills to its declaration, in the round of the sync of Astro
+   * that called it: the round resolves its mapping once every collection of that sync has
+   * started loading. Another integration's refresh (of loaders it named) binds over the last
+   * round, at once, and has no round of its own (undefined).
    */
-  fingerprint(): string {
-    const byKey = <T>(entries: [string, T][]) => entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return hash({
-      contentTypes: byKey(Object.entries(this.#contentTypes)),
-      locales: this.locales?.signature() ?? null,
-      loaders: byKey(this.loaders.map((l) => [`${l.collection ?? ''}|${l.name}`, l.signature])),
+  join(
+    declaration: LoaderDeclaration,
+    context: Pick<LoaderContext, 'collection' | 'refreshContextData'>,
+  ): { round: Round | undefined; mapping: Promise<CollectionMap> } {
+    const { collection } = context;
+    const data = context.refreshContextData as Partial<RefreshContext> | undefined;
+    if (data !== undefined && data.comfortable === undefined) {
+      const mapping = this.#overlay(new Map([[collection, declaration]]));
+      this.#current = mapping;
+      return { round: undefined, mapping: Promise.resolve(mapping) };
+    }
+    const refreshed = data?.comfortable?.loaders;
+    let round = this.#round;
+    const sameKind = round && (round.refreshed === undefined) === (refreshed === undefined);
+    if (!round || round.done || !sameKind || round.bound.has(collection)) round = this.#open(refreshed);
+    round.bind(collection, declaration);
+    return { round, mapping: round.mapping };
+  }
+
+  /** A new round: of the collections of Astro's config, or of those whose loaders a refresh names. */
+  #open(refreshed: readonly string[] | undefined): Round {
+    const { loaders } = this.collections();
+    const expected = [...loaders].filter(([, name]) => refreshed === undefined || refreshed.includes(name));
+    this.#round = new Round(new Set(expected.map(([collection]) => collection)), refreshed, (bound) => {
+      const mapping = refreshed ? this.#overlay(bound) : new CollectionMap(new Map(bound), this.#site);
+      this.#current = mapping;
+      return mapping;
     });
+    return this.#round;
+  }
+
+  /** The last round's mapping, but for collections Astro's config no longer has, with `bound` over it. */
+  #overlay(bound: ReadonlyMap<string, LoaderDeclaration>): CollectionMap {
+    const { loaders } = this.collections();
+    const kept = [...(this.#current?.loaders ?? [])].filter(([collection]) => loaders.has(collection));
+    return new CollectionMap(new Map([...kept, ...bound]), this.#site);
   }
 }
 
 const key = Symbol.for('comfortable-loader.loader-registry');
 
+/**
+ * The process-wide registry. It lives on `globalThis` because Astro loads `astro.config` and
+ * `content.config` through different module graphs, which may hold separate copies of this module.
+ */
 export function loaderRegistry(): LoaderRegistry {
   const holder = globalThis as { [key]?: LoaderRegistry };
   return (holder[key] ??= new LoaderRegistry());

@@ -3,7 +3,6 @@ import type { CacheReader } from '../cache/index.ts';
 import { assetSchema, entryMetaSchema } from '../entries/entries.ts';
 import type { FieldModel, Model, TypeModel } from '../model/records.ts';
 import { toTypeScript } from '../entries/typescript.ts';
-import { loaderRegistry } from './registry.ts';
 
 /**
  * Schemas for entries, built from what the data shows of each content type, and the same as
@@ -116,6 +115,8 @@ const i18nShape = {
   lang: z.string(),
   astroFallbacks: z.record(z.string(), z.string().nullable()),
 };
+/** The same, as a schema checks it whatever the site's config: there only with `i18n`. */
+const i18nChecked = Object.fromEntries(Object.entries(i18nShape).map(([key, schema]) => [key, schema.optional()]));
 
 /**
  * The entry envelope around a content type's fields; with `i18n` in astro.config, also `astroLocale`,
@@ -123,16 +124,13 @@ const i18nShape = {
  * @example defineCollection({ loader: comfortableLoader({ collection: 'posts' }), schema: entrySchema(postFields,
  * 'post') })
  */
-export function entrySchema<F extends z.ZodType>(
-  fields: F,
-  contentType?: string,
-  i18n = loaderRegistry().locales !== undefined,
-) {
+export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string, i18n?: boolean) {
   return z.object({
     id: z.string(),
     locale: z.string(),
-    // Typed always, so a schema module written once (comfortable-loader types) types them; there only with i18n.
-    ...((i18n ? i18nShape : {}) as typeof i18nShape),
+    // Typed always, so a schema module written once (comfortable-loader types) types them; there only with i18n
+    // (checked as optional where the caller does not say whether the site has it).
+    ...((i18n === undefined ? i18nChecked : i18n ? i18nShape : {}) as typeof i18nShape),
     contentType: contentType ? z.literal(contentType) : z.string(),
     fields,
     fallbacks: z.record(z.string(), z.string().nullable()),
@@ -148,7 +146,7 @@ export function createEntrySchema(
   cache: CacheReader,
   sources: string[],
   collectionOf: (contentType: string) => string | undefined = () => undefined,
-  i18n = loaderRegistry().locales !== undefined,
+  i18n?: boolean,
 ): { schema: z.ZodType; types: string } {
   const { model } = cache.head;
   const variants = cache

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { CacheReader } from '../cache/index.ts';
 import { entryOf } from '../entries/entries.ts';
 import { langOf } from './i18n.ts';
-import { loaderRegistry } from './registry.ts';
+import type { CollectionMap } from './collection-map.ts';
 
 /**
  * The dev toolbar app "Comfortable" (components/toolbar-app.js): for the page in view, the
@@ -60,10 +60,15 @@ const listed = 40;
 const slugLike = /^[a-z0-9]+(?:-[a-z0-9]+)+$/;
 
 /** The documents of the loaded collections that the page shows, in the page's locale. */
-export function pageReport(cache: CacheReader, query: PageQuery, syncedAt: Date | undefined): PageReport {
+export function pageReport(
+  cache: CacheReader,
+  collections: CollectionMap,
+  query: PageQuery,
+  syncedAt: Date | undefined,
+): PageReport {
   const { locales } = cache.head;
   const keys = locales.locales.map((l) => l.key);
-  const map = loaderRegistry().locales?.mapOf(keys);
+  const map = collections.locales?.mapOf(keys);
   const lang = query.lang.toLowerCase();
   const segments = query.path.split('/').filter(Boolean).map(decodeURIComponent);
   const locale =
@@ -72,9 +77,9 @@ export function pageReport(cache: CacheReader, query: PageQuery, syncedAt: Date 
     keys.find((key) => langOf(key).toLowerCase().split('-')[0] === lang.split('-')[0]);
   const found: ShownDocument[] = [];
   if (locale) {
-    for (const loader of loaderRegistry().loaders) {
-      if (!loader.collection || (loader.locales && !loader.locales.includes(locale))) continue;
-      const ids = loader.sources.flatMap((source) => cache.members(source).map((member) => member.id));
+    for (const [collection, loader] of collections.loaders) {
+      if (loader.locales && !loader.locales.includes(locale)) continue;
+      const ids = loader.keys.flatMap((source) => cache.members(source).map((member) => member.id));
       for (const record of cache.records(new Set(ids)).values()) {
         const entry = entryOf(record, locale, locales, () => undefined);
         const strings = Object.values(entry.fields).filter((value): value is string => typeof value === 'string');
@@ -83,7 +88,7 @@ export function pageReport(cache: CacheReader, query: PageQuery, syncedAt: Date 
         const by = slug ? 'path' : title && query.text.includes(title.trim()) ? 'text' : undefined;
         if (!by) continue;
         found.push({
-          collection: loader.collection,
+          collection,
           id: entry.id,
           locale,
           astroLocale: map?.get(locale) || undefined,
@@ -120,13 +125,18 @@ interface ToolbarServer {
  */
 export function serveToolbar(
   toolbar: ToolbarServer,
-  content: { cache(): Promise<CacheReader>; syncedAt(): Date | undefined; sync(): Promise<unknown> },
+  content: {
+    /** What is served now, without syncing; undefined before the first sync. */
+    served(): { cache: CacheReader; collections: CollectionMap; syncedAt: Date } | undefined;
+    sync(): Promise<unknown>;
+  },
 ): void {
   const answer = async (query: PageQuery, sync: boolean) => {
     let error: string | undefined;
     if (sync) await content.sync().catch((failure: Error) => (error = failure.message));
-    const report = pageReport(await content.cache(), query, content.syncedAt());
-    return { ...report, error };
+    const served = content.served();
+    if (!served) return { path: query.path, error: error ?? 'Nothing is synced yet: the content is still loading' };
+    return { ...pageReport(served.cache, served.collections, query, served.syncedAt), error };
   };
   for (const [event, sync] of [
     ['comfortable:page', false],

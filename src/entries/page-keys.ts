@@ -48,6 +48,11 @@ class KeyGraph {
     return near;
   }
 
+  /** The records that reference `id`. */
+  referrers(id: string): readonly string[] {
+    return this.#referrers.get(id) ?? [];
+  }
+
   key(id: string): string {
     let key = this.#keys.get(id);
     if (key === undefined) {
@@ -65,17 +70,36 @@ class KeyGraph {
 /** The graph of each reader, made again after each sync (each commits another `lastSync`). */
 const graphs = new WeakMap<CacheReader, { lastSync: string; graph: KeyGraph }>();
 
+function graphOf(cache: CacheReader): KeyGraph {
+  const { lastSync } = cache.head;
+  let held = graphs.get(cache);
+  if (held?.lastSync !== lastSync) graphs.set(cache, (held = { lastSync, graph: new KeyGraph(cache.links()) }));
+  return held.graph;
+}
+
 /**
  * The incremental-build key of each document of `ids`, from the committed cache. `salt` stands for
  * what else decides the entries (the options they were made with), so that it changes them all.
  */
 export function cacheKeys(cache: CacheReader, ids: Iterable<string>, salt = ''): Map<string, string> {
-  const { lastSync } = cache.head;
-  let held = graphs.get(cache);
-  if (held?.lastSync !== lastSync) graphs.set(cache, (held = { lastSync, graph: new KeyGraph(cache.links()) }));
+  const graph = graphOf(cache);
   const keys = new Map<string, string>();
-  for (const id of ids) keys.set(id, salt ? digestOf(`${held.graph.key(id)}|${salt}`) : held.graph.key(id));
+  for (const id of ids) keys.set(id, salt ? digestOf(`${graph.key(id)}|${salt}`) : graph.key(id));
   return keys;
+}
+
+/**
+ * The documents whose entries show something of these records: the records themselves and those
+ * that reference them (a reference's id may be made from its target's fields).
+ */
+export function showingAny(cache: CacheReader, ids: Iterable<string>): Set<string> {
+  const graph = graphOf(cache);
+  const showing = new Set<string>();
+  for (const id of ids) {
+    showing.add(id);
+    for (const referrer of graph.referrers(id)) showing.add(referrer);
+  }
+  return showing;
 }
 
 /** Anything `pageKey` takes: an entry of a collection, an entry of a virtual module, a key, or lists of those. */

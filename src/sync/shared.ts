@@ -8,9 +8,11 @@ import { sync, type SyncHints, type SyncLogger, type SyncResult } from './engine
  * One sync shared by every consumer in a process: all content loaders of an Astro sync and the
  * Vite plugin get the same result, from one fetch plan, one concurrency limit and one cache.
  *
- * Consumers register the sources they need when they are created; the first one to ask for
- * content starts a sync round and the others join it. A consumer asking again (the next Astro
- * sync, or a refresh of some loaders) starts a new round.
+ * The sources are the configuration's and those its `loaderSources` give at the start of each
+ * round (the loaders of Astro's content config). A round belongs to what asked for it (one sync
+ * of Astro, whose loaders all ask with the same token): the first ask starts it, the others get
+ * it. A round started outside them (a poll, a refresh) is told to the listeners, which make
+ * what is served follow it: no sync changes the cache unseen.
  */
 
 export type SourceKind = 'collection' | 'alias' | 'query';
@@ -25,7 +27,14 @@ interface RegisteredSource {
 
 interface Round {
   promise: Promise<SyncResult>;
-  consumed: Set<string>;
+}
+
+/** How a round came about, as its listeners are told. */
+export interface RoundKind {
+  /** Started by a poll (which may have found nothing). */
+  polled: boolean;
+  /** Started outside the consumers' rhythm (a poll, a refresh, a rebuild): what is served must follow it. */
+  outside: boolean;
 }
 
 export class SharedSync {
@@ -35,14 +44,14 @@ export class SharedSync {
   #snapshot: string | undefined;
   /** The sources the configuration names (the integration's or the Vite plugin's options). */
   #configSources = new Map<string, RegisteredSource>();
-  /** The sources the loaders of the current content config registered. */
-  #loaderSources = new Map<string, RegisteredSource>();
-  /** Why no sync may run now (see `hold`). */
-  #held: Error | undefined;
+  /** The sources of the loaders, read at the start of each round; throws when a loader's options are wrong. */
+  #loaderSources: () => readonly RegisteredSource[] = () => [];
   #round: Round | undefined;
-  /** Everyone who ever acquired a round. */
-  readonly #consumers = new Set<string>();
-  readonly #listeners = new Set<(result: SyncResult, polled: boolean) => void>();
+  /** The last round that completed. */
+  #latest: SyncResult | undefined;
+  /** The round each token asked for. */
+  #rounds = new WeakMap<object, Round>();
+  readonly #listeners = new Set<(result: SyncResult, kind: RoundKind) => void>();
   /** The answers to listings of stamps of this configuration's syncs, so the next one asks them conditionally. */
   #listingEtags = new MemoryEtagStore();
 
@@ -50,10 +59,16 @@ export class SharedSync {
    * Sets the connection, cache options and configured sources (from the Astro integration or the
    * Vite plugin). A new configuration (a restarted dev server) replaces the last one whole.
    */
-  configure(config: SharedConfig, logger?: SyncLogger, snapshot?: string): void {
+  configure(
+    config: SharedConfig,
+    logger?: SyncLogger,
+    snapshot?: string,
+    loaderSources: () => readonly RegisteredSource[] = () => [],
+  ): void {
     this.#config = config;
     this.#logger = logger;
     this.#snapshot = snapshot;
+    this.#loaderSources = loaderSources;
     const aliases = Array.isArray(config.aliases)
       ? Object.fromEntries(config.aliases.map((a) => [a, {}]))
       : (config.aliases ?? {});
@@ -76,6 +91,8 @@ export class SharedSync {
     ];
     this.#configSources = new Map(sources.map((source) => [`${source.kind}:${source.name}`, source]));
     this.#round = undefined;
+    this.#rounds = new WeakMap();
+    this.#latest = undefined;
     this.#listingEtags = new MemoryEtagStore();
   }
 
@@ -88,33 +105,6 @@ export class SharedSync {
     return this.#snapshot;
   }
 
-  /** Adds a loader's source to the fetch plan; a later registration of the same source with other options wins. */
-  register(kind: SourceKind, name: string, options: SourceOptions & { contentType?: string } = {}): string {
-    const key = `${kind}:${name}`;
-    this.#loaderSources.set(key, { kind, name, options });
-    return key;
-  }
-
-  /**
-   * Forgets the sources of the loaders registered so far: the content config was evaluated again, and its loaders
-   * register theirs anew.
-   */
-  newGeneration(): void {
-    this.#loaderSources = new Map();
-    this.#held = undefined;
-    this.#round = undefined;
-  }
-
-  /**
-   * Holds every sync back with `problem` (a loader's options are wrong) until the content config
-   * is evaluated again: a sync without that loader's sources would drop them from the cache, and
-   * with them the last good content of the next build.
-   */
-  hold(problem: Error): void {
-    this.#held = problem;
-    this.#round = undefined;
-  }
-
   /** The sync config of the next round: the configured options plus every registered source. */
   config(): SyncConfig {
     if (!this.#config) {
@@ -125,7 +115,8 @@ export class SharedSync {
       );
     }
     // A loader's options for a source win over the configuration's.
-    const sources = new Map([...this.#configSources, ...this.#loaderSources]);
+    const loaders = this.#loaderSources().map((source) => [`${source.kind}:${source.name}`, source] as const);
+    const sources = new Map([...this.#configSources, ...loaders]);
     const pick = (kind: SourceKind) =>
       Object.fromEntries([...sources.values()].filter((s) => s.kind === kind).map((s) => [s.name, s.options]));
     return parseSyncConfig({
@@ -136,25 +127,34 @@ export class SharedSync {
     });
   }
 
-  /** The current round's result for a consumer; starts a round when this consumer already had the current one. */
-  acquire(consumer: string): Promise<SyncResult> {
-    this.#consumers.add(consumer);
-    if (!this.#round || this.#round.consumed.has(consumer))
-      this.#round = this.#start(() => sync(this.config(), this.#logger, { listingEtags: this.#listingEtags }));
-    this.#round.consumed.add(consumer);
-    return this.#round.promise;
-  }
-
-  /** The current round's result without consuming it (for schemas); starts one when there is none. */
-  current(): Promise<SyncResult> {
-    return this.#round?.promise ?? this.acquire('current');
-  }
-
   /**
-   * Runs a sync now (a dev refresh). The loaders it refreshes read it with `current()`; every
-   * consumer counts as having had it, so the next full Astro sync starts one new round that all
-   * its loaders share, instead of some reading this one and the rest starting another.
+   * The result of the round `token` asked for (the token of one sync of Astro, say): started at
+   * its first ask, the same for every ask after, whatever ran meanwhile.
    */
+  acquire(token: object): Promise<SyncResult> {
+    let round = this.#rounds.get(token);
+    if (!round) {
+      round = this.#start(() => sync(this.config(), this.#logger, { listingEtags: this.#listingEtags }), {
+        polled: false,
+        outside: false,
+      });
+      this.#rounds.set(token, round);
+      this.#round = round;
+    }
+    return round.promise;
+  }
+
+  /** The current round's result (the last started); starts one when there is none. */
+  current(): Promise<SyncResult> {
+    return this.#round?.promise ?? this.acquire({});
+  }
+
+  /** The result of the last round that completed, without starting one (what is served now). */
+  get latest(): SyncResult | undefined {
+    return this.#latest;
+  }
+
+  /** Runs a sync now (a dev refresh). The loaders it refreshes read it with `current()`. */
   refresh(refetch: readonly string[] = []): Promise<SyncResult> {
     return this.#startForAll({ refetch });
   }
@@ -164,9 +164,8 @@ export class SharedSync {
    * throws when the CMS fails instead of falling back to the cache, and prints nothing unless it changed something. Its
    * result becomes the round every consumer has had, as a refresh's does; a failure leaves the
    * current round, and so the content served, as it was. Undefined, with no request, when there
-   * is nothing to follow yet: no round since the content config was (re)evaluated, whose loaders
-   * may not all have registered their sources (a sync without them would drop them from the
-   * cache), or loaders whose options are wrong (`hold`), which their own error already tells.
+   * is nothing to follow yet (no round has loaded content), or when a loader's options are
+   * wrong, which its own error already tells (a sync without its sources would drop them).
    */
   async poll(): Promise<SyncResult | undefined> {
     // After every round begun meanwhile (Astro's sync, a refresh), so that two syncs never overlap.
@@ -176,14 +175,19 @@ export class SharedSync {
       if (this.#round === previous) break;
       previous = this.#round;
     }
-    if (!previous || this.#held) return undefined;
+    if (!previous || !this.#latest) return undefined;
+    let config: SyncConfig;
+    try {
+      config = this.config();
+    } catch {
+      return undefined;
+    }
     const warnings: string[] = [];
     const quiet = { info: () => {}, warn: (message: string) => warnings.push(message) };
-    const round = this.#start(
-      () => sync({ ...this.config(), onError: 'fail' }, quiet, { listingEtags: this.#listingEtags }),
-      true,
-    );
-    for (const consumer of this.#consumers) round.consumed.add(consumer);
+    const round = this.#start(() => sync({ ...config, onError: 'fail' }, quiet, { listingEtags: this.#listingEtags }), {
+      polled: true,
+      outside: true,
+    });
     this.#round = round;
     try {
       const result = await round.promise;
@@ -211,30 +215,35 @@ export class SharedSync {
     }
   }
 
-  /** Called after every completed round; `polled` when it was a poll's (which may have found nothing). */
-  onResult(listener: (result: SyncResult, polled: boolean) => void): () => void {
+  /** Called after every completed round, with how it came about. */
+  onResult(listener: (result: SyncResult, kind: RoundKind) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
-  /** Starts a round outside the Astro sync's rhythm, which every consumer counts as having had. */
+  /** Starts a round outside the rounds asked for. */
   #startForAll(hints: SyncHints): Promise<SyncResult> {
-    this.#round = this.#start(() => sync(this.config(), this.#logger, { ...hints, listingEtags: this.#listingEtags }));
-    for (const consumer of this.#consumers) this.#round.consumed.add(consumer);
+    this.#round = this.#start(() => sync(this.config(), this.#logger, { ...hints, listingEtags: this.#listingEtags }), {
+      polled: false,
+      outside: true,
+    });
     return this.#round.promise;
   }
 
-  #start(run: () => Promise<SyncResult>, polled = false): Round {
+  #start(run: () => Promise<SyncResult>, kind: RoundKind): Round {
     const config = this.#config;
-    const held = this.#held;
-    const promise = (held ? Promise.reject(held) : run()).then((result) => {
-      // A round of a configuration replaced meanwhile (a restarted dev server) is not told to listeners, which serve
-      // the new one.
-      if (this.#config === config) for (const listener of this.#listeners) listener(result, polled);
-      return result;
-    });
+    const promise = Promise.resolve()
+      .then(run)
+      .then((result) => {
+        // A round of a configuration replaced meanwhile (a restarted dev server) is not told to listeners, which serve
+        // the new one.
+        if (this.#config !== config) return result;
+        this.#latest = result;
+        for (const listener of this.#listeners) listener(result, kind);
+        return result;
+      });
     promise.catch(() => {}); // every consumer awaits it and sees the error
-    return { promise, consumed: new Set() };
+    return { promise };
   }
 }
 

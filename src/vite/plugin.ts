@@ -4,7 +4,7 @@ import type { Environment, Plugin, ResolvedConfig } from 'vite';
 import type { SyncResult } from '../sync/engine.ts';
 import type { VirtualEntry } from '../entries/entries.ts';
 import { readEnv } from '../api/env.ts';
-import { changedIds, changedSources, sharedSync } from '../sync/shared.ts';
+import { changedSources, sharedSync } from '../sync/shared.ts';
 import { declarationFile } from './declarations.ts';
 import { userFacing, viteError } from './errors.ts';
 import { moduleData, parseVirtualId, virtualModule, virtualPrefix } from './module.ts';
@@ -14,8 +14,7 @@ import {
   type ResolvedViteOptions,
   resolveViteOptions,
 } from './options.ts';
-import { pollCms } from './poll.ts';
-import { refreshMiddleware } from './refresh.ts';
+import { startDevLoop } from './dev-loop.ts';
 
 /**
  * Build-time imports of synced content through `virtual:comfortable/...` modules (see
@@ -85,7 +84,8 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
   /** The round this plugin reads; a failed one is not kept, so the next import after a fix syncs again. */
   const current = (): Promise<SyncResult> => {
     if (latest) return latest;
-    const round = shared.acquire('vite').then(async (result) => {
+    // The content served already (in astro dev, Astro's loaders synced it), else a round of its own.
+    const round = (shared.latest ? Promise.resolve(shared.latest) : shared.acquire({})).then(async (result) => {
       await declare(result);
       return result;
     });
@@ -148,57 +148,36 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
       },
     },
     configureServer(server) {
-      const end = shared.onResult((result, polled) => {
-        latest = Promise.resolve(result);
-        // An ask of the CMS that found nothing: no page to reload. A refresh, asked for, reloads it whatever it found.
-        if (polled && changedSources(result.changeset).length === 0) return;
-        void declare(result);
-        for (const environment of Object.values(server.environments)) {
-          for (const module of environment.moduleGraph.idToModuleMap.values()) {
-            if (module.id?.startsWith(`\0${virtualPrefix}`)) environment.moduleGraph.invalidateModule(module);
-          }
-        }
-        server.ws.send({ type: 'full-reload' });
-      });
       const { refreshSecret, refreshPath, pollInterval } = resolved;
-      const logger = {
-        info: (message: string) => server.config.logger.info(message, { timestamp: true }),
-        warn: (message: string) => server.config.logger.warn(message, { timestamp: true }),
-      };
-      // Not under Vitest (mode test): the content of a test run does not change under it.
-      const stop =
-        pollInterval && server.config.mode !== 'test'
-          ? pollCms(
-              pollInterval,
-              async () => {
-                const result = await shared.poll();
-                const sources = result ? changedSources(result.changeset) : [];
-                if (sources.length > 0) logger.info(`The CMS changed: ${sources.join(', ')} reloaded`);
-              },
-              logger,
-            )
-          : () => {};
-      // Ended when this server's environments close (see closeBundle), in middleware mode and on a restart too.
-      subscriptions.add({
-        environments: Object.values(server.environments),
-        end: () => {
-          stop();
-          end();
+      const loop = startDevLoop({
+        shared,
+        // Not under Vitest (mode test): the content of a test run does not change under it.
+        pollInterval: server.config.mode === 'test' ? false : (pollInterval ?? false),
+        endpoint: refreshSecret ? { secret: refreshSecret, path: refreshPath } : undefined,
+        middlewares: server.middlewares,
+        log: {
+          info: (message) => server.config.logger.info(message, { timestamp: true }),
+          warn: (message) => server.config.logger.warn(message, { timestamp: true }),
+          error: (message) => server.config.logger.error(message, { timestamp: true }),
+        },
+        // The modules read the latest sync, whoever started it (this plugin, Astro's loaders, a poll, a refresh).
+        follow: async (result, { polled }) => {
+          latest = Promise.resolve(result);
+          const sources = changedSources(result.changeset);
+          // An ask of the CMS that found nothing: no page to reload. Anything else, asked for, reloads it.
+          if (polled && sources.length === 0) return [];
+          void declare(result);
+          for (const environment of Object.values(server.environments)) {
+            for (const module of environment.moduleGraph.idToModuleMap.values()) {
+              if (module.id?.startsWith(`\0${virtualPrefix}`)) environment.moduleGraph.invalidateModule(module);
+            }
+          }
+          server.ws.send({ type: 'full-reload' });
+          return sources;
         },
       });
-      if (refreshSecret) {
-        // A restart replaces the middleware stack, so this endpoint goes with the server it was added to.
-        server.middlewares.use(
-          refreshMiddleware({
-            secret: refreshSecret,
-            ...(refreshPath ? { path: refreshPath } : {}),
-            run: async (payload) => {
-              const result = await shared.refresh(changedIds(payload));
-              return { changeset: result.changeset };
-            },
-          }),
-        );
-      }
+      // Ended when this server's environments close (see closeBundle), in middleware mode and on a restart too.
+      subscriptions.add({ environments: Object.values(server.environments), end: () => loop.stop() });
       // Content is synced as the server starts, so the declaration file is there before the first page.
       if (options)
         void told(current).catch((error: Error) => server.config.logger.error(error.message, { timestamp: true }));

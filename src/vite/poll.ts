@@ -4,14 +4,15 @@ import { z } from 'zod';
  * Dev that follows the CMS: `astro dev` and the Vite plugin's dev server ask the CMS every few
  * seconds whether anything synced has changed (a sync, which costs a dozen small requests when
  * nothing has) and refresh what did. One ask at a time; after a failure the next ask waits
- * twice as long, up to a minute, and a failure is printed once, not at every ask, until the CMS
- * answers again or fails in another way (a wrong key after a network failure).
+ * twice as long, up to 15 seconds (a failing ask costs one request, and an edit must show soon
+ * after the CMS is back), and a failure is printed once, not at every ask, until the CMS answers
+ * again or fails in another way (a wrong key after a network failure).
  */
 
 /** How often dev asks the CMS by default, in milliseconds. */
 export const defaultPollInterval = 5_000;
 /** The longest wait between two asks while the CMS fails. */
-const maxBackoff = 60_000;
+const maxBackoff = 15_000;
 
 const pollIntervalError = 'expected milliseconds between two asks of the CMS (at least 500), or false to turn it off';
 

@@ -222,7 +222,7 @@ describe('a record that does not parse is never served: the cache is rebuilt fro
     const log = recorder();
     const shared = new SharedSync();
     shared.configure(configFor(server.url, dir), log);
-    const first = await shared.acquire('test');
+    const first = await shared.acquire({});
     const expected = contentOf(dir);
     tamper(dir, '1002');
     const entries = await shared.read(first, ({ cache }) => entriesOf(cache, ['1002'], cache.head.locales, ['en_US']));
@@ -237,7 +237,7 @@ describe('a record that does not parse is never served: the cache is rebuilt fro
     const dir = await tempDir();
     const shared = new SharedSync();
     shared.configure({ ...configFor(proxy.url, dir), onError: 'use-cache' }, recorder());
-    const first = await shared.acquire('test');
+    const first = await shared.acquire({});
     tamper(dir, '1002');
     proxy.failFrom = 0; // every request fails with a 500 from now on
     const error = await shared
@@ -255,7 +255,7 @@ describe('a record that does not parse is never served: the cache is rebuilt fro
     tamper(dir, '2002');
     const shared = new SharedSync();
     shared.configure({ ...configFor(server.url, dir), mode: 'offline' }, recorder());
-    const first = await shared.acquire('test');
+    const first = await shared.acquire({});
     const error = await shared.read(first, ({ cache }) => cache.records(['2001', '2002'])).catch((e: unknown) => e);
     expect(error).toMatchObject({ name: 'CacheError', code: 'cache_damaged' });
     expect((error as Error).message).toBe(`The cache in ${dir} is damaged: record 2002 does not parse`);

@@ -123,17 +123,23 @@ export async function kitchenSite(name: string): Promise<KitchenSite> {
   };
 }
 
-/** The kitchen site with the default loaders in `astro dev`, on its own Read API; `stop` ends all three. */
+/**
+ * The kitchen site with the default loaders in `astro dev`, on its own Read API; `stop` ends all three.
+ * `prepare` writes what the site needs before dev starts; `env` adds to the connection's variables.
+ */
 export async function kitchenDev(
   name: string,
+  options: { env?: Record<string, string>; prepare?: (site: KitchenSite) => Promise<void> } = {},
 ): Promise<{ kitchen: KitchenServer; site: KitchenSite; dev: AstroDev; stop(): Promise<void> }> {
   const kitchen = await startKitchen();
   const site = await kitchenSite(name);
   await site.loaders(defaultLoaders);
+  await options.prepare?.(site);
   const dev = await startAstroDev(site.dir, await freePort(), {
     CMFT_BASE_URL: kitchen.server.url,
     CMFT_API_KEY: kitchenKey,
     CMFT_REPOSITORY: 'kitchen',
+    ...options.env,
   });
   const stop = async () => {
     await dev.stop();

@@ -17,11 +17,11 @@ describe('a new configuration of the shared sync', () => {
     const dir = await tempDir();
     const shared = new SharedSync();
     shared.configure(configFor(server.url, dir, { ...only, collections: { articlez: {} } }), recorder());
-    await expect(shared.acquire('vite')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(shared.acquire({})).rejects.toMatchObject({ code: 'not_found' });
 
     const fixedAt = requests.length;
     shared.configure(configFor(server.url, dir, { ...only, collections: { articles: {} } }), recorder());
-    const result = await shared.acquire('vite');
+    const result = await shared.acquire({});
     expect(result.cache.sources().map((source) => source.key)).toEqual(['collection:articles']);
     expect(requests.slice(fixedAt).filter((line) => line.includes('articlez'))).toEqual([]);
   });
@@ -32,11 +32,11 @@ describe('a new configuration of the shared sync', () => {
     const told: SyncResult[] = [];
     shared.onResult((result) => told.push(result));
     shared.configure(configFor(server.url, await tempDir(), { ...only, collections: { featured: {} } }), recorder());
-    const replaced = shared.acquire('vite');
+    const replaced = shared.acquire({});
     shared.configure(configFor(server.url, await tempDir(), { ...only, collections: { articles: {} } }), recorder());
     await replaced;
     expect(told).toEqual([]);
-    const current = await shared.acquire('vite');
+    const current = await shared.acquire({});
     expect(told).toEqual([current]);
   });
 });
@@ -47,15 +47,20 @@ describe('a new configuration of the shared sync', () => {
  * the CMS fails.
  */
 describe('a poll of the shared sync', () => {
-  it('asks nothing before a round has loaded content, nor while loaders hold syncs back', async () => {
+  it("asks nothing before a round has loaded content, nor while a loader's options are wrong", async () => {
     const { server, requests } = await serve();
     const shared = new SharedSync();
-    shared.configure(configFor(server.url, await tempDir()), recorder());
+    let broken: Error | undefined;
+    shared.configure(configFor(server.url, await tempDir()), recorder(), undefined, () => {
+      if (broken) throw broken;
+      return [];
+    });
     expect(await shared.poll()).toBeUndefined();
     expect(requests).toEqual([]);
 
-    await shared.acquire('astro');
-    shared.hold(new Error('Invalid option of the posts loader'));
+    await shared.acquire({});
+    broken = new Error('Invalid option of the posts loader');
+    await expect(shared.refresh()).rejects.toThrow('Invalid option of the posts loader');
     const before = requests.length;
     expect(await shared.poll()).toBeUndefined();
     expect(requests.length).toBe(before);
@@ -66,7 +71,7 @@ describe('a poll of the shared sync', () => {
     const shared = new SharedSync();
     const logger = recorder();
     shared.configure(configFor(server.url, await tempDir()), logger);
-    await shared.acquire('astro');
+    await shared.acquire({});
     const printed = logger.infos.length + logger.warns.length;
     expect(changedSources((await shared.poll())!.changeset)).toEqual([]);
     // The first warm sync lists the stamps in full; the next asks those listings conditionally.
@@ -89,7 +94,7 @@ describe('a poll of the shared sync', () => {
     const proxy = await startProxy(server);
     const shared = new SharedSync();
     shared.configure(configFor(proxy.url, await tempDir()), recorder());
-    const served = await shared.acquire('astro');
+    const served = await shared.acquire({});
     proxy.failFrom = proxy.seen.length;
     await expect(shared.poll()).rejects.toThrow();
     expect(await shared.current()).toBe(served);
