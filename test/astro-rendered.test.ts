@@ -278,12 +278,12 @@ describe('render(entry) in a built site', () => {
   });
 
   describe("<RichText> with the site's components", () => {
-    const custom = () => readFile(join(site.dir, 'dist/custom/en_US/102/index.html'), 'utf8');
+    const custom = (id = '102') => readFile(join(site.dir, `dist/custom/en_US/${id}/index.html`), 'utf8');
     const inside = (html: string, tag: string) => new RegExp(`<${tag}[^>]*>([\\s\\S]*)</${tag}>`).exec(html)![1]!;
 
     it('renders a, img, h2 and table through their components, and the rest as plain HTML', async () => {
       const article = inside(await custom(), 'article');
-      const figure = /<figure>.*?<\/figure>/.exec(article)![0];
+      const figure = /<figure[^>]*>.*?<\/figure>/.exec(article)![0];
       expect(article).toBe(
         '<h2 id="orchard--more" data-depth="2"><a href="#orchard--more">#</a> Orchard &amp; more</h2>' +
           '<p>See <a class="link" href="/news/en_US/100/">the apples</a>, ' +
@@ -296,7 +296,17 @@ describe('render(entry) in a built site', () => {
       );
       // The image component gets the asset's URL and size; a mark, which has none, keeps its attribute and text.
       expect(figure).toMatch(
-        /^<figure><img src="http[^"]+apples\.svg" alt="Basket" width="100" height="80"><figcaption>Basket<\/figcaption><\/figure>$/,
+        /^<figure data-optimise="true"><img src="http[^"]+apples\.svg" alt="Basket" width="100" height="80"><figcaption>Basket<\/figcaption><\/figure>$/,
+      );
+    });
+
+    it("gives the image component every image: one that could not be fetched with its asset's size, one of another host as it is", async () => {
+      const article = inside(await custom('100'), 'article');
+      expect(article).toContain(
+        `<figure data-optimise="false"><img src="${server.origin}/files/tiny/images/gone.svg" alt="Gone" width="100" height="80"><figcaption>Gone</figcaption></figure>`,
+      );
+      expect(article).toContain(
+        '<figure data-optimise="false"><img src="https://elsewhere.example/x.png" alt="Elsewhere"><figcaption>Elsewhere</figcaption></figure>',
       );
     });
 
