@@ -121,7 +121,18 @@ describe('renderRichtext', () => {
     expect(html).toContain('<img src="https://other.example/b.png" alt="B">');
     expect(html).toContain('<img src="https://cdn.example/nosize.png">'); // no size to give Astro
     expect(metadata.imagePaths).toEqual(['https://cdn.example/a.png']);
-    expect(renderRichtext(source, files, () => false).html).toBe(source);
+  });
+
+  it("gives an asset's image it may not optimise the asset's size where the element has none, and keeps the rest", () => {
+    const source =
+      '<img src="https://cdn.example/a.png" alt="A"><IMG SRC=https://cdn.example/a.png width=40 height=30>' +
+      '<img src="https://other.example/b.png"><img src="https://cdn.example/nosize.png">';
+    const { html, metadata } = renderRichtext(source, files, () => false);
+    expect(html).toBe(
+      '<img width="800" height="600" src="https://cdn.example/a.png" alt="A"><IMG SRC=https://cdn.example/a.png width=40 height=30>' +
+        '<img src="https://other.example/b.png"><img src="https://cdn.example/nosize.png">',
+    );
+    expect(metadata.imagePaths).toEqual([]);
   });
 });
 
@@ -163,9 +174,10 @@ describe('RichtextRenderer', () => {
       const rendered = made!;
       expect(unfetched).toEqual([double, single, bare]);
       expect(rendered.metadata.imagePaths).toEqual([ok]);
-      expect(rendered.html).toContain(`<img src="${double}">`);
-      expect(rendered.html).toContain(`<img alt="x" src='${single}'>`);
-      expect(rendered.html).toContain(`<img src=${bare} alt="y">`);
+      // Not optimised, but sized as their assets are.
+      expect(rendered.html).toContain(`<img width="10" height="10" src="${double}">`);
+      expect(rendered.html).toContain(`<img width="10" height="10" alt="x" src='${single}'>`);
+      expect(rendered.html).toContain(`<img width="10" height="10" src=${bare} alt="y">`);
       expect(warnings.map((warning) => warning.split(' ')[1])).toEqual([double, single, bare]);
     } finally {
       http.close();
@@ -266,12 +278,12 @@ describe('render(entry) in a built site', () => {
   });
 
   describe("<RichText> with the site's components", () => {
-    const custom = () => readFile(join(site.dir, 'dist/custom/en_US/102/index.html'), 'utf8');
+    const custom = (id = '102') => readFile(join(site.dir, `dist/custom/en_US/${id}/index.html`), 'utf8');
     const inside = (html: string, tag: string) => new RegExp(`<${tag}[^>]*>([\\s\\S]*)</${tag}>`).exec(html)![1]!;
 
     it('renders a, img, h2 and table through their components, and the rest as plain HTML', async () => {
       const article = inside(await custom(), 'article');
-      const figure = /<figure>.*?<\/figure>/.exec(article)![0];
+      const figure = /<figure[^>]*>.*?<\/figure>/.exec(article)![0];
       expect(article).toBe(
         '<h2 id="orchard--more" data-depth="2"><a href="#orchard--more">#</a> Orchard &amp; more</h2>' +
           '<p>See <a class="link" href="/news/en_US/100/">the apples</a>, ' +
@@ -284,7 +296,17 @@ describe('render(entry) in a built site', () => {
       );
       // The image component gets the asset's URL and size; a mark, which has none, keeps its attribute and text.
       expect(figure).toMatch(
-        /^<figure><img src="http[^"]+apples\.svg" alt="Basket" width="100" height="80"><figcaption>Basket<\/figcaption><\/figure>$/,
+        /^<figure data-optimise="true"><img src="http[^"]+apples\.svg" alt="Basket" width="100" height="80"><figcaption>Basket<\/figcaption><\/figure>$/,
+      );
+    });
+
+    it("gives the image component every image: one that could not be fetched with its asset's size, one of another host as it is", async () => {
+      const article = inside(await custom('100'), 'article');
+      expect(article).toContain(
+        `<figure data-optimise="false"><img src="${server.origin}/files/tiny/images/gone.svg" alt="Gone" width="100" height="80"><figcaption>Gone</figcaption></figure>`,
+      );
+      expect(article).toContain(
+        '<figure data-optimise="false"><img src="https://elsewhere.example/x.png" alt="Elsewhere"><figcaption>Elsewhere</figcaption></figure>',
       );
     });
 
@@ -349,10 +371,12 @@ describe('render(entry) in a built site', () => {
     expect(idsOf(ours.html)).toHaveLength(source.match(/<h[1-6]/g)!.length);
   });
 
-  it('leaves an image that cannot be fetched as it is, with a warning naming the document and field', async () => {
-    expect(await page('en_US/100')).toContain(`<img src="${server.origin}/files/tiny/images/gone.svg" alt="Gone">`);
+  it('does not optimise an image that cannot be fetched, but sizes it, with a warning naming the document and field', async () => {
+    expect(await page('en_US/100')).toContain(
+      `<img width="100" height="80" src="${server.origin}/files/tiny/images/gone.svg" alt="Gone">`,
+    );
     expect(output, output).toContain(
-      `Image ${server.origin}/files/tiny/images/gone.svg in field text of document 100 cannot be fetched (HTTP 404): it is left as it is, not optimised`,
+      `Image ${server.origin}/files/tiny/images/gone.svg in field text of document 100 cannot be fetched (HTTP 404): it is not optimised (it keeps its URL, with its asset's size)`,
     );
   });
 
@@ -361,7 +385,9 @@ describe('render(entry) in a built site', () => {
     const again = await build();
     expect(again.code, again.output).toBe(0);
     expect(again.output).toContain(warning);
-    expect(await page('en_US/100')).toContain(`<img src="${server.origin}/files/tiny/images/gone.svg" alt="Gone">`);
+    expect(await page('en_US/100')).toContain(
+      `<img width="100" height="80" src="${server.origin}/files/tiny/images/gone.svg" alt="Gone">`,
+    );
 
     await copyFile(join(folder, 'images/apples.svg'), join(folder, 'images/gone.svg'));
     const fixed = await build();

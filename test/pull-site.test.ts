@@ -89,7 +89,8 @@ describe('the snapshot option', () => {
     });
     expect(copy.code, copy.output).toBe(0);
     expect(copy.output).toContain('Serving the snapshot content/tiny.json in-process');
-    expect(copy.output).toContain(`127.0.0.1:${snapshotPort(join(b.dir, 'content/tiny.json'))}`);
+    const localKey = JSON.parse(readFileSync(join(b.dir, 'content/tiny.json'), 'utf8')).repository.apiKeys[0];
+    expect(copy.output).toContain(`127.0.0.1:${snapshotPort(localKey)}`);
 
     const [fromA, fromB] = [files(join(a.dir, 'dist')), files(join(b.dir, 'dist'))];
     expect([...fromB.keys()].sort()).toEqual([...fromA.keys()].sort());

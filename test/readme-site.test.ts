@@ -32,6 +32,8 @@ const files = [...readmeFiles(), ...morePages];
 const typesSection = 'Types you own';
 
 let server: ReadApiServer;
+/** The demo snapshot the server serves. */
+let snapshot: string;
 let packed: Awaited<ReturnType<typeof packTarball>>;
 let dir: string;
 
@@ -73,9 +75,10 @@ const page = (path: string) => readFile(join(dir, 'dist', path, 'index.html'), '
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'readme-site-'));
   [server, packed] = await Promise.all([
-    demoWithoutDangling(join(dir, 'content')).then((snapshot) =>
-      startServer({ paths: [snapshot], port: 0, watch: false }),
-    ),
+    demoWithoutDangling(join(dir, 'content')).then((path) => {
+      snapshot = path;
+      return startServer({ paths: [snapshot], port: 0, watch: false });
+    }),
     packTarball(),
   ]);
   await installSite(dir, packed.tarball, astroVersion);
@@ -211,6 +214,44 @@ const { post } = Astro.props;
     expect(code, output).toBe(0);
     expect(packageWarnings(output)).toEqual([]);
     expect(await page('en/posts/the-slow-boat-to-the-fjords')).toMatch(/By <a href="\/en\/authors\/[^"]+\/">/);
+  });
+
+  it("renders the body through the README's Figure with the CMS down and Astro's data store removed, sized from the cache", {
+    timeout: 240_000,
+  }, async () => {
+    // As the README says: <PostBody post={post} /> in place of <Content />.
+    const post = files.find((file) => file.path === 'src/pages/[locale]/posts/[slug].astro')!;
+    expect(post.text).toContain('<Content />');
+    const text = post.text
+      .replace("import Page from '", "import PostBody from '../../../components/PostBody.astro';\nimport Page from '")
+      .replace('<Content />', '<PostBody post={post} />');
+    await paste([{ path: post.path, text }]);
+    await check();
+    // The body's image, through the README's Figure: an img and a caption.
+    const figure = async () =>
+      /<figure><img ([^>]*)><figcaption>A ferry crosses a still fjord at dawn<\/figcaption><\/figure>/.exec(
+        await page('en/posts/the-slow-boat-to-the-fjords'),
+      )?.[1];
+    const up = await astro(dir, ['build']);
+    expect(up.code, up.output).toBe(0);
+    const optimised = await figure();
+    expect(optimised).toMatch(/^src="\/_astro\/fjord-dawn_[\w-]+\.svg" /);
+    expect(optimised).toMatch(/ width="1600" height="900"$/);
+
+    const { port } = server;
+    await server.close();
+    try {
+      await rm(join(dir, 'node_modules/.astro/data-store.json'));
+      const { code, output } = await astro(dir, ['build']);
+      expect(code, output).toBe(0);
+      // Not fetched, so not optimised: a plain img, with the asset's size from the cache.
+      expect(output).toContain('images/fjord-dawn.svg in field body of document 100000000000000101 cannot be fetched');
+      expect(await figure()).toBe(
+        `src="${server.origin}/files/demo/images/fjord-dawn.svg" alt="A ferry crosses a still fjord at dawn" width="1600" height="900"`,
+      );
+    } finally {
+      server = await startServer({ paths: [snapshot], port, watch: false });
+    }
   });
 });
 

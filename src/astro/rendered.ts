@@ -2,7 +2,7 @@ import GithubSlugger from 'github-slugger';
 import { request } from 'undici';
 import type { Model, TypeModel } from '../model/records.ts';
 import { fieldAt, valueAt } from '../model/sections.ts';
-import { attributesOf, elementsOf, headingDepth, parseHtml, textOf } from './html.ts';
+import { attributesOf, elementsOf, headingDepth, parseHtml, pixels, textOf } from './html.ts';
 
 /**
  * A richtext field as Astro's `rendered` content, so `render(entry)` and `<Content />` work:
@@ -62,7 +62,8 @@ const mayEdit = (html: string) => /<(?:h[1-6]|img)/i.test(html);
  * already made (`step`, `step-1`, `step-2`); an id it has is kept, even an empty one, and, as
  * in Markdown, not counted, so a later heading may slug to it. Images whose `src` is the file
  * of an asset (in `files`) and that `usable` accepts become Astro image references with the
- * asset's size; every other image is left as it is.
+ * asset's size (the element's `width` and `height` first); those it refuses keep their tag, given
+ * the asset's `width` and `height` where they have none; every other image is left as it is.
  *
  * @example
  * renderRichtext('<h2>Step</h2><h2>Prices&nbsp;2024</h2>', new Map(), () => true).metadata.headings
@@ -90,10 +91,20 @@ export function renderRichtext(html: string, files: AssetFiles, usable: (url: st
     }
     const src = element.tagName === 'img' ? attributes.get('src') : undefined;
     const file = src === undefined ? undefined : files.get(src);
-    if (!src || !file || !usable(src)) continue;
-    const width = Number(attributes.get('width')) || file.width;
-    const height = Number(attributes.get('height')) || file.height;
+    if (!src || !file) continue;
+    const optimise = usable(src);
+    const width = pixels(attributes.get('width')) ?? file.width;
+    const height = pixels(attributes.get('height')) ?? file.height;
     if (!width || !height) continue;
+    if (!optimise) {
+      // Shown from its URL, it still takes its asset's size: the page keeps its layout, and a
+      // component of <RichText> gets the size as it does an optimised image's.
+      const missing = Object.entries({ width, height }).filter(([name]) => !attributes.has(name));
+      const after = tag.startOffset + 4; // after `<img`
+      const text = missing.map(([name, value]) => ` ${name}="${value}"`).join('');
+      if (text) edits.push({ start: after, end: after, text });
+      continue;
+    }
     attributes.delete('src');
     const image = { ...Object.fromEntries(attributes), src, alt: attributes.get('alt') ?? '', width, height };
     imagePaths.push(src);
@@ -166,8 +177,8 @@ export const richtextOf = (value: unknown): string | undefined =>
 /**
  * Renders one richtext field of each entry a loader makes: `field` names it, `false` renders
  * none, and by default it is the content type's first richtext field. Images of the repository's
- * assets that cannot be fetched are left as they are, with a warning naming the document and
- * field (Astro's image pipeline would fail the build on them).
+ * assets that cannot be fetched are not optimised (Astro's image pipeline would fail the build on
+ * them) but keep their asset's size, with a warning naming the document and field.
  */
 export class RichtextRenderer {
   readonly #model: Model;
@@ -224,8 +235,8 @@ export class RichtextRenderer {
       if (!this.#warned.has(key)) {
         this.#warned.add(key);
         this.#logger.warn(
-          `Image ${url} in field ${field} of document ${entry.id} cannot be fetched (${why}): it is left as ` +
-            `it is, not optimised`,
+          `Image ${url} in field ${field} of document ${entry.id} cannot be fetched (${why}): it is not ` +
+            `optimised (it keeps its URL, with its asset's size)`,
         );
       }
       return false;

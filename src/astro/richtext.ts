@@ -1,4 +1,4 @@
-import { attributesOf, childrenOf, type HtmlNode, headingDepth, isElement, parseHtml } from './html.ts';
+import { attributesOf, childrenOf, type HtmlNode, headingDepth, isElement, parseHtml, pixels } from './html.ts';
 import { renderRichtext } from './rendered.ts';
 
 /**
@@ -12,17 +12,36 @@ import { renderRichtext } from './rendered.ts';
 /** The attributes of an element, by name (lower case), decoded as a browser reads them. */
 export type RichTextAttributes = Record<string, string>;
 
-/** An image of the repository's assets: what Astro's `<Image>` takes. */
-export interface RichTextImage {
-  /** The URL of the asset's file. */
+/**
+ * An image of the richtext (an `img` with a `src`), as the site's `img` component gets it: the
+ * element's attributes, `width` and `height` as numbers. `optimise` says whether Astro's `<Image>`
+ * takes it: an image of the repository's assets whose file could be fetched when the entry was
+ * made, with its size. Any other image is to be shown as it is (`<img>`): one of another host,
+ * with the size its element gives if any, or an asset's file that could not be fetched (the CMS
+ * down), with its asset's size.
+ */
+export type RichTextImage = {
+  /** The URL of the image's file. */
   src: string;
-  alt: string;
-  /** The asset's size, or the one the element gives. */
-  width: number;
-  height: number;
   /** The element's other attributes (`class`, `title`, …). */
-  [attribute: string]: string | number;
-}
+  [attribute: string]: string | number | boolean | undefined;
+} & (
+  | {
+      optimise: true;
+      /** The element's `alt`, empty when it has none. */
+      alt: string;
+      /** The size the element gives, else its asset's. */
+      width: number;
+      height: number;
+    }
+  | {
+      optimise: false;
+      alt?: string;
+      /** The size the element gives (in pixels), else its asset's, when either is known. */
+      width?: number;
+      height?: number;
+    }
+);
 
 /** A link of the richtext, as the `links` rule of `<RichText>` sees it. */
 export interface RichTextLink {
@@ -45,13 +64,16 @@ export type RichTextLinks = (link: RichTextLink) => string | undefined | Promise
 
 export type RichTextNode =
   | { type: 'text'; text: string }
-  | { type: 'image'; image: RichTextImage }
+  /** An image Astro's `<Image>` optimises. */
+  | { type: 'image'; image: Extract<RichTextImage, { optimise: true }> }
   | {
       type: 'element';
       name: string;
       attributes: RichTextAttributes;
       /** Of a heading (`h1`–`h6`): its level. */
       depth?: number;
+      /** Of an `img` with a `src`: what the site's `img` component gets (`optimise` is false). */
+      image?: RichTextImage;
       void: boolean;
       children: RichTextNode[];
     };
@@ -66,7 +88,10 @@ type Heading = Component<RichTextAttributes & { id: string; depth: number }>;
 export interface RichTextComponents {
   /** A link, its `href` already through the `links` rule. */
   a?: Component<RichTextAttributes & { href: string }>;
-  /** An image of the repository's assets (others are plain `img` elements). Default: Astro's `<Image>`. */
+  /**
+   * Every image (an `img` with a `src`). Default: Astro's `<Image>` for those it optimises, the
+   * element as it is for the others.
+   */
   img?: Component<RichTextImage>;
   h1?: Heading;
   h2?: Heading;
@@ -100,9 +125,10 @@ function convert(nodes: HtmlNode[]): RichTextNode[] {
     if (node.nodeName === '#text' && 'value' in node) out.push({ type: 'text', text: node.value });
     if (!isElement(node)) continue; // comments
     const attributes = Object.fromEntries(attributesOf(node));
-    const image = attributes.__astro_image_;
-    if (node.tagName === 'img' && image) {
-      out.push({ type: 'image', image: JSON.parse(image) as RichTextImage });
+    const optimised = node.tagName === 'img' ? attributes.__astro_image_ : undefined;
+    if (optimised) {
+      const image = JSON.parse(optimised) as { src: string; alt: string; width: number; height: number };
+      out.push({ type: 'image', image: { ...image, optimise: true } });
       continue;
     }
     // An element the parser implies (a table's tbody) stays implied: the HTML is the editor's.
@@ -111,16 +137,32 @@ function convert(nodes: HtmlNode[]): RichTextNode[] {
       continue;
     }
     const depth = headingDepth(node.tagName);
+    const image =
+      node.tagName === 'img' && attributes.src !== undefined ? shown(attributes, attributes.src) : undefined;
     out.push({
       type: 'element',
       name: node.tagName,
       attributes,
       ...(depth ? { depth } : {}),
+      ...(image ? { image } : {}),
       void: voidElements.has(node.tagName),
       children: convert(childrenOf(node)),
     });
   }
   return out;
+}
+
+/** An image Astro does not optimise, as the `img` component gets it: its size in numbers, where it gives one. */
+function shown(attributes: RichTextAttributes, src: string): RichTextImage {
+  const { width, height, ...rest } = attributes;
+  const size = { width: pixels(width), height: pixels(height) };
+  return {
+    ...rest,
+    src,
+    ...(size.width ? { width: size.width } : {}),
+    ...(size.height ? { height: size.height } : {}),
+    optimise: false,
+  };
 }
 
 /** The document or alias a Read API URL names: `…/v1/<repository>/documents/<id>` or `…/alias/<apiId>`. */

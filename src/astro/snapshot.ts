@@ -7,9 +7,13 @@ import { ConfigError } from '../sync/config.ts';
 /**
  * The integration's `snapshot` option: a snapshot file (as `comfortable-loader pull` writes it)
  * served by the local Read API in the Astro process, so dev and build need neither the CMS nor a
- * key. The server listens on a port derived from the snapshot's path, so the content's URLs (and
- * with them the cache and the incremental build's keys) stay the same from one build to the
- * next; when that port is taken, a free one serves, and the cache starts over once.
+ * key. The server's port is part of every URL of the content, images included, whose optimised
+ * file names Astro derives from their URL. It is derived from the copy itself, its local key
+ * (made by its first pull, kept by the next ones), never from where the project lives: the
+ * content's URLs (and with them the cache, the incremental build's keys and the optimised
+ * images) stay the same from one build to the next, and in another folder, a CI runner's too;
+ * two copies pulled apart get two ports. When that port is taken, a free one serves, and the
+ * cache starts over once.
  */
 
 export interface ServedSnapshot {
@@ -25,9 +29,12 @@ export interface ServedSnapshot {
   portNote?: string;
 }
 
-/** 20000–29999: below Linux's ephemeral range, so an outgoing connection does not hold it. */
-export function snapshotPort(file: string): number {
-  return 20_000 + (Number.parseInt(hash('sha1', file, 'hex').slice(0, 8), 16) % 10_000);
+/**
+ * The port of a copy, from its local key: 20000–29999, below Linux's ephemeral range, so an
+ * outgoing connection does not hold it.
+ */
+export function snapshotPort(localKey: string): number {
+  return 20_000 + (Number.parseInt(hash('sha1', localKey, 'hex').slice(0, 8), 16) % 10_000);
 }
 
 /**
@@ -75,7 +82,7 @@ export async function serveSnapshot(
       warn: options.warn,
       ...(options.log ? { log: options.log } : {}),
     });
-  const port = snapshotPort(file);
+  const port = snapshotPort(apiKeys[0]!);
   let server: ReadApiServer;
   let portNote: string | undefined;
   try {
