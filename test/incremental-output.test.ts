@@ -104,9 +104,11 @@ describe('an incremental build keeps dist/ and leaves exactly what a clean build
       expect(reused.length).toBeGreaterThan(100);
     }
     expect(kept.output).toMatch(
-      /dist\/: [\d,]+ pages kept from the last build, 0 restored from Astro's cache, [\d,]+ files of the last build removed \(0 pages no longer built\)/,
+      /dist\/: 1 page rendered, [\d,]+ pages kept from the last build, 0 pages restored from Astro's cache, [\d,]+ files? of the last build removed \(0 pages no longer built\)/,
     );
-    expect(ci.output).toMatch(/dist\/: 0 pages kept from the last build, [\d,]+ restored from Astro's cache/);
+    expect(ci.output).toMatch(
+      /dist\/: 1 page rendered, 0 pages kept from the last build, [\d,]+ pages restored from Astro's cache/,
+    );
     expect(kept.output).toContain('(cached)');
     expect(kept.output).not.toContain('(restored)'); // no page copied back one by one
     expect(ci.output).not.toContain('(restored)');
@@ -119,6 +121,10 @@ describe('an incremental build keeps dist/ and leaves exactly what a clean build
     await publish();
     const { kept } = await rebuildAll();
     expect(kept.rendered).toContain('/en/posts/swimming-through-zurich/index.html');
+    // The line counts the pages Astro rendered apart from those it kept.
+    const [, rendered, left] = /dist\/: ([\d,]+) pages? rendered, ([\d,]+) pages? kept/.exec(kept.output) ?? [];
+    expect(Number(rendered)).toBe(kept.rendered.length);
+    expect(Number(left?.replace(/,/g, ''))).toBe(kept.reused.length);
   });
 
   it('a document deleted: its pages are gone', { timeout: 300_000 }, async () => {
@@ -175,7 +181,9 @@ describe('what is left to Astro gives a correct build too, and says why', () => 
     await writeFile(page, `${await readFile(page, 'utf8')}<!-- edited by hand -->`);
     await writeFile(join(sites.kept, 'dist/stray.txt'), 'put there by hand');
     const { output } = await build(sites.kept);
-    expect(output).toMatch(/dist\/: [\d,]+ pages kept from the last build, 1 restored from Astro's cache/);
+    expect(output).toMatch(
+      /dist\/: [\d,]+ pages? rendered, [\d,]+ pages kept from the last build, 1 page restored from Astro's cache/,
+    );
     expect(differences(await tree(sites.kept), lastClean)).toEqual([]);
   });
 

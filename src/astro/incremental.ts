@@ -79,12 +79,12 @@ export class IncrementalBuild {
     const produced = [...assets.values()]
       .flat()
       .map((url) => relative(prepared.outDir, fileURLToPath(url)).split(sep).join('/'));
-    const gone = await finish(prepared, folder(config.cacheDir), produced);
-    const count = (n: number) => n.toLocaleString('en-US');
+    const done = await finish(prepared, folder(config.cacheDir), produced);
+    const count = (n: number, noun: string) => `${n.toLocaleString('en-US')} ${noun}${n === 1 ? '' : 's'}`;
     this.#logger?.info(
-      `dist/: ${count(prepared.kept)} pages kept from the last build, ${count(prepared.restored)} restored ` +
-        `from Astro's cache, ` +
-        `${count(gone.files)} files of the last build removed (${count(gone.pages)} pages no longer built)`,
+      `dist/: ${count(done.rendered, 'page')} rendered, ${count(done.kept, 'page')} kept from the last build, ` +
+        `${count(done.restored, 'page')} restored from Astro's cache, ${count(done.files, 'file')} of the last ` +
+        `build removed (${count(done.pages, 'page')} no longer built)`,
     );
   }
 }

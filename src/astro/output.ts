@@ -54,12 +54,15 @@ export interface Scan {
 /** What `prepare` did: the pages it left in `dist/`, kept or copied, and the files of the last build it removed. */
 export interface Prepared {
   outDir: string;
+  /** The pages left in place, and those copied back from Astro's cache. */
   kept: number;
-  restored: number;
+  restored: Set<string>;
   /** Files of the last build removed (the build writes most of them again); relative to `dist/`. */
   removed: string[];
   /** The pages in `dist/` when the build starts, relative to it. */
   pages: Set<string>;
+  /** When the build started: a page of `pages` written since was rendered by it. */
+  startedAt: number;
   /** Why the pages could not be kept, when they could not. */
   fallback?: string;
 }
@@ -229,9 +232,10 @@ export async function prepare({ outDir, cacheDir, reusable, present, intact, spo
     return {
       outDir,
       kept: 0,
-      restored: 0,
+      restored: new Set(),
       removed: present,
       pages: new Set(),
+      startedAt: Date.now(),
       fallback:
         `Astro's incremental cache is not laid out as this package knows it ` +
         `(${manifestFile(cacheDir)}: ${reusable.problem})`,
@@ -250,27 +254,48 @@ export async function prepare({ outDir, cacheDir, reusable, present, intact, spo
   return {
     outDir,
     kept: intact.size,
-    restored: restored.length,
+    restored: new Set(restored),
     removed: outdated.filter((file) => !pages.has(file)),
     pages,
+    startedAt: Date.now(),
   };
+}
+
+/** What a build did to `dist/`: pages it rendered, pages it left as they were, files of the last build gone. */
+export interface Finished {
+  /** Pages the build wrote. */
+  rendered: number;
+  /** Pages left as `prepare` left them, kept or restored. */
+  kept: number;
+  restored: number;
+  /** Pages no longer built, removed. */
+  pages: number;
+  /** Files of the last build gone: those pages, and the files `prepare` removed that the build did not write again. */
+  files: number;
 }
 
 /**
  * After the build: removes the pages `prepare` left that the build did not produce (`produced`,
- * relative to `dist/`), and records the pages produced for the next build. Returns how many
- * files of the last build are gone: those pages, and the files `prepare` removed that the build
- * did not write again.
+ * relative to `dist/`), records the pages produced for the next build, and counts what the
+ * build did: a page `prepare` left that was written since the build started was rendered.
  */
-export async function finish(
-  prepared: Prepared,
-  cacheDir: string,
-  produced: Iterable<string>,
-): Promise<{ pages: number; files: number }> {
+export async function finish(prepared: Prepared, cacheDir: string, produced: Iterable<string>): Promise<Finished> {
   const built = new Set(produced);
   const stale = [...prepared.pages].filter((file) => !built.has(file));
   await removeFiles(prepared.outDir, stale);
   const limit = pLimit(concurrency);
+  const left = [...built].filter((file) => prepared.pages.has(file));
+  const untouched = (
+    await Promise.all(
+      left.map((file) =>
+        limit(async () => {
+          const now = await stat(join(prepared.outDir, file)).catch(() => undefined);
+          return now !== undefined && now.mtimeMs < prepared.startedAt ? file : undefined;
+        }),
+      ),
+    )
+  ).filter((file): file is string => file !== undefined);
+  const restored = untouched.filter((file) => prepared.restored.has(file)).length;
   const rewritten = await Promise.all(
     prepared.removed.map((file) =>
       limit(() =>
@@ -284,5 +309,11 @@ export async function finish(
   const record: Recorded = { version: 2, outDir: prepared.outDir, finishedAt: Date.now(), pages: [...built] };
   await mkdir(cacheDir, { recursive: true });
   await writeFile(recordFile(cacheDir), JSON.stringify(record));
-  return { pages: stale.length, files: stale.length + rewritten.filter((again) => !again).length };
+  return {
+    rendered: built.size - untouched.length,
+    kept: untouched.length - restored,
+    restored,
+    pages: stale.length,
+    files: stale.length + rewritten.filter((again) => !again).length,
+  };
 }
