@@ -77,8 +77,8 @@ export function pollCms(interval: number, ask: () => Promise<void>, log: PollLog
       const kind = failureKind(error);
       if (kind !== printed) {
         log.warn(
-          `Could not ask the CMS for changes: ${(error as Error).message}. Dev keeps serving the last content and ` +
-            `asks again, less often while it fails`,
+          `Could not ask the CMS for changes: ${(error as Error).message.replace(/\.+$/, '')}. Dev keeps serving ` +
+            `the content of its last sync and asks again, less often while it fails`,
         );
         printed = kind;
       }
