@@ -9,6 +9,8 @@ export {
 } from './plugin.ts';
 export type { ComfortableViteApi, ComfortableViteOptions } from './plugin.ts';
 export { ComfortableViteError } from './errors.ts';
+export { entryPages } from './pages.ts';
+export type { EntryPagesOptions } from './pages.ts';
 export type { ModuleData } from './module.ts';
 export { refreshMiddleware, defaultRefreshPath } from './refresh.ts';
 export { pageKey } from '../entries/page-keys.ts';
