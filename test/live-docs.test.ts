@@ -1,15 +1,17 @@
+import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadApiServer, type ReloadEvent, startServer } from '../src/server/index.ts';
 import { signWebhook } from '../src/wire/webhook.ts';
 import { type AstroDev, freePort, runAstro, startAstroDev, startBuiltServer } from './helpers/astro.ts';
-import { liveDocFiles, liveDocsSite } from './helpers/live-docs.ts';
+import { liveDocFiles, liveDocInstalls, liveDocsSite } from './helpers/live-docs.ts';
 import { demoKey, demoSnapshot } from './helpers/server.ts';
 
 /**
  * docs/live.md, followed as a new user follows it: its files, pasted as they stand into a
- * server-rendered site, pass `astro check` and build with the Node adapter; the built server,
+ * server-rendered site that installed what the page says and nothing else, pass `astro check`
+ * and build with the Node adapter; the built server,
  * run as a host runs it against the local Read API on the demo repository, answers 404 only for
  * what does not exist, 503 (never cached) while the Read API is down, and keeps pages in the
  * cache its route rules configure until the purge endpoint receives the Read API's webhook.
@@ -70,6 +72,16 @@ describe('the page as written', () => {
       'astro.config.mjs',
       'src/pages/api/purge.ts',
     ]);
+  });
+
+  it('tells what to install: the package and the adapter, and for astro check what it asks for', () => {
+    expect(liveDocInstalls()).toEqual({
+      dependencies: ['comfortable-loader', '@astrojs/node'],
+      devDependencies: ['@astrojs/check', 'typescript'],
+    });
+    // What the reader does not install is not there: the site's files must not need it.
+    expect(existsSync(join(site.dir, 'node_modules/@types/node'))).toBe(false);
+    expect(existsSync(join(site.dir, 'node_modules/@astrojs/check'))).toBe(true);
   });
 
   it('passes astro check with the strict tsconfig, with no error and no warning', { timeout: 180_000 }, async () => {
