@@ -97,6 +97,7 @@ describe('the site, built and served', () => {
     expect(code, output).toBe(0);
     web = await startBuiltServer(site.dir, await freePort(), {
       CMFT_BASE_URL: api.url,
+      CMFT_REPOSITORY: 'demo',
       CMFT_API_KEY: demoKey,
       CMFT_WEBHOOK_SECRET: secret,
     });
@@ -174,11 +175,17 @@ describe('the site, built and served', () => {
 });
 
 describe('astro dev, with the connection in .env as the README has it', () => {
-  it('serves a post: getSecret reads .env where process.env has nothing', { timeout: 120_000 }, async () => {
+  it('serves a post: getSecret, and the loader for the repository, read .env where process.env has nothing', {
+    timeout: 120_000,
+  }, async () => {
     await web?.stop();
-    await writeFile(join(site.dir, '.env'), `CMFT_BASE_URL=${api.url}\nCMFT_API_KEY=${demoKey}\n`);
+    await writeFile(
+      join(site.dir, '.env'),
+      `CMFT_BASE_URL=${api.url}\nCMFT_REPOSITORY=demo\nCMFT_API_KEY=${demoKey}\n`,
+    );
     // Only the file has the connection (the test's own environment has none).
-    expect([process.env.CMFT_BASE_URL, process.env.CMFT_API_KEY]).toEqual([undefined, undefined]);
+    const { CMFT_BASE_URL, CMFT_REPOSITORY, CMFT_API_KEY } = process.env;
+    expect([CMFT_BASE_URL, CMFT_REPOSITORY, CMFT_API_KEY]).toEqual([undefined, undefined, undefined]);
     web = await startAstroDev(site.dir, await freePort());
     const post = await get('/de_CH/posts/night-trains-are-back');
     const html = post.html.replace(/ data-astro-source-[a-z]+="[^"]*"/g, ''); // what astro dev adds
