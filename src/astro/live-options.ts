@@ -2,13 +2,14 @@ import { z } from 'zod';
 import type { Filter, FilterEntry, IncludeMap, Includes, Sorting, SortingMap } from '../api/query.ts';
 import type { RetryPolicy } from '../api/retry.ts';
 import type { Timeouts } from '../api/transport.ts';
-import { ConfigError, configProblem, sourceOptionsSchema } from '../sync/config.ts';
+import { checkOptions, ConfigError, configProblem, sourceOptionsSchema } from '../sync/config.ts';
 import { astroLocalesSchema } from './i18n.ts';
 
 /**
  * The options of `comfortableLiveLoader()` and the filters of `getLiveCollection()` and
- * `getLiveEntry()`, checked with zod: a wrong option throws at once with one sentence naming it,
- * a wrong filter is answered as an error naming the filter's member.
+ * `getLiveEntry()`, checked with zod: a wrong option is one sentence naming it (which the loader
+ * returns for each request, see live-problem.ts), a wrong filter is answered as an error naming
+ * the filter's member.
  */
 
 /**
@@ -205,20 +206,20 @@ export type LiveOptions = Omit<z.output<typeof optionsSchema>, 'collection' | 'c
 /** The options once the repository is known: the option's, or `CMFT_REPOSITORY` where the server runs. */
 export type ConnectedOptions = LiveOptions & { repository: string };
 
-/** Checks the options; throws a ConfigError whose message names the option. */
+/**
+ * Checks the options; throws a ConfigError whose message names the option, and the loader's
+ * collection and file when `where` says them (` for the live collection "posts" in src/live.config.ts`).
+ */
 export function parseLiveOptions<Fields extends Record<string, unknown>>(
   input: ComfortableLiveLoaderOptions<Fields>,
+  where = '',
 ): LiveOptions {
-  const result = optionsSchema.safeParse(input ?? {}, { reportInput: true });
-  if (!result.success) {
-    const problem = configProblem(result.error, { schema: optionsSchema });
-    throw new ConfigError(problem.option, `comfortableLiveLoader(): ${problem.message}`);
-  }
-  const { collection, contentType, aliases, ...options } = result.data;
+  const place = ` of comfortableLiveLoader()${where}`;
+  const { collection, contentType, aliases, ...options } = checkOptions(optionsSchema, input ?? {}, { place });
   if ([collection, contentType, aliases].filter((value) => value !== undefined).length !== 1) {
     throw new ConfigError(
       'collection',
-      'comfortableLiveLoader() needs exactly one of collection, contentType or aliases, for example ' +
+      `Invalid options${place}: give exactly one of collection, contentType or aliases, for example ` +
         'comfortableLiveLoader({ apiKey, collection: "posts" })',
     );
   }

@@ -20,6 +20,7 @@ import {
 } from './live-options.ts';
 import { LiveRequests } from './live-requests.ts';
 import { serverVariable } from './live-env.ts';
+import { misconfiguredLoader } from './live-problem.ts';
 
 /**
  * A live loader of this package, as `defineLiveCollection({ loader })` takes it; `Fields` is the
@@ -43,6 +44,7 @@ const localesMaxAgeMs = 60_000;
  * `<locale>/<document id>`, shaped as the build-time loader's; errors are returned, not thrown.
  * A locale the repository (or the `locales` option) lacks is a not-found error
  * (`LiveEntryNotFoundError`), for an entry and for a list alike, so that a page answers 404 for it.
+ * Wrong options are not thrown either: each request returns them as an error (code `config`).
  *
  * @example
  * export const collections = {
@@ -58,7 +60,23 @@ const localesMaxAgeMs = 60_000;
 export function comfortableLiveLoader<Fields extends Record<string, unknown> = Record<string, unknown>>(
   input: ComfortableLiveLoaderOptions<Fields>,
 ): ComfortableLiveLoader<Fields> {
-  return liveLoader(parseLiveOptions(input));
+  let options: LiveOptions;
+  try {
+    options = parseLiveOptions(input);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    // Not thrown: a throw while live.config loads would fail every page of the server (live-problem.ts).
+    const problem = (where: string) => {
+      try {
+        parseLiveOptions(input, where);
+      } catch (named) {
+        return named as ConfigError;
+      }
+      return error;
+    };
+    return misconfiguredLoader(problem, (input as { apiKey?: unknown } | undefined)?.apiKey);
+  }
+  return liveLoader(options);
 }
 
 /** What a loader needs of its repository, made at the first request, once the repository is known. */
