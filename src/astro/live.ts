@@ -44,7 +44,8 @@ const localesMaxAgeMs = 60_000;
  * `<locale>/<document id>`, shaped as the build-time loader's; errors are returned, not thrown.
  * A locale the repository (or the `locales` option) lacks is a not-found error
  * (`LiveEntryNotFoundError`), for an entry and for a list alike, so that a page answers 404 for it.
- * Wrong options are not thrown either: each request returns them as an error (code `config`).
+ * Wrong options are not thrown either: each request returns them as an error (code `config`),
+ * and with the `comfortable()` integration `astro build` and `astro dev` stop at them.
  *
  * @example
  * export const collections = {
