@@ -1,15 +1,17 @@
+import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadApiServer, type ReloadEvent, startServer } from '../src/server/index.ts';
 import { signWebhook } from '../src/wire/webhook.ts';
 import { type AstroDev, freePort, runAstro, startAstroDev, startBuiltServer } from './helpers/astro.ts';
-import { liveDocFiles, liveDocsSite } from './helpers/live-docs.ts';
+import { liveDocFiles, liveDocInstalls, liveDocsSite } from './helpers/live-docs.ts';
 import { demoKey, demoSnapshot } from './helpers/server.ts';
 
 /**
  * docs/live.md, followed as a new user follows it: its files, pasted as they stand into a
- * server-rendered site, pass `astro check` and build with the Node adapter; the built server,
+ * server-rendered site that installed what the page says and nothing else, pass `astro check`
+ * and build with the Node adapter; the built server,
  * run as a host runs it against the local Read API on the demo repository, answers 404 only for
  * what does not exist, 503 (never cached) while the Read API is down, and keeps pages in the
  * cache its route rules configure until the purge endpoint receives the Read API's webhook.
@@ -72,6 +74,16 @@ describe('the page as written', () => {
     ]);
   });
 
+  it('tells what to install: the package and the adapter, and for astro check what it asks for', () => {
+    expect(liveDocInstalls()).toEqual({
+      dependencies: ['comfortable-loader', '@astrojs/node'],
+      devDependencies: ['@astrojs/check', 'typescript'],
+    });
+    // What the reader does not install is not there: the site's files must not need it.
+    expect(existsSync(join(site.dir, 'node_modules/@types/node'))).toBe(false);
+    expect(existsSync(join(site.dir, 'node_modules/@astrojs/check'))).toBe(true);
+  });
+
   it('passes astro check with the strict tsconfig, with no error and no warning', { timeout: 180_000 }, async () => {
     const { code, output } = await runAstro(site.dir, ['check']);
     expect(output).toMatch(/- 0 errors\n- 0 warnings/);
@@ -85,6 +97,7 @@ describe('the site, built and served', () => {
     expect(code, output).toBe(0);
     web = await startBuiltServer(site.dir, await freePort(), {
       CMFT_BASE_URL: api.url,
+      CMFT_REPOSITORY: 'demo',
       CMFT_API_KEY: demoKey,
       CMFT_WEBHOOK_SECRET: secret,
     });
@@ -162,11 +175,17 @@ describe('the site, built and served', () => {
 });
 
 describe('astro dev, with the connection in .env as the README has it', () => {
-  it('serves a post: getSecret reads .env where process.env has nothing', { timeout: 120_000 }, async () => {
+  it('serves a post: getSecret, and the loader for the repository, read .env where process.env has nothing', {
+    timeout: 120_000,
+  }, async () => {
     await web?.stop();
-    await writeFile(join(site.dir, '.env'), `CMFT_BASE_URL=${api.url}\nCMFT_API_KEY=${demoKey}\n`);
+    await writeFile(
+      join(site.dir, '.env'),
+      `CMFT_BASE_URL=${api.url}\nCMFT_REPOSITORY=demo\nCMFT_API_KEY=${demoKey}\n`,
+    );
     // Only the file has the connection (the test's own environment has none).
-    expect([process.env.CMFT_BASE_URL, process.env.CMFT_API_KEY]).toEqual([undefined, undefined]);
+    const { CMFT_BASE_URL, CMFT_REPOSITORY, CMFT_API_KEY } = process.env;
+    expect([CMFT_BASE_URL, CMFT_REPOSITORY, CMFT_API_KEY]).toEqual([undefined, undefined, undefined]);
     web = await startAstroDev(site.dir, await freePort());
     const post = await get('/de_CH/posts/night-trains-are-back');
     const html = post.html.replace(/ data-astro-source-[a-z]+="[^"]*"/g, ''); // what astro dev adds

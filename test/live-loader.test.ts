@@ -388,30 +388,6 @@ describe('the fields option', () => {
   });
 });
 
-describe('options', () => {
-  it('are checked when the loader is made, each error naming the option', () => {
-    const make = (options: Json) => () => comfortableLiveLoader({ repository: 'demo', apiKey: 'k', ...options });
-    expect(make({})).toThrow(/needs exactly one of collection, contentType or aliases/);
-    expect(make({ collection: 'a', contentType: 'b' })).toThrow(
-      /needs exactly one of collection, contentType or aliases/,
-    );
-    expect(make({ contentType: 'post', includes: 9 })).toThrow(/^comfortableLiveLoader\(\): Invalid option includes: /);
-    expect(make({ contentType: 'post', render: true })).toThrow(/Invalid option render/);
-    expect(make({ contentType: 'post', baseUrl: 'ftp://x' })).toThrow(
-      /Invalid option baseUrl: expected an http\(s\) URL/,
-    );
-    expect(make({ contentType: 'post', colection: 'x' })).toThrow(
-      'comfortableLiveLoader(): Unknown option colection: did you mean collection?',
-    );
-    expect(make({ contentType: 'post', fields: { title: 'string' } })).toThrow(
-      /Invalid option fields: expected a zod schema of the fields/,
-    );
-    expect(() => comfortableLiveLoader({ repository: 'demo', apiKey: 12345678 as never, contentType: 'post' })).toThrow(
-      /^((?!12345678).)*$/s,
-    );
-  });
-});
-
 describe('andFilters', () => {
   const a = { '*.fields.a': { equal: 1 } };
   const b = { '*.fields.b': { equal: 2 } };

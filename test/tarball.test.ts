@@ -110,7 +110,11 @@ describe('the packed package in a fresh Astro site', () => {
       await mkdir(join(live, path, '..'), { recursive: true });
       await writeFile(join(live, path), text);
     }
-    const dev = await startAstroDev(live, await freePort(), { CMFT_BASE_URL: server.url, CMFT_API_KEY: demoKey });
+    const dev = await startAstroDev(live, await freePort(), {
+      CMFT_BASE_URL: server.url,
+      CMFT_REPOSITORY: 'demo',
+      CMFT_API_KEY: demoKey,
+    });
     try {
       const response = await fetch(`${dev.url}/en_US/posts/the-slow-boat-to-the-fjords`);
       const page = await response.text();

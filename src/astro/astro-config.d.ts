@@ -1,5 +1,8 @@
-// What src/astro/live-i18n.ts reads of Astro's server config module, which Astro's own types
-// (astro/client) declare in a site and this package's build does not load.
+// What src/astro/live-i18n.ts and live-env.ts read of Astro's server modules, which Astro's own
+// types (astro/client) declare in a site and this package's build does not load.
 declare module 'astro:config/server' {
   export const i18n: unknown;
+}
+declare module 'astro:env/server' {
+  export const getSecret: (key: string) => string | undefined;
 }

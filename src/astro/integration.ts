@@ -16,6 +16,7 @@ import { defaultRefreshPath, devOptionsShape } from '../vite/refresh.ts';
 import { useFileLinks } from '../entries/file-links.ts';
 import { CopyFiles, copyIntoBuild } from './copy-files.ts';
 import { reloadDataStore } from './dev-store.ts';
+import { liveConfigCheck } from './live-check.ts';
 import { virtualModuleTypes } from './declarations.ts';
 import { ImageHosts } from './image-hosts.ts';
 import { IncrementalBuild } from './incremental.ts';
@@ -185,7 +186,11 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         updateConfig({
           image: { remotePatterns: hosts.atSetup(config.baseUrl ?? defaultBaseUrl, command) },
           vite: {
-            plugins: [virtualModulesPlugin(), ...(incrementalSetup?.plugins ?? [])],
+            plugins: [
+              virtualModulesPlugin(),
+              liveConfigCheck(astroConfig.root, astroConfig.srcDir, logger),
+              ...(incrementalSetup?.plugins ?? []),
+            ],
             ...incrementalSetup?.config?.vite,
           },
         });

@@ -6,7 +6,7 @@ import { type Model, normalizeRecord, referenceList, type StoredRecord } from '.
 import { valueAt } from '../model/sections.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import { astroFallbacksOf, langOf } from './i18n.ts';
-import type { LiveOptions } from './live-options.ts';
+import type { ConnectedOptions } from './live-options.ts';
 import type { LiveAnswer } from './live-requests.ts';
 import { firstRichtextField, renderRichtext, richtextOf } from './rendered.ts';
 
@@ -82,7 +82,7 @@ export function liveShaper({
   repository,
   contentTypes,
   render,
-}: Pick<LiveOptions, 'repository' | 'contentTypes' | 'render'>): LiveShaper {
+}: Pick<ConnectedOptions, 'repository' | 'contentTypes' | 'render'>): LiveShaper {
   // What the answers have shown of each content type's fields (kind, localized), learned as the
   // sync learns it: which fields are relations, which is the first richtext field, and which
   // localized fields a document lacks in every locale.

@@ -2,13 +2,14 @@ import { z } from 'zod';
 import type { Filter, FilterEntry, IncludeMap, Includes, Sorting, SortingMap } from '../api/query.ts';
 import type { RetryPolicy } from '../api/retry.ts';
 import type { Timeouts } from '../api/transport.ts';
-import { ConfigError, configProblem, sourceOptionsSchema } from '../sync/config.ts';
+import { checkOptions, ConfigError, configProblem, sourceOptionsSchema } from '../sync/config.ts';
 import { astroLocalesSchema } from './i18n.ts';
 
 /**
  * The options of `comfortableLiveLoader()` and the filters of `getLiveCollection()` and
- * `getLiveEntry()`, checked with zod: a wrong option throws at once with one sentence naming it,
- * a wrong filter is answered as an error naming the filter's member.
+ * `getLiveEntry()`, checked with zod: a wrong option is one sentence naming it (which the loader
+ * returns for each request, see live-problem.ts), a wrong filter is answered as an error naming
+ * the filter's member.
  */
 
 /**
@@ -41,12 +42,19 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
   extends LiveRequestOptions {
   /** The Read API base URL. Default `https://api.cmft.io/v1`. */
   baseUrl?: string | undefined;
-  /** The repository's API id, such as `demo`. */
-  repository: string;
   /**
-   * A Read API key of the repository. Read it from `process.env` at run time (not
-   * `import.meta.env`, which Astro writes into the built server code). It may be unset while a
-   * site is built: a request without it is answered with an error that names this option.
+   * The repository's API id, such as `demo`. Default: `CMFT_REPOSITORY`, read when the first
+   * request comes as `getSecret` reads it (`.env` in `astro dev`, the environment of the built
+   * server), so it need not be set where the site is built.
+   */
+  repository?: string | undefined;
+  /**
+   * A Read API key of the repository, read where the server runs: `getSecret('CMFT_API_KEY')`
+   * with `getSecret` from `astro:env/server`, which reads `.env` in `astro dev` and the
+   * environment of the built server, and never writes the value into the built code. Not
+   * `process.env` (which `astro dev` does not fill from `.env`) and not `import.meta.env`
+   * (which Astro writes into the built server code). It may be unset where the site is built: a
+   * request without it is answered with an error that names this option.
    */
   apiKey: string | undefined;
   /** The source: a collection of the repository, by API id. */
@@ -145,7 +153,7 @@ const apiIds = (what: string) => z.array(z.string().min(1)).min(1, `expected at 
 
 const optionsSchema = z.strictObject({
   baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as https://api.cmft.io/v1' }).optional(),
-  repository: z.string({ error: 'expected the repository API id, such as "demo"' }).min(1),
+  repository: z.string({ error: 'expected the repository API id, such as "demo"' }).min(1).optional(),
   apiKey: z.string({ error: 'expected the API key (read it from an environment variable)' }).optional(),
   collection: z.string().min(1).optional(),
   contentType: z.string().min(1).optional(),
@@ -195,21 +203,24 @@ export type LiveOptions = Omit<z.output<typeof optionsSchema>, 'collection' | 'c
   source: LiveSource;
 };
 
-/** Checks the options; throws a ConfigError whose message names the option. */
+/** The options once the repository is known: the option's, or `CMFT_REPOSITORY` where the server runs. */
+export type ConnectedOptions = LiveOptions & { repository: string };
+
+/**
+ * Checks the options; throws a ConfigError whose message names the option, and the loader's
+ * collection and file when `where` says them (` for the live collection "posts" in src/live.config.ts`).
+ */
 export function parseLiveOptions<Fields extends Record<string, unknown>>(
   input: ComfortableLiveLoaderOptions<Fields>,
+  where = '',
 ): LiveOptions {
-  const result = optionsSchema.safeParse(input ?? {}, { reportInput: true });
-  if (!result.success) {
-    const problem = configProblem(result.error, { schema: optionsSchema });
-    throw new ConfigError(problem.option, `comfortableLiveLoader(): ${problem.message}`);
-  }
-  const { collection, contentType, aliases, ...options } = result.data;
+  const place = ` of comfortableLiveLoader()${where}`;
+  const { collection, contentType, aliases, ...options } = checkOptions(optionsSchema, input ?? {}, { place });
   if ([collection, contentType, aliases].filter((value) => value !== undefined).length !== 1) {
     throw new ConfigError(
       'collection',
-      'comfortableLiveLoader() needs exactly one of collection, contentType or aliases, for example ' +
-        'comfortableLiveLoader({ repository, apiKey, collection: "posts" })',
+      `Invalid options${place}: give exactly one of collection, contentType or aliases, for example ` +
+        'comfortableLiveLoader({ apiKey, collection: "posts" })',
     );
   }
   const source: LiveSource = collection

@@ -8,6 +8,7 @@ import { liveLocaleMap } from './live-i18n.ts';
 import { type ComfortableLiveError, entryNotFound, liveError } from './live-errors.ts';
 import {
   type ComfortableLiveLoaderOptions,
+  type ConnectedOptions,
   type EntryRequest,
   type FieldsSchema,
   type LiveCollectionFilter,
@@ -18,6 +19,8 @@ import {
   parseLiveOptions,
 } from './live-options.ts';
 import { LiveRequests } from './live-requests.ts';
+import { serverVariable } from './live-env.ts';
+import { misconfiguredLoader } from './live-problem.ts';
 
 /**
  * A live loader of this package, as `defineLiveCollection({ loader })` takes it; `Fields` is the
@@ -41,12 +44,14 @@ const localesMaxAgeMs = 60_000;
  * `<locale>/<document id>`, shaped as the build-time loader's; errors are returned, not thrown.
  * A locale the repository (or the `locales` option) lacks is a not-found error
  * (`LiveEntryNotFoundError`), for an entry and for a list alike, so that a page answers 404 for it.
+ * Wrong options are not thrown either: each request returns them as an error (code `config`),
+ * and with the `comfortable()` integration `astro build` and `astro dev` stop at them.
  *
  * @example
  * export const collections = {
  *   posts: defineLiveCollection({
  *     loader: comfortableLiveLoader({
- *       baseUrl: getSecret('CMFT_BASE_URL'), repository: 'demo', apiKey: getSecret('CMFT_API_KEY'),
+ *       baseUrl: getSecret('CMFT_BASE_URL'), apiKey: getSecret('CMFT_API_KEY'), // repository: CMFT_REPOSITORY
  *       contentType: 'post', contentTypes: { post: 'posts', author: 'authors' },
  *       fields: z.object({ title: z.string(), slug: z.string() }),
  *     }),
@@ -56,31 +61,81 @@ const localesMaxAgeMs = 60_000;
 export function comfortableLiveLoader<Fields extends Record<string, unknown> = Record<string, unknown>>(
   input: ComfortableLiveLoaderOptions<Fields>,
 ): ComfortableLiveLoader<Fields> {
-  const options = parseLiveOptions(input);
-  const { repository, source, apiKey } = options;
+  let options: LiveOptions;
+  try {
+    options = parseLiveOptions(input);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    // Not thrown: a throw while live.config loads would fail every page of the server (live-problem.ts).
+    const problem = (where: string) => {
+      try {
+        parseLiveOptions(input, where);
+      } catch (named) {
+        return named as ConfigError;
+      }
+      return error;
+    };
+    return misconfiguredLoader(problem, (input as { apiKey?: unknown } | undefined)?.apiKey);
+  }
+  return liveLoader(options);
+}
+
+/** What a loader needs of its repository, made at the first request, once the repository is known. */
+interface Connection {
+  options: ConnectedOptions;
+  locales: () => Promise<Locales>;
+  requests: LiveRequests;
+  shape: ReturnType<typeof liveShaper>;
+}
+
+function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions): ComfortableLiveLoader<Fields> {
+  const { source, apiKey } = options;
   const baseUrl = options.baseUrl ?? defaultBaseUrl;
-  let client: ReadApiClient | undefined;
-  // Made on the first request: the key may be set only where the site runs, not where it is built.
-  const clientOf = (): ReadApiClient => {
-    if (!apiKey) {
+  let connection: Connection | undefined;
+  // Made on the first request: the repository and the key may be set only where the site runs, not where it is built.
+  const connect = async (): Promise<Connection> => {
+    if (connection) return connection;
+    const repository = options.repository ?? (await serverVariable('CMFT_REPOSITORY'));
+    if (!repository) {
       throw new ConfigError(
-        'apiKey',
-        `the apiKey option of comfortableLiveLoader() is not set. Give it a Read API key of the repository ` +
-          `"${repository}", read when the server runs: apiKey: getSecret('CMFT_API_KEY'), with getSecret from ` +
-          'astro:env/server, reads .env in astro dev too (process.env does not).',
+        'repository',
+        'the repository option of comfortableLiveLoader() is not set, and CMFT_REPOSITORY is not set where the ' +
+          'server runs. Set CMFT_REPOSITORY to the API id of the repository (in .env for astro dev, in the ' +
+          "environment of the built server), or give the option: repository: 'demo'.",
       );
     }
-    const { timeouts, retry, concurrency } = options;
-    return (client ??= createClient({ baseUrl, repository, apiKey, timeouts, retry, concurrency }));
+    const connected = { ...options, repository };
+    let client: ReadApiClient | undefined;
+    const clientOf = (): ReadApiClient => {
+      if (!apiKey) {
+        throw new ConfigError(
+          'apiKey',
+          `the apiKey option of comfortableLiveLoader() is not set. Give it a Read API key of the repository ` +
+            `"${repository}", read when the server runs: apiKey: getSecret('CMFT_API_KEY'), with getSecret from ` +
+            'astro:env/server, reads .env in astro dev too (process.env does not).',
+        );
+      }
+      const { timeouts, retry, concurrency } = options;
+      return (client ??= createClient({ baseUrl, repository, apiKey, timeouts, retry, concurrency }));
+    };
+    return (connection = {
+      options: connected,
+      locales: repositoryLocalesOf(clientOf, options.locales),
+      requests: new LiveRequests(clientOf, connected),
+      shape: liveShaper(connected),
+    });
   };
-  const locales = repositoryLocalesOf(clientOf, options.locales);
-  const requests = new LiveRequests(clientOf, options);
-  const shape = liveShaper(options);
   const astroLocalesOf = liveLocaleMap(options.astroLocales);
   // The schema the input typed as FieldsSchema<Fields>; parsing the options only checked it is one.
   const fields = options.fields as FieldsSchema<Fields> | undefined;
   const failure = (error: unknown, collection: string): Failure => ({
-    error: liveError(error, { collection, baseUrl, repository, apiKey, aliases: source.kind === 'alias' }),
+    error: liveError(error, {
+      collection,
+      baseUrl,
+      repository: connection?.options.repository ?? options.repository,
+      apiKey,
+      aliases: source.kind === 'alias',
+    }),
   });
 
   return {
@@ -89,8 +144,9 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
     async loadCollection({ filter, collection }) {
       try {
         const request = parseCollectionFilter(filter, source);
+        const { options, locales, requests, shape } = await connect();
         const known = await locales();
-        const { held, astro } = await heldLocales(known, collection);
+        const { held, astro } = await heldLocales(options, known, collection);
         if (request.locale && astro) request.locale = astro.cmsLocale(request.locale);
         // A locale from the URL that has no entries is a page that does not exist, not a broken config.
         const missing =
@@ -100,7 +156,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
         const shaped = shape(await requests.list(request), known, request.locale ? [request.locale] : held, astro?.map);
         return {
           entries: await checkFields(shaped, fields),
-          cacheHint: { tags: [cacheTag(repository), ...sourceTags(options)] },
+          cacheHint: { tags: [cacheTag(options.repository), ...sourceTags(options)] },
         };
       } catch (error) {
         return failure(error, collection);
@@ -110,8 +166,10 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
     async loadEntry({ filter, collection }) {
       try {
         const request = parseEntryFilter(filter);
-        const known = await locales();
-        const { held, astro } = await heldLocales(known, collection);
+        const connection = await connect();
+        const { options } = connection;
+        const known = await connection.locales();
+        const { held, astro } = await heldLocales(options, known, collection);
         // Without a locale: the repository's default, if the loader holds it, else the loader's first.
         const locale = request.locale
           ? (astro?.cmsLocale(request.locale) ?? request.locale)
@@ -119,7 +177,7 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
             ? known.defaultLocale
             : held[0]!;
         const missing = missingLocale(locale, held, options, known, 'getLiveEntry()', astro?.map);
-        const entry = missing ? undefined : await findEntry(request, locale, known, astro?.map);
+        const entry = missing ? undefined : await findEntry(connection, request, locale, known, astro?.map);
         // Astro's own error for a missing entry, saying what was looked for and where.
         const lookup = `${lookupText(request)} in ${locale} (${missing ?? sourceText(options)})`;
         if (!entry) return { error: entryNotFound(collection, lookup) } as Failure;
@@ -131,13 +189,19 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
   };
 
   /** The locales the loader makes entries in, without those `astroLocales` leaves out, and their Astro locales. */
-  async function heldLocales(known: Locales, collection: string) {
+  async function heldLocales(options: ConnectedOptions, known: Locales, collection: string) {
     const all = loaderLocales(options, known);
     const astro = await astroLocalesOf(known, all, collection);
     return { held: astro ? all.filter((locale) => astro.map.get(locale) !== false) : all, astro };
   }
 
-  async function findEntry(request: EntryRequest, locale: string, known: Locales, astro: AstroLocales) {
+  async function findEntry(
+    { requests, shape }: Connection,
+    request: EntryRequest,
+    locale: string,
+    known: Locales,
+    astro: AstroLocales,
+  ) {
     if (request.by === 'field' && source.kind === 'alias') {
       // A handful of aliases: their documents are compared in the locale here.
       const entries = shape(await requests.list({}), known, [locale], astro);
@@ -193,7 +257,7 @@ function repositoryLocalesOf(client: () => ReadApiClient, configured: string[] |
 }
 
 /** The locales the loader makes entries in: its `locales` option, checked, or every locale of the repository. */
-function loaderLocales(options: LiveOptions, locales: Locales): string[] {
+function loaderLocales(options: ConnectedOptions, locales: Locales): string[] {
   const known = locales.locales.map((locale) => locale.key);
   const unknown = options.locales?.find((key) => !known.includes(key));
   if (unknown)
@@ -212,7 +276,7 @@ function loaderLocales(options: LiveOptions, locales: Locales): string[] {
 function missingLocale(
   locale: string,
   held: string[],
-  options: LiveOptions,
+  options: ConnectedOptions,
   locales: Locales,
   call: string,
   astro: ReadonlyMap<string, string | false> | undefined,
@@ -236,7 +300,7 @@ function missingLocale(
  * `…:contentType:<type>`, `…:alias:<apiId>`): a list carries them, so that a new document, in no
  * cached list yet, can purge the lists it joins.
  */
-function sourceTags({ repository, source }: LiveOptions): string[] {
+function sourceTags({ repository, source }: ConnectedOptions): string[] {
   if (source.kind === 'collection') return [`${cacheTag(repository)}:collection:${source.name}`];
   if (source.kind === 'query') return [`${cacheTag(repository)}:contentType:${source.contentType}`];
   return source.names.map((alias) => `${cacheTag(repository)}:alias:${alias}`);
@@ -248,7 +312,7 @@ function lookupText(request: EntryRequest): string {
   return `${request.field} ${JSON.stringify(request.value)}`;
 }
 
-function sourceText({ source, repository }: LiveOptions): string {
+function sourceText({ source, repository }: ConnectedOptions): string {
   const among =
     source.kind === 'collection'
       ? `the collection "${source.name}"`

@@ -24,12 +24,12 @@ export const webhookToleranceSeconds = 5 * 60;
 const idPattern = /^[A-Za-z0-9_-]{1,128}$/;
 const timestampPattern = /^\d{1,12}$/;
 
-function signature(secret: string, id: string, timestamp: string, body: string | Buffer): Buffer {
+function signature(secret: string, id: string, timestamp: string, body: string | Uint8Array): Buffer {
   return createHmac('sha256', secret).update(`${id}.${timestamp}.`).update(body).digest();
 }
 
 /** The headers of a delivery of `body`: a new id, the time, and the signature over both and the body. */
-export function signWebhook(secret: string, body: string | Buffer, now = Date.now()): Record<string, string> {
+export function signWebhook(secret: string, body: string | Uint8Array, now = Date.now()): Record<string, string> {
   const id = randomUUID();
   const timestamp = String(Math.floor(now / 1000));
   return {
@@ -70,8 +70,12 @@ export class WebhookVerifier {
     return this.#seen.size;
   }
 
-  /** Undefined when the delivery is genuine and new (its id is then remembered), else why not. */
-  check(headers: Headers, body: Buffer): string | undefined {
+  /**
+   * Undefined when the delivery is genuine and new (its id is then remembered), else why not.
+   * `body` is the raw body, or its text (`await request.text()`), which a genuine delivery's
+   * UTF-8 JSON gives back byte for byte.
+   */
+  check(headers: Headers, body: string | Uint8Array): string | undefined {
     const id = header(headers, webhookHeaders.id);
     const timestamp = header(headers, webhookHeaders.timestamp);
     const given = /^sha256=([0-9a-f]{64})$/i.exec(header(headers, webhookHeaders.signature))?.[1];

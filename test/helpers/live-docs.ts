@@ -1,16 +1,18 @@
 import { readFileSync } from 'node:fs';
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { copyFixture } from './astro.ts';
+import { installPackages } from './installed-site.ts';
 import { type ReadmeFile, readmeFiles } from './readme.ts';
 
 /**
- * docs/live.md as a site: test/fixtures/astro-live-docs (a package.json, so that
- * `comfortable-loader` is not this checkout by its own name, and a tsconfig) with every file the
- * page names (its code blocks with a `title`) written in as they stand, so the page and its test
- * cannot drift. The package is installed as a link to this checkout's source, so the pages import
- * `comfortable-loader` as a user's do, with no build of `dist/` first.
+ * docs/live.md as a site: test/fixtures/astro-live-docs (a package.json and the tsconfig of
+ * `npm create astro`) with every file the page names (its code blocks with a `title`) written in
+ * as they stand, and exactly the packages the page tells the reader to install (its
+ * `npm install` lines, beside the astro of `npm create astro`), so the page and its test cannot
+ * drift: a file that needs a package the page does not name (`@types/node` for `Buffer`) fails
+ * `astro check` here as it does for the reader.
  */
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -21,29 +23,30 @@ export function liveDocFiles(): ReadmeFile[] {
   return readmeFiles(readFileSync(liveDocPath, 'utf8'));
 }
 
-/** Copies the fixture to test/.tmp/<name>, writes the page's files into it and installs the package. */
-export async function liveDocsSite(name: string): Promise<{ dir: string; remove(): Promise<void> }> {
-  const site = await copyFixture('astro-live-docs', name);
-  for (const file of liveDocFiles()) {
-    await mkdir(join(site.dir, file.path, '..'), { recursive: true });
-    await writeFile(join(site.dir, file.path), file.text);
+/** The packages docs/live.md's `npm install` lines name: with `-D`, as devDependencies. */
+export function liveDocInstalls(): { dependencies: string[]; devDependencies: string[] } {
+  const installs = { dependencies: [] as string[], devDependencies: [] as string[] };
+  for (const [, args] of readFileSync(liveDocPath, 'utf8').matchAll(/^npm install (.+)$/gm)) {
+    const words = args!.trim().split(/\s+/);
+    const dev = words.includes('-D') || words.includes('--save-dev');
+    (dev ? installs.devDependencies : installs.dependencies).push(...words.filter((word) => !word.startsWith('-')));
   }
-  await linkPackage(site.dir);
-  return site;
+  return installs;
 }
 
 /**
- * `node_modules/comfortable-loader` in the site: a package.json whose exports are the source
- * entry points, beside a link to `src/`. Vite and TypeScript resolve the link to this checkout,
- * outside any node_modules, so they compile the TypeScript as the site's own code.
+ * Copies the fixture to a folder of its own outside this repository (whose node_modules would
+ * give the site what the page does not name), writes the page's files into it and installs
+ * what the page says.
  */
-async function linkPackage(dir: string): Promise<void> {
-  const target = join(dir, 'node_modules/comfortable-loader');
-  await mkdir(target, { recursive: true });
-  await symlink(join(root, 'src'), join(target, 'src'), 'dir');
-  const exports = { '.': './src/index.ts', './astro': './src/astro/index.ts', './vite': './src/vite/index.ts' };
-  await writeFile(
-    join(target, 'package.json'),
-    JSON.stringify({ name: 'comfortable-loader', type: 'module', exports }, null, 2),
-  );
+export async function liveDocsSite(name: string): Promise<{ dir: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), `${name}-`));
+  await cp(join(root, 'test/fixtures/astro-live-docs'), dir, { recursive: true });
+  for (const file of liveDocFiles()) {
+    await mkdir(join(dir, file.path, '..'), { recursive: true });
+    await writeFile(join(dir, file.path), file.text);
+  }
+  const { dependencies, devDependencies } = liveDocInstalls();
+  await installPackages(dir, { dependencies: ['astro', ...dependencies], devDependencies });
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
