@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { createServer, type ViteDevServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeAllPools } from '../src/api/transport.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
@@ -16,6 +17,8 @@ import { type ViteSite, viteCli, viteSite } from './helpers/vite-site.ts';
  * the same file replaces the earlier, as "A page per entry" replaces vite.config.ts) make a
  * plain Vite site, and `vite build` against the demo repository writes the list page and one
  * page per post in every locale; the page's script compiles with the declaration file written.
+ * In `vite dev` the same pages are served at the same URLs and follow the CMS, through the saves
+ * a site builder makes (a `.json` file, the Vite config).
  */
 
 const doc = await readFile(fileURLToPath(new URL('../docs/vite.md', import.meta.url)), 'utf8');
@@ -104,4 +107,86 @@ describe('the site of docs/vite.md', () => {
     );
     expect(stdout).toBe('');
   });
+});
+
+describe('the pages of docs/vite.md in vite dev', () => {
+  type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  let dev: ViteDevServer;
+  let url: string;
+  let edits = 0;
+  const post = demo.documents.find((document) => document.meta.contentType === 'post')!;
+  const path = `/en_US/posts/${post.meta.id}/`;
+  const page = async () => {
+    const response = await fetch(`${url}${path}`);
+    return { status: response.status, html: await response.text() };
+  };
+  /** The post's page once it shows `title`, asked every 200 ms for at most 10 s. */
+  const showing = async (title: string) => {
+    const deadline = Date.now() + 10_000;
+    let seen = await page();
+    while (!seen.html.includes(`<h1>${title}</h1>`) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      seen = await page();
+    }
+    return seen.html;
+  };
+  /** Publishes a new English title of the post; returns it. */
+  const edit = async () => {
+    const snapshot = JSON.parse(await readFile(demoSnapshot, 'utf8')) as Json;
+    const document = snapshot.documents.find((d: Json) => d.meta.id === post.meta.id);
+    const title = `A new title, take ${++edits}`;
+    document.fields.title.en_US = title;
+    document.meta.updatedAt = new Date(Date.UTC(2031, 0, 1, 0, 0, edits)).toISOString();
+    await server.replaceSnapshot(snapshot);
+    return title;
+  };
+
+  beforeAll(async () => {
+    const env = `CMFT_BASE_URL=${server.url}\nCMFT_REPOSITORY=demo\nCMFT_API_KEY=${demoKey}\nCMFT_POLL_INTERVAL=1000\n`;
+    await site.write('.env', env);
+    dev = await createServer({
+      root: site.dir,
+      configFile: join(site.dir, 'vite.config.ts'),
+      logLevel: 'silent',
+      server: { port: 0, host: '127.0.0.1' },
+    });
+    await dev.listen();
+    url = dev.resolvedUrls!.local[0]!.replace(/\/$/, '');
+  }, 60_000);
+
+  afterAll(async () => {
+    await dev?.close();
+    await server.replaceSnapshot(JSON.parse(await readFile(demoSnapshot, 'utf8')));
+  });
+
+  it('serves a post at the URL of the page vite build writes, with the Vite client for reloads', async () => {
+    const { status, html } = await page();
+    expect(status).toBe(200);
+    expect(html).toContain(`<h1>${post.fields.title!.en_US}</h1>`);
+    expect(html).toContain('/@vite/client');
+    // Another path is Vite's own: its fallback to the site's index.html.
+    expect(await (await fetch(`${url}/en_US/posts/nothing-here/`)).text()).toContain('<title>Posts</title>');
+  }, 30_000);
+
+  it('follows an edit in the CMS within a poll', async () => {
+    const title = await edit();
+    expect(await showing(title)).toContain(`<h1>${title}</h1>`);
+  }, 30_000);
+
+  it('follows it after a .json file of the site is saved, three times', async () => {
+    for (const word of ['one', 'two', 'three']) {
+      await site.write('src/labels.json', JSON.stringify({ word }));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    const title = await edit();
+    expect(await showing(title)).toContain(`<h1>${title}</h1>`);
+  }, 30_000);
+
+  it('follows it after the Vite config is edited (Vite restarts the server)', async () => {
+    const config = join(site.dir, 'vite.config.ts');
+    await writeFile(config, `${await readFile(config, 'utf8')}\n// edited while dev runs\n`);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const title = await edit();
+    expect(await showing(title)).toContain(`<h1>${title}</h1>`);
+  }, 30_000);
 });
