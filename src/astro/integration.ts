@@ -82,6 +82,18 @@ export function parseIntegrationOptions(options: unknown): ComfortableIntegratio
   return options as ComfortableIntegrationOptions & SharedConfig;
 }
 
+/** The error of a connection (repository, key) that is not given, or undefined when it is. */
+function missingConnection(options: unknown): ConfigError | undefined {
+  try {
+    parseIntegrationOptions(options);
+    return undefined;
+  } catch (error) {
+    if (error instanceof ConfigError && ['comfortable.repository', 'comfortable.apiKey'].includes(error.option))
+      return error;
+    return undefined; // another problem: the check of the options given tells it
+  }
+}
+
 /**
  * The mode Astro runs in, which picks the `.env.<mode>` files as Vite does: `--mode` when given,
  * else development for `astro dev` and production for the other commands, as Astro has it.
@@ -145,6 +157,9 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           if (served.portNote) logger.warn(served.portNote);
         }
         const connection = served && { baseUrl: served.baseUrl, repository: served.repository, apiKey: served.apiKey };
+        const given = { ...filled, ...connection };
+        // A site that builds only live collections needs no connection here: the first sync says it is missing.
+        const missing = missingConnection(given);
         const {
           contentTypes = {},
           astroLocales,
@@ -154,7 +169,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           incrementalOutput = true,
           snapshot: _,
           ...config
-        } = parseIntegrationOptions({ ...filled, ...connection });
+        } = missing ? checkOptions(givenSchema, given, { prefix: 'comfortable.' }) : parseIntegrationOptions(given);
         // Checked above; from the environment it is still a string such as "3000" or "off".
         const poll = pollIntervalSchema.parse(pollInterval);
         refresh = { secret: refreshSecret, path: refreshPath, poll: served ? false : poll };
@@ -162,7 +177,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         // One cache per origin, so a switch between the copy and the CMS keeps each one's content.
         const origin: ContentOrigin = served
           ? { snapshot: relative(root, resolve(root, filled.snapshot!)) }
-          : { baseUrl: config.baseUrl ?? defaultBaseUrl, repository: config.repository };
+          : { baseUrl: config.baseUrl ?? defaultBaseUrl, repository: config.repository ?? '' };
         cacheDir = originCacheDir(
           config.cacheDir ?? fileURLToPath(new URL('comfortable/', astroConfig.cacheDir)),
           origin,
@@ -179,7 +194,10 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           await astroContentConfigObserver(astroConfig.root),
         );
         // The loaders' sources are those of the loaders of Astro's content config, at each sync.
-        shared.configure({ ...config, cacheDir }, syncLogger, served && filled.snapshot, () => registry.sources());
+        shared.configure({ ...config, cacheDir } as SharedConfig, syncLogger, served && filled.snapshot, () => {
+          if (missing) throw missing;
+          return registry.sources();
+        });
         hosts = new ImageHosts(cacheDir, logger);
         const incrementalSetup = incremental.setup(astroConfig, command, incrementalOutput, logger);
         if (incrementalSetup) injectScript('page-ssr', incrementalSetup.script);

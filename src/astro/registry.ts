@@ -111,8 +111,8 @@ export class LoaderRegistry {
     }
     const collections = collectionsOf(this.#observer.get());
     if (collections) this.#lastCollections = collections;
-    if (!this.#lastCollections) throw new Error('Astro has not loaded src/content.config.ts yet');
-    return this.#lastCollections;
+    // Before Astro has loaded the content config (the integration's own setup), none.
+    return this.#lastCollections ?? { digest: '', loaders: new Map() };
   }
 
   /**
