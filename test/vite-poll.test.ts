@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createClient } from '../src/api/client.ts';
 import { sync } from '../src/sync/engine.ts';
 import { failureKind, pollCms } from '../src/vite/poll.ts';
@@ -82,6 +82,35 @@ describe('pollCms', () => {
       'warn Could not ask the CMS for changes: refused after 5 attempts',
       'info The CMS answers again: dev follows its changes',
     ]);
+  });
+
+  it('asks twice as late after each failure, never more than 15 s apart: an edit shows within 20 s of the return', async () => {
+    vi.useFakeTimers();
+    try {
+      const asked: number[] = [];
+      let down = true;
+      const stop = pollCms(
+        5_000,
+        async () => {
+          asked.push(Date.now());
+          if (down) throw failing('network', 'refused after 5 attempts');
+        },
+        recorder(),
+      );
+      await vi.advanceTimersByTimeAsync(10 * 60_000); // ten minutes of outage
+      const gaps = asked.slice(1).map((at, i) => at - asked[i]!);
+      expect(gaps.slice(0, 3)).toEqual([10_000, 15_000, 15_000]);
+      expect(Math.max(...gaps)).toBe(15_000);
+      down = false;
+      const back = Date.now();
+      const before = asked.length;
+      await vi.advanceTimersByTimeAsync(15_000);
+      expect(asked.length).toBeGreaterThan(before);
+      expect(asked[before]! - back).toBeLessThanOrEqual(15_000);
+      stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('asks nothing once stopped', async () => {
