@@ -1,10 +1,7 @@
-import { defaultBaseUrl } from '../api/client.ts';
 import type { ConfigError } from '../sync/config.ts';
-import type { ComfortableLiveLoader } from './live.ts';
-import { liveError } from './live-errors.ts';
 
 /**
- * A live loader whose options are wrong. Astro evaluates `src/live.config.ts` when a page first
+ * A live loader whose options are wrong (see `misconfiguredLoader` in live.ts). Astro evaluates `src/live.config.ts` when a page first
  * reads a live collection, so a loader that threw there would fail every page of the server with
  * a 500 and a stack trace. This one is made instead: each request returns the options' problem
  * as the loader's error (code `config`), which a page answers as it answers a CMS that is down
@@ -21,24 +18,8 @@ const problemKey = Symbol.for('comfortable-loader.liveOptionsProblem');
 /** The problem of the options, said for a place (` in src/live.config.ts`). */
 export type OptionsProblem = (where: string) => ConfigError;
 
-/** The loader for options that are wrong; `apiKey` (if the options have one) is only scrubbed from messages. */
-export function misconfiguredLoader<Fields extends Record<string, unknown>>(
-  problem: OptionsProblem,
-  apiKey: unknown,
-): ComfortableLiveLoader<Fields> {
-  const failure = async ({ collection }: { collection: string }) => ({
-    error: liveError(problem(' in src/live.config.ts'), {
-      collection,
-      baseUrl: defaultBaseUrl,
-      apiKey: typeof apiKey === 'string' ? apiKey : undefined,
-      aliases: false,
-    }),
-  });
-  const loader: ComfortableLiveLoader<Fields> = {
-    name: 'comfortable-live-loader',
-    loadCollection: failure,
-    loadEntry: failure,
-  };
+/** Marks a loader as made for options that are wrong, with their problem, for the check to find. */
+export function withProblem<L extends object>(loader: L, problem: OptionsProblem): L {
   return Object.assign(loader, { [problemKey]: problem });
 }
 

@@ -20,7 +20,7 @@ import {
 } from './live-options.ts';
 import { LiveRequests } from './live-requests.ts';
 import { serverVariable } from './live-env.ts';
-import { misconfiguredLoader } from './live-problem.ts';
+import { type OptionsProblem, withProblem } from './live-problem.ts';
 
 /**
  * A live loader of this package, as `defineLiveCollection({ loader })` takes it; `Fields` is the
@@ -78,6 +78,22 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
     return misconfiguredLoader(problem, (input as { apiKey?: unknown } | undefined)?.apiKey);
   }
   return liveLoader(options);
+}
+
+/** The loader for options that are wrong; `apiKey` (if the options have one) is only scrubbed from messages. */
+function misconfiguredLoader<Fields extends Record<string, unknown>>(
+  problem: OptionsProblem,
+  apiKey: unknown,
+): ComfortableLiveLoader<Fields> {
+  const failure = async ({ collection }: { collection: string }) => ({
+    error: liveError(problem(' in src/live.config.ts'), {
+      collection,
+      baseUrl: defaultBaseUrl,
+      apiKey: typeof apiKey === 'string' ? apiKey : undefined,
+      aliases: false,
+    }),
+  });
+  return withProblem({ name: 'comfortable-live-loader', loadCollection: failure, loadEntry: failure }, problem);
 }
 
 /** What a loader needs of its repository, made at the first request, once the repository is known. */
