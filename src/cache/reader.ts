@@ -1,10 +1,28 @@
+import { resolve } from 'node:path';
 import type { StoredRecord } from '../model/records.ts';
-import { CacheError, cacheErrorOf, openForReading } from './database.ts';
+import { CacheError, cacheErrorOf, inodeOf, openForReading, removeDatabase } from './database.ts';
 import { parseStored, type Reference, unpackReferences } from './records.ts';
 import { memberColumns, schemaProblem } from './schema.ts';
 import type { Database, Statement } from './sqlite.ts';
 import { type CacheHead, readHead } from './head.ts';
-import type { DanglingReference, StoredSource } from './transaction.ts';
+
+/** A source as the cache keeps it. */
+export interface StoredSource {
+  key: string;
+  kind: 'collection' | 'alias' | 'query';
+  name: string;
+  /** A hash of the source's options: another one means it is fetched in full again. */
+  fingerprint: string;
+  /** ISO time the source was last fetched. */
+  syncedAt: string;
+}
+
+/** A reference whose target the server does not have. */
+export interface DanglingReference {
+  from: string;
+  field: string;
+  id: string;
+}
 
 /** A record as the reference graph holds it: its digest, and the ids of its references in order. */
 export interface Link {
@@ -286,4 +304,32 @@ export class CacheReader {
   close(): void {
     if (this.#db.isOpen) this.#db.close();
   }
+}
+
+/** One reader per cache folder in a process, opened again when the database file was replaced. */
+const readers = new Map<string, { reader: CacheReader; inode: number }>();
+
+/**
+ * The committed content of the cache in `dir`, or undefined when there is none (yet). Readers
+ * are shared within a process; each read sees the last committed sync.
+ */
+export function openCache(dir: string): CacheReader | undefined {
+  const path = resolve(dir);
+  const inode = inodeOf(path);
+  const known = readers.get(path);
+  if (known && known.inode === inode && known.reader.isCurrent()) return known.reader;
+  known?.reader.close();
+  readers.delete(path);
+  if (inode === undefined) return undefined;
+  const reader = CacheReader.open(path);
+  if (reader) readers.set(path, { reader, inode });
+  return reader;
+}
+
+/** Removes the cache in `dir` (the next sync starts from nothing). */
+export function clearCache(dir: string): void {
+  const path = resolve(dir);
+  readers.get(path)?.reader.close();
+  readers.delete(path);
+  removeDatabase(path);
 }

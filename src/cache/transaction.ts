@@ -10,29 +10,10 @@ import {
   walLimitBytes,
 } from './database.ts';
 import { type CacheHead, headKeys, readHead } from './head.ts';
-import { openCache } from './index.ts';
-import type { CacheReader } from './reader.ts';
+import { type CacheReader, type DanglingReference, openCache, type StoredSource } from './reader.ts';
 import { Records } from './records.ts';
 import { memberColumns, recreate, schemaProblem } from './schema.ts';
 import type { Database } from './sqlite.ts';
-
-/** A source as the cache keeps it. */
-export interface StoredSource {
-  key: string;
-  kind: 'collection' | 'alias' | 'query';
-  name: string;
-  /** A hash of the source's options: another one means it is fetched in full again. */
-  fingerprint: string;
-  /** ISO time the source was last fetched. */
-  syncedAt: string;
-}
-
-/** A reference whose target the server does not have. */
-export interface DanglingReference {
-  from: string;
-  field: string;
-  id: string;
-}
 
 export type Etags = Record<string, { etag: string; body: string }>;
 

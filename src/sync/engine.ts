@@ -1,18 +1,11 @@
 import { resolve } from 'node:path';
-import type { EtagStore } from '../api/transport.ts';
 import { NetworkError, RateLimitedError, ServerError, TimeoutError } from '../api/errors.ts';
-import {
-  CacheError,
-  cacheErrorOf,
-  type CacheReader,
-  CacheTransaction,
-  clearCache,
-  type DanglingReference,
-  openCache,
-} from '../cache/index.ts';
+import { CacheError, cacheErrorOf, type CacheReader, CacheTransaction, clearCache, openCache } from '../cache/index.ts';
 import { type Changeset, emptyChanges } from './changeset.ts';
 import { parseSyncConfig, configSources, type SyncConfig, type SyncConfigInput } from './config.ts';
-import { fingerprintOf, type RunContext, run } from './run.ts';
+import { fingerprintOf, type RunContext, run, type SyncHints, type SyncLogger, type SyncResult } from './run.ts';
+
+export type { SyncHints, SyncLogger, SyncResult } from './run.ts';
 
 /**
  * The sync: fetch what the sources need with every locale, normalise it into records, and
@@ -23,25 +16,6 @@ import { fingerprintOf, type RunContext, run } from './run.ts';
  * and commit.
  */
 
-export interface SyncLogger {
-  info(message: string): void;
-  warn(message: string): void;
-}
-
-export interface SyncResult {
-  changeset: Changeset;
-  cacheDir: string;
-  /** The committed content, as every consumer reads it. */
-  cache: CacheReader;
-  /** Sources served from the cache because the server failed (`onError: 'use-cache'`). */
-  stale: string[];
-  /** References whose target the server does not have. */
-  dangling: DanglingReference[];
-  warnings: string[];
-  /** Requests and bytes of the run, and the records it wrote. */
-  stats: { requests: number; notModified: number; bytes: number; ms: number; written: number };
-}
-
 /** The sync could not finish: the server failed and no cache may be used, or offline without a cache. */
 export class SyncError extends Error {
   readonly code: 'offline_without_cache' | 'server_failed';
@@ -51,23 +25,6 @@ export class SyncError extends Error {
     this.code = code;
     if (cause) Object.defineProperty(this, 'cause', { value: cause, enumerable: false });
   }
-}
-
-/** Hints for one sync run. */
-export interface SyncHints {
-  /**
-   * Ids of documents and assets to fetch again even when their `updatedAt` and revision look unchanged (a webhook's
-   * changed ids).
-   */
-  refetch?: readonly string[];
-  /** Why the cache could not be read (a reader found it damaged): it is rebuilt from the CMS. */
-  rebuild?: string;
-  /**
-   * Where the answers to listings of stamps are kept between the syncs of one process, so that
-   * the next sync asks them conditionally (dev's asks of the CMS, where nothing changed is a
-   * `304`). Without it they are asked in full: the cache keeps no list pages.
-   */
-  listingEtags?: EtagStore;
 }
 
 /**

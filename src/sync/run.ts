@@ -10,12 +10,49 @@ import { Intake, type LocaleKeys } from './intake.ts';
 import { type Listed, listSource } from './list.ts';
 import { type Locales, repositoryLocales } from '../model/locales.ts';
 import { planSources } from './plan.ts';
-import type { SyncHints, SyncLogger, SyncResult } from './engine.ts';
+import type { Changeset } from './changeset.ts';
+import type { CacheReader, DanglingReference } from '../cache/index.ts';
 
 /**
  * One sync inside its cache transaction, phase after phase: plan → list (and fetch) →
  * normalise → closures → digests and commit. engine.ts decides what to do when it fails.
  */
+
+export interface SyncLogger {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+export interface SyncResult {
+  changeset: Changeset;
+  cacheDir: string;
+  /** The committed content, as every consumer reads it. */
+  cache: CacheReader;
+  /** Sources served from the cache because the server failed (`onError: 'use-cache'`). */
+  stale: string[];
+  /** References whose target the server does not have. */
+  dangling: DanglingReference[];
+  warnings: string[];
+  /** Requests and bytes of the run, and the records it wrote. */
+  stats: { requests: number; notModified: number; bytes: number; ms: number; written: number };
+}
+
+/** Hints for one sync run. */
+export interface SyncHints {
+  /**
+   * Ids of documents and assets to fetch again even when their `updatedAt` and revision look unchanged (a webhook's
+   * changed ids).
+   */
+  refetch?: readonly string[];
+  /** Why the cache could not be read (a reader found it damaged): it is rebuilt from the CMS. */
+  rebuild?: string;
+  /**
+   * Where the answers to listings of stamps are kept between the syncs of one process, so that
+   * the next sync asks them conditionally (dev's asks of the CMS, where nothing changed is a
+   * `304`). Without it they are asked in full: the cache keeps no list pages.
+   */
+  listingEtags?: EtagStore;
+}
 
 export const packageVersion: string = packageJson.version;
 const localeLike = /^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$/;
