@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +10,7 @@ import { closeAllPools } from '../src/api/transport.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { filesUnder } from './helpers/playground.ts';
 import { readmeFiles } from './helpers/readme.ts';
+import { skipBecause } from './helpers/skip.ts';
 import { demoKey, demoSnapshot } from './helpers/server.ts';
 import { type ViteSite, viteCli, viteSite } from './helpers/vite-site.ts';
 
@@ -81,7 +83,22 @@ describe('the page-per-entry example of docs/vite.md', () => {
   });
 });
 
+/** TypeScript 7, which create-vite installs: from COMFORTABLE_TS7, else .tools/ts7 (`.ci/run` installs it there). */
+const ts7 =
+  process.env.COMFORTABLE_TS7 ||
+  [fileURLToPath(new URL('../.tools/ts7/node_modules/typescript/bin/tsc', import.meta.url))].find((path) =>
+    existsSync(path),
+  );
+
 describe('the site of docs/vite.md', () => {
+  /** Runs `tsc -p` on the site; what it printed (nothing when it compiles). */
+  const compile = async (tsc: string) => {
+    const { stdout } = await promisify(execFile)(process.execPath, [tsc, '-p', site.dir]).catch(
+      (error: { stdout: string }) => ({ stdout: error.stdout }),
+    );
+    return stdout;
+  };
+
   it('compiles with the declaration file the build wrote, which types post.fields.title', {
     timeout: 120_000,
   }, async () => {
@@ -101,11 +118,12 @@ describe('the site of docs/vite.md', () => {
         include: ['src', 'comfortable.d.ts'],
       }),
     );
-    const tsc = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
-    const { stdout } = await promisify(execFile)(process.execPath, [tsc, '-p', site.dir]).catch(
-      (error: { stdout: string }) => ({ stdout: error.stdout }),
-    );
-    expect(stdout).toBe('');
+    expect(await compile(fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url)))).toBe('');
+  });
+
+  it('compiles with TypeScript 7 too, which create-vite installs', { timeout: 120_000 }, async (context) => {
+    if (!ts7) skipBecause(context, 'no TypeScript 7: set COMFORTABLE_TS7, or run .ci/run, which installs it');
+    expect(await compile(ts7!)).toBe('');
   });
 });
 
