@@ -32,22 +32,19 @@ export interface Link {
 
 /**
  * A member of a source, in the source's order: its record's content type and digest as the
- * record is now, and the member's dependency digest. Not the stamps (`updatedAt`, `revision`) it
- * was listed with: only a sync's transaction reads those (`CacheTransaction.members`).
+ * record is now. Not the stamps (`updatedAt`, `revision`) it was listed with: only a sync's
+ * transaction reads those (`CacheTransaction.members`).
  */
 export interface Member {
   id: string;
   contentType: string;
   /** The digest of the member's record; changes when the record changes. */
   digest: string;
-  /** Changes when the record or any record its source's includes reach from it changes. */
-  dependencyDigest: string;
 }
 
 /**
  * The committed content of a cache, as every consumer reads it (the Astro loader and schemas,
- * the Vite plugin, the `types` command): the sources and their members with dependency
- * digests, records by id, their content types and references. Each read sees the last
+ * the Vite plugin, the `types` command): the sources and their members, records by id, their content types and references. Each read sees the last
  * committed sync. What does not read back (SQLite refuses it, a record does not parse) throws a
  * `cache_damaged` CacheError naming the folder: the cache is rebuilt, never served as it is.
  */
@@ -123,28 +120,20 @@ export class CacheReader {
   }
 
   /**
-   * A source's members in order, each with its record's content type and digest and its own
-   * dependency digest (not the stamps it was listed with; see `Member`); none for a source not
-   * synced. A member whose record is missing is left out.
+   * A source's members in order, each with its record's content type and digest (not the stamps
+   * it was listed with; see `Member`); none for a source not synced. A member whose record is
+   * missing is left out.
    */
   members(source: string): Member[] {
-    const row = this.#all<{ count: number; ids: string; dependency_digests: string }>(
-      'SELECT count, ids, dependency_digests FROM member WHERE source = ?',
-      source,
-    )[0];
+    const row = this.#all<{ count: number; ids: string }>('SELECT count, ids FROM member WHERE source = ?', source)[0];
     if (!row) return [];
+    memberColumns(row, ['ids'], this.dir, source); // a list that does not read back is damage, not an empty source
     // The ids are joined with their records in SQL, straight from the row's JSON.
-    const [digests] = memberColumns(row, ['dependency_digests'], this.dir, source) as [string[]];
-    return this.#all<{ position: number; id: string; contentType: string; digest: string }>(
-      'SELECT j.key AS position, j.value AS id, r.content_type AS contentType, r.digest FROM json_each(?) j ' +
+    return this.#all<Member>(
+      'SELECT j.value AS id, r.content_type AS contentType, r.digest FROM json_each(?) j ' +
         'JOIN record r ON r.id = j.value ORDER BY j.key',
       row.ids,
-    ).map(({ position, id, contentType, digest }) => ({
-      id,
-      contentType,
-      digest,
-      dependencyDigest: digests[position]!,
-    }));
+    ).map(({ id, contentType, digest }) => ({ id, contentType, digest }));
   }
 
   /** The records a source's includes reach from its members, not counting the members. */

@@ -15,14 +15,14 @@ import type { Database } from './sqlite.ts';
  *   lookup; brought up to date from `record.refs` when a transaction relinked records.
  * - `source`, `member`, `included`, `dangling`: each source's options fingerprint and sync time,
  *   its members in order with the stamps they were stored with (which the next listing compares
- *   with, in the same order) and their dependency digests, the other records its includes
- *   reach, and its references to records the server does not have. A source's members are one
+ *   with, in the same order), the other records its includes reach, and its references to
+ *   records the server does not have. A source's members are one
  *   row of parallel JSON arrays: a listing compares with all of them at once, and a hundred
  *   thousand of them read as a few strings rather than as a hundred thousand rows.
  * - `etag`: answers kept for conditional GETs of the repository and of aliases.
  */
 
-export const cacheFormat = 6;
+export const cacheFormat = 7;
 
 export const schema = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -39,7 +39,7 @@ CREATE INDEX record_partial ON record (partial) WHERE partial = 1;
 CREATE TABLE body (id TEXT PRIMARY KEY, json TEXT NOT NULL);
 CREATE TABLE reference (to_id TEXT NOT NULL, from_id TEXT NOT NULL, field TEXT NOT NULL, asset INTEGER NOT NULL, PRIMARY KEY (to_id, from_id, field)) WITHOUT ROWID;
 CREATE TABLE source (key TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL, fingerprint TEXT NOT NULL, synced_at TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE member (source TEXT PRIMARY KEY, count INTEGER NOT NULL, ids TEXT NOT NULL, updated_at TEXT NOT NULL, revisions TEXT NOT NULL, dependency_digests TEXT NOT NULL);
+CREATE TABLE member (source TEXT PRIMARY KEY, count INTEGER NOT NULL, ids TEXT NOT NULL, updated_at TEXT NOT NULL, revisions TEXT NOT NULL);
 CREATE TABLE included (source TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (source, id)) WITHOUT ROWID;
 CREATE TABLE dangling (source TEXT NOT NULL, from_id TEXT NOT NULL, field TEXT NOT NULL, to_id TEXT NOT NULL);
 CREATE TABLE etag (key TEXT PRIMARY KEY, etag TEXT NOT NULL, body TEXT NOT NULL) WITHOUT ROWID;

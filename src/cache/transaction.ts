@@ -24,10 +24,8 @@ export interface StoredMembers {
   revisions: number[];
 }
 
-/**
- * What a sync writes of a source's members: the list with its dependency digests, or undefined when they are as stored.
- */
-export type MemberUpdate = { list: StoredMembers; digests: readonly string[] } | undefined;
+/** What a sync writes of a source's members: the list with their stamps, or undefined when it is as stored. */
+export type MemberUpdate = StoredMembers | undefined;
 
 /**
  * One sync's write transaction on the cache: everything it reads sees what it wrote before,
@@ -39,7 +37,6 @@ export class CacheTransaction {
   readonly #db: Database;
   readonly #dir: string;
   readonly #members = new Map<string, StoredMembers>();
-  readonly #digests = new Map<string, string[]>();
   /** The cache as it was when the transaction began; undefined for a new or rebuilt one. */
   readonly head: CacheHead | undefined;
 
@@ -123,16 +120,6 @@ export class CacheTransaction {
     return members;
   }
 
-  /**
-   * The dependency digests of a source's members, in their order (read once; a sync with nothing changed never needs
-   * them).
-   */
-  memberDigests(key: string): string[] {
-    let digests = this.#digests.get(key);
-    if (!digests) this.#digests.set(key, (digests = this.#columns(key, ['dependency_digests'])[0] as string[]));
-    return digests;
-  }
-
   /** Columns of a source's members, each a list in member order (none for a source not stored). */
   #columns(key: string, columns: string[]): unknown[][] {
     return this.#run(() => {
@@ -180,20 +167,15 @@ export class CacheTransaction {
     dangling: readonly DanglingReference[],
   ): void {
     this.#members.delete(source.key);
-    this.#digests.delete(source.key);
     this.#run(() => {
       this.#db
         .prepare('INSERT OR REPLACE INTO source (key, kind, name, fingerprint, synced_at) VALUES (?, ?, ?, ?, ?)')
         .run(source.key, source.kind, source.name, source.fingerprint, source.syncedAt);
       if (members) {
-        const { list, digests } = members;
-        const row = [list.ids, list.updatedAt, list.revisions, digests].map((column) => JSON.stringify(column));
+        const row = [members.ids, members.updatedAt, members.revisions].map((column) => JSON.stringify(column));
         this.#db
-          .prepare(
-            'INSERT OR REPLACE INTO member (source, count, ids, updated_at, revisions, dependency_digests) ' +
-              'VALUES (?, ?, ?, ?, ?, ?)',
-          )
-          .run(source.key, list.ids.length, ...row);
+          .prepare('INSERT OR REPLACE INTO member (source, count, ids, updated_at, revisions) VALUES (?, ?, ?, ?, ?)')
+          .run(source.key, members.ids.length, ...row);
       }
       if (included) {
         this.#db.prepare('DELETE FROM included WHERE source = ?').run(source.key);
@@ -209,7 +191,6 @@ export class CacheTransaction {
   /** Empties the cache: records, sources and ETags (it was made for another repository, base URL or version). */
   clear(): void {
     this.#members.clear();
-    this.#digests.clear();
     this.records.clear();
     this.#run(() =>
       this.#db.exec(
@@ -221,7 +202,6 @@ export class CacheTransaction {
   /** Removes a source no longer configured. */
   removeSource(key: string): void {
     this.#members.delete(key);
-    this.#digests.delete(key);
     this.#run(() => {
       for (const table of ['source', 'member', 'included', 'dangling'])
         this.#db.prepare(`DELETE FROM ${table} WHERE ${table === 'source' ? 'key' : 'source'} = ?`).run(key);

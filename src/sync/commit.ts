@@ -2,15 +2,15 @@ import type { CacheHead, CacheReader, CacheTransaction, Etags, Records, StoredMe
 import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } from './changeset.ts';
 import type { SourceClosure } from './closures.ts';
 import type { SyncSource } from './config.ts';
-import { affectedBy, dependencyDigests } from './digests.ts';
+import { affectedBy, updatedMembers } from './updated.ts';
 import type { Intake } from './intake.ts';
 import type { Listed } from './list.ts';
 import { reach } from './reach.ts';
 
 /**
- * The commit phase: drops the records no source needs, works out the members' dependency
- * digests where they may have changed, writes each source's members, included records and
- * dangling references, and commits. Returns what changed.
+ * The commit phase: drops the records no source needs, works out which members the changed
+ * records updated, writes each source's members, included records and dangling references, and
+ * commits. Returns what changed.
  */
 
 export interface CommitInput {
@@ -43,9 +43,9 @@ export function commitRun(
   }
   for (const key of stored.keys()) if (!input.sources.some((source) => source.key === key)) tx.removeSource(key);
 
-  // What changed among the records decides whose dependency digests are worked out again.
+  // What changed among the records decides which members are updated.
   const changedRecords = records.changes();
-  const changed = [...changedRecords.added, ...changedRecords.updated, ...changedRecords.removed];
+  const changed = new Set([...changedRecords.added, ...changedRecords.updated, ...changedRecords.removed]);
   const changeset: Omit<Changeset, 'empty'> = { sources: {}, records: changedRecords };
   for (const source of input.sources) {
     const closure = input.closures.get(source.key)!;
@@ -61,27 +61,14 @@ export function commitRun(
     };
     const included = closure.kept ? undefined : closure.included;
     const dangling = uniqueReferences(closure.dangling);
-    // Stored digests count only when made with the same options.
+    // Members stored with other options are updated, all of them: their entries are made with the new ones.
     const sameOptions = stored.get(source.key)?.fingerprint === source.fingerprint;
-    const same = sameOptions && members.ids === storedMembers.ids;
-    if (same && changed.length === 0 && listed.changed.size === 0) {
-      // The list is the stored one, with the same stamps, and nothing its members reach changed: every row stands.
-      changeset.sources[source.key] = emptyChanges();
-      tx.writeSource(row, undefined, included, dangling);
-      continue;
-    }
-    const before = { ids: storedMembers.ids, digests: tx.memberDigests(source.key) };
-    const { digests, worked } = memberDigests(
-      source,
-      members.ids,
-      closure,
-      sameOptions ? before : undefined,
-      changed,
-      tx,
-    );
-    changeset.sources[source.key] = sourceChanges(members.ids, digests, before, same ? worked : undefined);
-    const unmoved = same && members === storedMembers && digests.every((digest, i) => digest === before.digests[i]);
-    tx.writeSource(row, unmoved ? undefined : { list: members, digests }, included, dangling);
+    changeset.sources[source.key] =
+      sameOptions && members.ids === storedMembers.ids && changed.size === 0 && listed.changed.size === 0
+        ? emptyChanges() // the stored list, with the same stamps, and nothing its members reach changed
+        : sourceChanges(source, members.ids, storedMembers.ids, sameOptions, changed, closure, tx);
+    // A stored row stands when the list and its stamps are as stored; a new source gets one, even empty.
+    tx.writeSource(row, stored.has(source.key) && members === storedMembers ? undefined : members, included, dangling);
   }
   const cache = tx.commit(input.head, input.etags);
   return { changeset: { ...changeset, empty: isEmptyChangeset(changeset) }, cache };
@@ -131,62 +118,37 @@ function storedAs(
 }
 
 /**
- * The dependency digest of each member, in order, and the positions of those worked out in
- * this run. With the stored digests of the same options, only the members a changed record may
- * affect (and new members) are worked out; otherwise all of them.
- */
-function memberDigests(
-  source: SyncSource,
-  members: readonly string[],
-  closure: SourceClosure,
-  before: { ids: readonly string[]; digests: readonly string[] } | undefined,
-  changed: readonly string[],
-  tx: CacheTransaction,
-): { digests: string[]; worked: number[] } {
-  const options = { includes: source.options.includes, embedAssets: source.options.embedAssets !== false };
-  const affected = before
-    ? affectedBy(changed, options, (ids, assetsOnly) => tx.records.referrers(ids, assetsOnly))
-    : undefined;
-  // The stored digest of each member, by position when the list is the same (most often), else by id.
-  const same = before !== undefined && before.ids === members;
-  const known = before && !same ? new Map(before.ids.map((id, i) => [id, before.digests[i]!])) : undefined;
-  const storedDigest = (id: string, i: number) => (same ? before.digests[i] : known?.get(id));
-  const toWork = members.filter((id, i) => !affected || affected.has(id) || storedDigest(id, i) === undefined);
-  // A closure worked out in this run holds the nodes of every member's reach; else read those of the members to work.
-  const nodes = closure.nodes ?? reach(toWork, options, (ids) => tx.records.nodes(ids)).nodes;
-  const fresh = dependencyDigests(toWork, options, nodes);
-  const worked: number[] = [];
-  const digests = members.map((id, i) => {
-    const digest = fresh.get(id);
-    if (digest === undefined) return storedDigest(id, i)!;
-    worked.push(i);
-    return digest;
-  });
-  return { digests, worked };
-}
-
-/**
- * A source's added, updated and removed members against the stored ones (only the `worked` positions, when the list is
- * the same).
+ * A source's added, updated and removed members against the stored ones. Updated: those stored
+ * with other options, else those whose includes reach a changed record (worked out for the
+ * members a change may affect, from the nodes the closure read or, when it was kept, the cache's).
  */
 function sourceChanges(
+  source: SyncSource,
   members: readonly string[],
-  digests: readonly string[],
-  before: { ids: readonly string[]; digests: readonly string[] },
-  worked: readonly number[] | undefined,
+  before: readonly string[],
+  sameOptions: boolean,
+  changed: ReadonlySet<string>,
+  closure: SourceClosure,
+  tx: CacheTransaction,
 ): SourceChanges {
   const changes = emptyChanges();
-  if (worked) {
-    for (const i of worked) if (before.digests[i] !== digests[i]) changes.updated.push(members[i]!);
+  const old = new Set(before);
+  const kept = members.filter((id) => old.has(id));
+  changes.added = members.filter((id) => !old.has(id));
+  const current = new Set(members);
+  changes.removed = before.filter((id) => !current.has(id));
+  if (!sameOptions) {
+    changes.updated = kept;
     return changes;
   }
-  const old = new Map(before.ids.map((id, i) => [id, before.digests[i]]));
-  const current = new Set(members);
-  members.forEach((id, i) => {
-    if (!old.has(id)) changes.added.push(id);
-    else if (old.get(id) !== digests[i]) changes.updated.push(id);
-  });
-  for (const id of old.keys()) if (!current.has(id)) changes.removed.push(id);
+  const options = { includes: source.options.includes, embedAssets: source.options.embedAssets !== false };
+  const affected = affectedBy(changed, options, (ids, assetsOnly) => tx.records.referrers(ids, assetsOnly));
+  const candidates = kept.filter((id) => affected.has(id));
+  if (candidates.length === 0) return changes;
+  // A closure worked out in this run holds the nodes of every member's reach; else read those of the candidates.
+  const nodes = closure.nodes ?? reach(candidates, options, (ids) => tx.records.nodes(ids)).nodes;
+  const updated = updatedMembers(candidates, options, changed, nodes);
+  changes.updated = kept.filter((id) => updated.has(id));
   return changes;
 }
 

@@ -2,13 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../helpers/random.ts';
 import type { IncludeMap } from '../../src/api/query.ts';
 import type { Node } from '../../src/cache/records.ts';
-import { affectedBy, dependencyDigests } from '../../src/sync/digests.ts';
-import type { IncludeOptions } from '../../src/sync/reach.ts';
+import { reach, type IncludeOptions } from '../../src/sync/reach.ts';
+import { affectedBy, updatedMembers } from '../../src/sync/updated.ts';
 
 /**
- * Dependency digests without a network: a member's digest changes exactly when the member or a
- * record its includes reach from it changes, and working out only the members `affectedBy` a
- * change gives what working out every member gives (seeded random graphs and changes).
+ * Which members a sync updated, without a network: a member is updated exactly when it, an asset
+ * it embeds, or a record its includes reach from it (with the assets those embed) was added,
+ * changed or removed; `affectedBy` finds every such member walking back from the changes, and
+ * `updatedMembers` keeps exactly those (seeded random graphs and changes, against the includes
+ * walk that makes the sources' closures).
  */
 
 type Graph = Map<string, Node>;
@@ -22,52 +24,43 @@ const node = (id: string, digest: string, ...refs: [string, string, boolean?][])
 const graphOf = (...nodes: Node[]): Graph => new Map(nodes.map((n) => [n.id, n]));
 const level = (includes: number, embedAssets = true): IncludeOptions => ({ includes, embedAssets });
 
-describe('a dependency digest', () => {
-  const base = [
+/** Whether `id` is updated when the records `changed` did, in `graph` (what the cache holds after the change). */
+const isUpdated = (graph: Graph, options: IncludeOptions, changed: string[], id = 'a') =>
+  updatedMembers([id], options, new Set(changed), graph).has(id);
+
+describe('an updated member', () => {
+  const base = graphOf(
     node('a', '1', ['related', 'b'], ['cover', 'x', true]),
     node('b', '1', ['author', 'p']),
     node('p', '1'),
     node('x', '1'),
-  ];
-  const digestOf = (nodes: Node[], options: IncludeOptions, id = 'a') =>
-    dependencyDigests([id], options, graphOf(...nodes)).get(id);
+  );
 
-  it('changes with the member, its assets, and what its include levels reach, and with nothing further', () => {
-    const before = digestOf(base, level(1));
-    const edit = (id: string) => base.map((n) => (n.id === id ? { ...n, digest: '2' } : n));
-    expect(digestOf(edit('a'), level(1))).not.toBe(before);
-    expect(digestOf(edit('x'), level(1))).not.toBe(before); // an embedded asset
-    expect(digestOf(edit('b'), level(1))).not.toBe(before); // one level away
-    expect(digestOf(edit('p'), level(1))).toBe(before); // two levels away, beyond includes 1
-    expect(digestOf(edit('p'), level(2))).not.toBe(digestOf(base, level(2)));
+  it('is one whose record, assets or records within its include levels changed, and nothing further', () => {
+    expect(isUpdated(base, level(1), ['a'])).toBe(true);
+    expect(isUpdated(base, level(1), ['x'])).toBe(true); // an embedded asset
+    expect(isUpdated(base, level(0), ['x'])).toBe(true); // embedded even without includes
+    expect(isUpdated(base, level(1), ['b'])).toBe(true); // one level away
+    expect(isUpdated(base, level(1), ['p'])).toBe(false); // two levels away, beyond includes 1
+    expect(isUpdated(base, level(2), ['p'])).toBe(true);
+    expect(isUpdated(base, level(1, false), ['x'])).toBe(true); // not embedded: followed as a reference
+    expect(isUpdated(base, level(0, false), ['x'])).toBe(false);
   });
 
-  it('changes when a reference to a missing record is met by the record', () => {
-    const withoutB = base.filter((n) => n.id !== 'b');
-    expect(digestOf(withoutB, level(1))).not.toBe(digestOf(base, level(1)));
-  });
-
-  it('does not depend on the order references are stored in, but on which records they reach', () => {
-    const reordered = [node('a', '1', ['cover', 'x', true], ['related', 'b']), ...base.slice(1)];
-    expect(digestOf(reordered, level(1))).toBe(digestOf(base, level(1)));
+  it('is one whose reference met a record that came or went', () => {
+    const withoutB = new Map(base);
+    withoutB.delete('b');
+    expect(isUpdated(withoutB, level(1), ['b'])).toBe(true);
+    expect(isUpdated(withoutB, level(0), ['b'])).toBe(false);
   });
 
   it('follows a field map along its fields only', () => {
     const map = { '*.fields.related': { '*.fields.author': 1 } } as IncludeMap;
-    const before = digestOf(base, { includes: map, embedAssets: true });
-    expect(
-      digestOf(
-        base.map((n) => (n.id === 'p' ? { ...n, digest: '2' } : n)),
-        { includes: map, embedAssets: true },
-      ),
-    ).not.toBe(before);
+    expect(isUpdated(base, { includes: map, embedAssets: true }, ['p'])).toBe(true);
     const other = { '*.fields.other': 1 } as IncludeMap;
-    expect(
-      digestOf(
-        base.map((n) => (n.id === 'b' ? { ...n, digest: '2' } : n)),
-        { includes: other, embedAssets: true },
-      ),
-    ).toBe(digestOf(base, { includes: other, embedAssets: true }));
+    expect(isUpdated(base, { includes: other, embedAssets: true }, ['b'])).toBe(false);
+    const typed = { 'person.fields.related': 1 } as IncludeMap; // a is an article
+    expect(isUpdated(base, { includes: typed, embedAssets: true }, ['b'])).toBe(false);
   });
 });
 
@@ -125,7 +118,7 @@ const referrersIn = (graph: Graph) => (targets: Set<string>, assetsOnly: boolean
       .map((n) => n.id),
   );
 
-describe('working out only the members a change affects', () => {
+describe('the members a change affects', () => {
   const cases: [string, IncludeOptions][] = [
     ['includes 0', level(0)],
     ['includes 1', level(1)],
@@ -134,7 +127,7 @@ describe('working out only the members a change affects', () => {
     ['a field map', { includes: { '*.fields.related': { '*.fields.author': 1 } } as IncludeMap, embedAssets: true }],
   ];
   for (const [name, options] of cases) {
-    it(`gives every digest a full working out gives (${name}, 200 seeded changes)`, () => {
+    it(`are exactly those whose includes reach a changed record (${name}, 200 seeded changes)`, () => {
       const random = mulberry32(name.length * 7919);
       for (let round = 0; round < 200; round++) {
         const before = randomGraph(random, 20);
@@ -143,16 +136,18 @@ describe('working out only the members a change affects', () => {
         const changed = [...new Set([...before.keys(), ...after.keys()])].filter(
           (id) => JSON.stringify(before.get(id)) !== JSON.stringify(after.get(id)),
         );
-        const full = dependencyDigests(members, options, after);
-        const old = dependencyDigests(members, options, before);
+        const read = (ids: Iterable<string>) =>
+          new Map([...ids].flatMap((id) => (after.has(id) ? [[id, after.get(id)!]] : [])));
+        const reaching = members.filter((id) => {
+          const walked = reach([id], options, read);
+          return [...walked.nodes.keys(), ...walked.missing.map((ref) => ref.id)].some((x) => changed.includes(x));
+        });
         const affected = affectedBy(changed, options, referrersIn(after));
-        const again = dependencyDigests(
-          members.filter((id) => affected.has(id) || !old.has(id)),
-          options,
-          after,
+        const candidates = members.filter((id) => affected.has(id));
+        expect(candidates, `round ${round}: affectedBy misses a member`).toEqual(expect.arrayContaining(reaching));
+        expect([...updatedMembers(candidates, options, new Set(changed), after)].sort(), `round ${round}`).toEqual(
+          reaching.sort(),
         );
-        const incremental = new Map(members.map((id) => [id, again.get(id) ?? old.get(id)!]));
-        expect(incremental, `round ${round}, changed ${changed.join(', ')}`).toEqual(full);
       }
     });
   }
