@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { closeAllPools } from '../src/api/index.ts';
+import { closeAllPools } from '../src/api/transport.ts';
 import { comfortableLoader } from '../src/astro/loader.ts';
 import { loaderRegistry } from '../src/astro/registry.ts';
 import { sharedSync } from '../src/sync/shared.ts';

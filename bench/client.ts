@@ -5,7 +5,8 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import pLimit from 'p-limit';
 import { request } from 'undici';
 import { fastListAnswerSchema } from '../src/api/client.ts';
-import { closeAllPools, createClient } from '../src/api/index.ts';
+import { createClient } from '../src/api/client.ts';
+import { closeAllPools } from '../src/api/transport.ts';
 import { listAnswerSchema } from '../src/wire/schemas.ts';
 import { generateSnapshot } from '../test/helpers/generate-snapshot.ts';
 

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { createGetLiveEntry } from 'astro/content/runtime';
-import { closeAllPools, createClient } from '../src/api/index.ts';
+import { createClient } from '../src/api/client.ts';
+import { closeAllPools } from '../src/api/transport.ts';
 import { comfortableLiveLoader } from '../src/astro/index.ts';
 
 /**

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import pLimit from 'p-limit';
 import { request } from 'undici';
-import { closeAllPools } from '../src/api/index.ts';
+import { closeAllPools } from '../src/api/transport.ts';
 import { pull } from '../src/pull/pull.ts';
 import { snapshotDocument } from '../src/pull/records.ts';
 import { parseSnapshot } from '../src/wire/snapshot.ts';

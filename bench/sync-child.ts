@@ -1,5 +1,5 @@
 import { subscribe } from 'node:diagnostics_channel';
-import { closeAllPools } from '../src/api/index.ts';
+import { closeAllPools } from '../src/api/transport.ts';
 import { sync } from '../src/sync/engine.ts';
 
 /**

@@ -12,7 +12,7 @@ import { LocaleMap } from '../src/astro/i18n.ts';
 import { comfortableLoader } from '../src/astro/loader.ts';
 import { loaderRegistry } from '../src/astro/registry.ts';
 import type { ComfortableLoaderOptions } from '../src/astro/loader-options.ts';
-import { closeAllPools } from '../src/api/index.ts';
+import { closeAllPools } from '../src/api/transport.ts';
 import { changedSources, sharedSync } from '../src/sync/shared.ts';
 import { kitchenKey } from './helpers/kitchen.ts';
 import { pozoleEditor } from './helpers/kitchen-dev.ts';

@@ -1,13 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  closeAllPools,
-  createClient,
-  MemoryEtagStore,
-  type ReadApiError,
-  type ResponseEvent,
-} from '../src/api/index.ts';
+import { createClient } from '../src/api/client.ts';
+import type { ReadApiError } from '../src/api/errors.ts';
+import { closeAllPools, MemoryEtagStore, type ResponseEvent } from '../src/api/transport.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import {
   clientOf,

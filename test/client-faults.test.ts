@@ -1,19 +1,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { createClient } from '../src/api/client.ts';
 import {
   AuthenticationError,
   BadRequestError,
-  closeAllPools,
-  createClient,
   NetworkError,
   NotFoundError,
   RateLimitedError,
   type ReadApiError,
-  type ResponseEvent,
   ServerError,
-  sharedLimit,
   TimeoutError,
   UnexpectedAnswerError,
-} from '../src/api/index.ts';
+} from '../src/api/errors.ts';
+import { closeAllPools, type ResponseEvent, sharedLimit } from '../src/api/transport.ts';
 import {
   clientOf,
   closedPort,

@@ -1,7 +1,9 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, Filter, type ResponseEvent } from '../src/api/index.ts';
+import { createClient } from '../src/api/client.ts';
+import { Filter } from '../src/api/query.ts';
+import type { ResponseEvent } from '../src/api/transport.ts';
 import type { ApiRecord, ListAnswer } from '../src/wire/schemas.ts';
 import { ids, serveClients } from './helpers/client.ts';
 

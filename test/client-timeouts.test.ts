@@ -3,7 +3,9 @@ import { createServer as createTcpServer, type Server, type Socket } from 'node:
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeAllPools, createClient, type ReadApiError, type Timeouts, TimeoutError } from '../src/api/index.ts';
+import { createClient } from '../src/api/client.ts';
+import { type ReadApiError, TimeoutError } from '../src/api/errors.ts';
+import { closeAllPools, type Timeouts } from '../src/api/transport.ts';
 
 /**
  * Every timeout a user sets holds: the connection, the answer's headers, silence in its body

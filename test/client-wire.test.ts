@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Filter, Includes, type ListOptions, type ResponseEvent, Sorting } from '../src/api/index.ts';
+import { Filter, Includes, type ListOptions, Sorting } from '../src/api/query.ts';
+import type { ResponseEvent } from '../src/api/transport.ts';
 import { byId, ids, includedIds, serveClients } from './helpers/client.ts';
 import { tinyKey } from './helpers/server.ts';
 

@@ -1,16 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import {
-  AuthenticationError,
-  BadRequestError,
-  createClient,
-  Filter,
-  type FilterEntry,
-  Includes,
-  NotFoundError,
-  type ResponseEvent,
-  Sorting,
-} from '../src/api/index.ts';
+import { createClient } from '../src/api/client.ts';
+import { AuthenticationError, BadRequestError, NotFoundError } from '../src/api/errors.ts';
+import { Filter, type FilterEntry, Includes, Sorting } from '../src/api/query.ts';
+import type { ResponseEvent } from '../src/api/transport.ts';
 import { startServer } from '../src/server/index.ts';
 import type { ApiRecord } from '../src/wire/schemas.ts';
 import { byId, ids, includedIds, serveClients } from './helpers/client.ts';

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { startServer } from '../server/index.ts';
+import { startServer } from '../server/server.ts';
 import { usageError } from './usage.ts';
 
 const serveOptions = {

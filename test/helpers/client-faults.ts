@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type ClientOptions, createClient, type ReadApiClient, type ResponseEvent } from '../../src/api/index.ts';
+import { type ClientOptions, createClient, type ReadApiClient } from '../../src/api/client.ts';
+import type { ResponseEvent } from '../../src/api/transport.ts';
 
 /**
  * Servers that misbehave on purpose, for the client fault tests (test/client-faults*.test.ts):

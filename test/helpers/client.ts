@@ -1,12 +1,7 @@
 import { afterAll, expect } from 'vitest';
-import {
-  type ClientOptions,
-  closeAllPools,
-  createClient,
-  type ReadApiClient,
-  type ResponseEvent,
-  Sorting,
-} from '../../src/api/index.ts';
+import { type ClientOptions, createClient, type ReadApiClient } from '../../src/api/client.ts';
+import { Sorting } from '../../src/api/query.ts';
+import { closeAllPools, type ResponseEvent } from '../../src/api/transport.ts';
 import { type ReadApiServer, startServer } from '../../src/server/index.ts';
 import { demoKey, demoSnapshot, fixture, servedForFile, tinyKey } from './server.ts';
 

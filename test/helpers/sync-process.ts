@@ -1,7 +1,7 @@
 // One sync in a process of its own, for fault tests that kill it or run several at once: the
 // config is argv[2] as JSON; each log line is printed as `info: …` or `warn: …`, the result as
 // `result: {json}`, a failure as `error: <code> <message>` with exit code 1.
-import { closeAllPools } from '../../src/api/index.ts';
+import { closeAllPools } from '../../src/api/transport.ts';
 import { sync } from '../../src/sync/engine.ts';
 
 const config = JSON.parse(process.argv[2]!);
