@@ -209,6 +209,84 @@ describe('pull', () => {
   });
 });
 
+describe('pull of ids of several lengths', () => {
+  it('writes documents and assets sorted by id as numbers (99, 100, 1000), as docs/pull.md says', async () => {
+    const at = '2024-01-01T00:00:00.000Z';
+    const meta = (id: string, contentType: string) => ({
+      id,
+      contentType,
+      revision: 1,
+      tags: [],
+      createdAt: at,
+      updatedAt: at,
+    });
+    const asset = (id: string) => ({
+      fields: {
+        title: { en_US: `Image ${id}` },
+        file: {
+          url: `https://example.org/${id}.png`,
+          fileName: `${id}.png`,
+          mimeType: 'image/png',
+          size: 1,
+          width: 1,
+          height: 1,
+        },
+      },
+      meta: meta(id, '_asset'),
+    });
+    const ids = ['1000', '99', '100', '9'];
+    const numbers = await startServer({
+      watch: false,
+      snapshots: [
+        {
+          repository: {
+            id: '5',
+            apiId: 'numbers',
+            name: 'Numbers',
+            defaultLocale: 'en_US',
+            locales: [{ key: 'en_US' }],
+            apiKeys: ['numbers-key'],
+          },
+          contentTypes: [
+            {
+              apiId: 'note',
+              fields: [
+                { apiId: 'title', type: 'text' },
+                { apiId: 'image', type: 'asset' },
+              ],
+            },
+          ],
+          documents: ids.map((id, i) => ({
+            fields: {
+              title: `Note ${id}`,
+              image: [{ meta: { id: ['70', '8', '700', '8'][i]!, contentType: '_asset' } }],
+            },
+            meta: meta(id, 'note'),
+          })),
+          assets: ['700', '8', '70'].map(asset),
+          collections: [{ apiId: 'notes', contentType: 'note' }],
+          aliases: [],
+        },
+      ],
+    });
+    try {
+      const project = projectWith({
+        baseUrl: numbers.url,
+        repository: 'numbers',
+        apiKey: 'numbers-key',
+        collections: { notes: {} },
+      });
+      const run = await runIn(project, ['pull']);
+      expect(run.code, run.stderr).toBe(0);
+      const snapshot = await readSnapshotFile(join(project, 'content', 'numbers.json'));
+      expect(snapshot.documents.map((d) => d.meta.id)).toEqual(['9', '99', '100', '1000']);
+      expect(snapshot.assets.map((a) => a.meta.id)).toEqual(['8', '70', '700']);
+    } finally {
+      await numbers.close();
+    }
+  });
+});
+
 describe('pull from a server that lists no locales', () => {
   it('takes the locale keys seen in the data, with a warning, and the id from the documents', async () => {
     const bare = await startFaulty(async (request, response) => {

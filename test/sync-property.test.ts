@@ -246,6 +246,14 @@ class Editor {
       this.#touch(doc);
       return `${what} the ${locale} ${name} of ${doc.meta.contentType} ${doc.meta.id}`;
     },
+    'edit a title without moving updatedAt': () => {
+      // Two edits in one millisecond, or a CMS that keeps seconds: only the revision says so.
+      const doc = this.pick(this.#of('article'));
+      const titles = holderOf(doc, 'title').title as Record<string, unknown>;
+      titles.en_US = this.#text(words);
+      doc.meta.revision += 1;
+      return `edited the title of article ${doc.meta.id}, its updatedAt kept`;
+    },
     'break a reference': () => {
       const doc = this.pick(this.#of('article'));
       const missing = `9900000000000000${String(this.#next++).padStart(2, '0')}`;
