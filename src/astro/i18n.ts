@@ -1,6 +1,6 @@
 import type { AstroConfig } from 'astro';
 import { z } from 'zod';
-import { ConfigError } from '../sync/config.ts';
+import { ConfigError, didYouMean } from '../sync/config.ts';
 
 /**
  * Astro's `i18n` config, understood: each locale of the repository (`fr_FR`, `de`) is mapped to
@@ -48,12 +48,14 @@ export class LocaleMap {
     this.#explicit = explicit;
     this.#owner = owner;
     for (const [cms, astro] of Object.entries(explicit)) {
-      if (astro !== false && !this.#astro.some((a) => a.codes.some((code) => normal(code) === normal(astro))))
+      if (astro !== false && !this.#astro.some((a) => a.codes.some((code) => normal(code) === normal(astro)))) {
+        const names = this.#astro.map((a) => a.name);
         throw new ConfigError(
           `astroLocales.${cms}`,
           `Invalid option astroLocales.${cms} of ${owner}: "${astro}" is not a locale of i18n.locales ` +
-            `in astro.config (${this.names()})`,
+            `in astro.config${didYouMean(astro, names)}`,
         );
+      }
     }
   }
 

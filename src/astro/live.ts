@@ -1,6 +1,6 @@
 import type { LiveLoader } from 'astro/loaders';
 import { createClient, defaultBaseUrl, type ReadApiClient } from '../api/client.ts';
-import { ConfigError } from '../sync/config.ts';
+import { ConfigError, didYouMean } from '../sync/config.ts';
 import { type Locales, repositoryLocales } from '../model/locales.ts';
 import { valueNamed } from '../model/sections.ts';
 import { type AstroLocales, cacheTag, type ComfortableLiveEntryData, checkFields, liveShaper } from './live-entries.ts';
@@ -200,7 +200,7 @@ function loaderLocales(options: LiveOptions, locales: Locales): string[] {
     throw new ConfigError(
       'locales',
       `the locales option of comfortableLiveLoader() names "${unknown}", which is not a locale of the repository ` +
-        `"${options.repository}" (${known.join(', ')})`,
+        `"${options.repository}"${didYouMean(unknown, known)}`,
     );
   return options.locales ?? known;
 }

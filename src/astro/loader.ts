@@ -26,6 +26,7 @@ import { loaderNamePrefix } from './content-config.ts';
 import { loaderRegistry } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
 import { astroFallbacksOf, langOf } from './i18n.ts';
+import { checkContentTypeKeys, checkLoaderNames } from './names.ts';
 
 /**
  * The `data` of an entry in the content store: a document in one locale, as a live entry shows it too, with its
@@ -134,9 +135,21 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
         // A refresh reads the sync it follows; a sync of Astro, the round all its loaders share.
         const result = await (round && !round.refreshed ? shared.acquire(round) : shared.current());
         const collections = await mapping;
-        await shared.read(result, (read) =>
-          storeEntries(context, read.cache, collections, schemaDigest(read, context.config), keys, options, entryId),
-        );
+        await shared.read(result, (read) => {
+          // A name the sync shows misspelt (a content type, a locale) fails as a misspelt key does.
+          const warn = registry.warnOnce(context.logger);
+          checkLoaderNames(options, read.cache.head, context.collection, warn);
+          checkContentTypeKeys(collections.site.contentTypes, read.cache.head, warn);
+          return storeEntries(
+            context,
+            read.cache,
+            collections,
+            schemaDigest(read, context.config),
+            keys,
+            options,
+            entryId,
+          );
+        });
       } catch (error) {
         const failure = loaderError(error, shared); // with a hint naming the option to check
         // Astro tells a failed sync in dev (after a content config edit, a refresh) as an unhandled
@@ -171,14 +184,6 @@ async function storeEntries(
   const head = cache.head;
   const known = head.locales.locales.map((l) => l.key);
   const asked = options.locales ?? known;
-  const unknown = asked.find((locale) => !known.includes(locale));
-  if (unknown !== undefined) {
-    throw new ConfigError(
-      'locales',
-      `Invalid option locales of comfortableLoader() for the collection "${collection}" in ` +
-        `src/content.config.ts: the repository has no locale "${unknown}"; it has ${known.join(', ')}`,
-    );
-  }
   // With Astro's i18n: each locale's Astro locale; a locale mapped to false is left out.
   const astroLocales = mapping.locales?.resolve(known, asked, collection);
   const locales = astroLocales ? asked.filter((locale) => astroLocales.get(locale) !== false) : asked;
