@@ -130,11 +130,11 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
     },
   };
 
-  /** The locales the loader makes entries in, without those `astroLocales` leaves out, and their Astro locales. */
+  /** The locales the loader makes entries in, without those that map to no Astro locale, and their Astro locales. */
   async function heldLocales(known: Locales, collection: string) {
     const all = loaderLocales(options, known);
-    const astro = await astroLocalesOf(known, all, collection);
-    return { held: astro ? all.filter((locale) => astro.map.get(locale) !== false) : all, astro };
+    const astro = await astroLocalesOf(known, options.locales, collection);
+    return { held: astro ? all.filter((locale) => typeof astro.map.get(locale) === 'string') : all, astro };
   }
 
   async function findEntry(request: EntryRequest, locale: string, known: Locales, astro: AstroLocales) {
@@ -226,6 +226,8 @@ function missingLocale(
   }
   if (!held.includes(locale) && options.astroLocales?.[locale] === false)
     return `${locale} is left out by the astroLocales option of comfortableLiveLoader() in src/live.config.ts`;
+  if (!held.includes(locale) && astro && !astro.has(locale))
+    return `${locale} is left out: it maps to no locale of i18n.locales in astro.config`;
   const option = 'the locales option of comfortableLiveLoader() in src/live.config.ts';
   if (!held.includes(locale)) return `${locale} is not one of ${option}: ${held.join(', ')}`;
   return undefined;

@@ -5,6 +5,7 @@ import { canonicalOptions, ConfigError, hash } from '../sync/config.ts';
 import type { SyncResult } from '../sync/engine.ts';
 import { packageVersion } from '../sync/run.ts';
 import { type Entry, entryOf } from '../entries/entries.ts';
+import { fallbackChains } from '../model/locales.ts';
 import { referenceList, type StoredRecord } from '../model/records.ts';
 import { sharedSync } from '../sync/shared.ts';
 import { cacheKeys } from '../entries/page-keys.ts';
@@ -182,19 +183,22 @@ async function storeEntries(
   entryId: (input: EntryIdInput) => string,
 ): Promise<void> {
   const head = cache.head;
-  const known = head.locales.locales.map((l) => l.key);
-  const asked = options.locales ?? known;
-  // With Astro's i18n: each locale's Astro locale; a locale mapped to false is left out.
-  const astroLocales = mapping.locales?.resolve(known, asked, collection);
-  const locales = astroLocales ? asked.filter((locale) => astroLocales.get(locale) !== false) : asked;
+  const asked = options.locales ?? head.locales.locales.map((l) => l.key);
+  // With Astro's i18n: each locale's Astro locale; a locale mapped to false, or to nothing, is left out.
+  const astroLocales = mapping.locales?.resolve(head.locales, options.locales, collection, (m) => logger.warn(m));
+  const locales = astroLocales ? asked.filter((locale) => typeof astroLocales.get(locale) === 'string') : asked;
   // Options (of any loader: a reference takes its target's id), a new package version, a changed
-  // model (a field seen localized) change what entries look like, and an edited schema module what
-  // they must pass: start clean. The same key goes into every page key, so such pages render again.
+  // model (a field seen localized), the locales loaded with their fallback chains and Astro locales
+  // (a locale added in the CMS is a new alternate of every page) change what entries look like, and
+  // an edited schema module what they must pass: start clean. The same key goes into every page
+  // key, so such pages render again. A locale left out and on no chain changes nothing.
+  const chains = fallbackChains(head.locales);
   const fingerprint = hash({
     packageVersion,
     source: head.fingerprint,
     loaders: mapping.fingerprint(),
     model: head.model,
+    locales: locales.map((locale) => (chains.get(locale) ?? [locale]).map((l) => [l, astroLocales?.get(l) ?? null])),
     schemas,
   });
   const before = new Set(store.keys());

@@ -159,8 +159,7 @@ export class ReferenceConverter {
     entryId: ((input: EntryIdInput) => string) | undefined,
     lookup: TargetLookup,
   ): string {
-    const locales = this.#cache.head.locales.locales.map((l) => l.key);
-    const astroLocale = this.#mapping.locales?.mapOf(locales).get(entry.locale) || undefined;
+    const astroLocale = this.#mapping.locales?.mapOf(this.#cache.head.locales).get(entry.locale) || undefined;
     const input = { id: ref.id, locale: entry.locale, astroLocale, contentType: ref.contentType, fields: {} };
     if (!entryId) return defaultEntryId(input);
     const record = lookup.target(ref.id);
