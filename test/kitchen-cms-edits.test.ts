@@ -17,12 +17,15 @@ import {
  * en_GB) and de_CH (falling back to de_DE), with a German title for the pozole; the site's i18n
  * has de-CH (with nothing to show before) and no de. The next build exits 0: de_CH's entries are
  * made, de_DE is left out with one warning, and the build equals a clean build of the same state.
+ * A document edited: the warnings of a build that makes only its entries again count the whole
+ * site.
  */
 
 let kitchenServer: KitchenServer;
 let kept: KitchenSite;
 let clean: KitchenSite;
-const loaders = defaultLoaders;
+/** One alias alone, in one locale: its count line speaks of one document in one locale. */
+const loaders = { ...defaultLoaders, about: "{ alias: 'about', locales: ['en_GB'] }" };
 
 beforeAll(async () => {
   kitchenServer = await startKitchen();
@@ -43,15 +46,16 @@ afterAll(async () => {
   await kitchenServer?.close();
 });
 
-/** The kitchen with German in the CMS. */
-function german() {
+/** The kitchen with German in the CMS, and the pozole edited `edits` times more (its title in French). */
+function german(edits = 0) {
   const snapshot = kitchen();
   snapshot.repository.locales.push({ key: 'de_DE', fallback: 'en_GB' }, { key: 'de_CH', fallback: 'de_DE' });
   const pozole = snapshot.documents.find((document) => document.meta.id === kitchenId(301))!;
   const title = (pozole.fields as { title: Record<string, string> }).title;
   title.de_DE = 'Rauchiges Pozole';
-  pozole.meta.updatedAt = new Date(Date.UTC(2030, 0, 1)).toISOString();
-  pozole.meta.revision += 1;
+  if (edits > 0) title.fr_FR = `Pozole fumé, version ${edits}`;
+  pozole.meta.updatedAt = new Date(Date.UTC(2030, 0, 1, 0, 0, edits)).toISOString();
+  pozole.meta.revision += 1 + edits;
   return snapshot;
 }
 
@@ -78,6 +82,7 @@ describe('a locale added in the CMS between two builds', () => {
     const { code, output } = await kept.astro(kitchenServer.server);
     expect(code, output).toBe(0);
     expect(lines(output, leftOut)).toEqual([]);
+    expect(output).toContain('[comfortable:alias:about] 1 document × 1 locale: 1 added, 0 updated, 0 removed');
   }, 180_000);
 
   it('builds: the locale no Astro locale takes is left out with one warning, and dist/ is that of a clean build', async () => {
@@ -129,4 +134,23 @@ describe('a locale added in the CMS between two builds', () => {
       await kept.loaders(loaders);
     }
   }, 180_000);
+});
+
+describe('a document edited in the CMS', () => {
+  it('the warnings of a build that makes only its entries again count every reference of the collection', async () => {
+    await kitchenServer.server.replaceSnapshot(german(1));
+    const { output } = await buildBoth();
+    // The pozole, and the recipes whose pages show it, are made again: not all six.
+    const [, updated] = /\[comfortable:collection:recipes\] 6 documents × 5 locales: 0 added, (\d+) updated/.exec(
+      output,
+    )!;
+    expect(Number(updated)).toBeGreaterThan(0);
+    expect(Number(updated)).toBeLessThan(30);
+    expect(lines(output, 'stay { collection: null, id, contentType }')).toEqual([
+      expect.stringContaining(
+        '[comfortable:collection:recipes] 6 references stay { collection: null, id, contentType }: no collection holds the content type "cuisine"',
+      ),
+    ]);
+    expect(lines(output, leftOut)).toHaveLength(1);
+  }, 360_000);
 });

@@ -261,7 +261,7 @@ async function storeEntries(
         id: member.id,
         locale,
         contentType: entry.contentType,
-        fields: links.fields(references.fields(entry, view)),
+        fields: links.fields(references.fields(entry, view, storeId)),
         fallbacks: entry.fallbacks,
         meta: entry.meta,
         digest: member.digest,
@@ -289,7 +289,6 @@ async function storeEntries(
       if (!before.has(storeId)) added++;
     }
   }
-  references.report();
   let removed = 0;
   for (const id of [...store.keys()]) {
     if (!live.has(id)) {
@@ -297,9 +296,11 @@ async function storeEntries(
       removed++;
     }
   }
+  references.report(live, meta);
+  const documents = `${members.size} document${members.size === 1 ? '' : 's'}`;
   logger.info(
-    `${members.size} documents × ${locales.length} locales: ${added} added, ${changed - added} updated, ` +
-      `${removed} removed, ${live.size - changed} unchanged`,
+    `${documents} × ${locales.length} locale${locales.length === 1 ? '' : 's'}: ${added} added, ` +
+      `${changed - added} updated, ${removed} removed, ${live.size - changed} unchanged`,
   );
 }
 
