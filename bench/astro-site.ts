@@ -131,7 +131,7 @@ export const plain = (log: string) => log.split('\n').map((line) => line.replace
 export const contentLines = (log: string) =>
   plain(log)
     .map((line) => line.trim())
-    .filter((line) => /\] Synced |documents × |\[content\]/.test(line))
+    .filter((line) => /\] Synced |documents? × |\[content\]/.test(line))
     .slice(0, 6);
 
 /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type AstroI18n, alternates, astroFallbacksOf, LocaleMap, langOf } from '../src/astro/i18n.ts';
+import type { Locales } from '../src/model/locales.ts';
 
 /**
  * The rule that maps a repository's locales onto Astro's `i18n.locales` (src/astro/i18n.ts), without
@@ -8,8 +9,16 @@ import { type AstroI18n, alternates, astroFallbacksOf, LocaleMap, langOf } from 
 
 const i18n = (locales: AstroI18n['locales']): AstroI18n =>
   ({ locales, defaultLocale: typeof locales[0] === 'string' ? locales[0] : locales[0]!.path }) as AstroI18n;
-const resolve = (map: LocaleMap, repository: string[], loaded = repository) =>
-  Object.fromEntries(map.resolve(repository, loaded, 'posts'));
+/** A repository's locales, the first the default; `[key, fallback]` for one with a fallback. */
+const repo = (...keys: (string | [string, string])[]): Locales => ({
+  defaultLocale: [keys[0]!].flat()[0]!,
+  locales: keys.map((key) => (typeof key === 'string' ? { key } : { key: key[0], fallback: key[1] })),
+  source: 'repository',
+});
+const quiet = () => {};
+/** The map a loader gets; `asked` is its locales option. */
+const resolve = (map: LocaleMap, repository: string[] | Locales, asked?: string[], warn: (m: string) => void = quiet) =>
+  Object.fromEntries(map.resolve(Array.isArray(repository) ? repo(...repository) : repository, asked, 'posts', warn));
 
 describe('a repository locale finds its Astro locale by code', () => {
   it('fr_FR finds fr-FR, case and separator aside; a plain de finds de', () => {
@@ -33,12 +42,22 @@ describe('a repository locale finds its Astro locale by code', () => {
     const map = new LocaleMap(i18n(['en', 'de', 'de-CH']), { de_CH: false });
     expect(resolve(map, ['en_US', 'de_DE', 'de_CH'])).toEqual({ en_US: 'en', de_DE: 'de', de_CH: false });
     expect(resolve(new LocaleMap(i18n(['de-CH'])), ['de_DE', 'de_CH'], ['de_CH'])).toEqual({ de_CH: 'de-CH' });
-    expect(() => new LocaleMap(i18n(['de-CH'])).resolve(['de_DE'], ['de_DE'], 'posts')).toThrow(/de_DE/);
+    expect(resolve(new LocaleMap(i18n(['de-CH'])), ['de_DE'])).toEqual({});
   });
 
   it('an exact match is kept from a language match: it_CH goes to it-CH, it_IT to it', () => {
     const map = new LocaleMap(i18n(['it', 'it-CH']));
     expect(resolve(map, ['it_IT', 'it_CH'])).toEqual({ it_IT: 'it', it_CH: 'it-CH' });
+  });
+
+  it('of two locales of one language, the one the other falls back to takes it: it_IT is it beside it_CH', () => {
+    const map = new LocaleMap(i18n(['en', 'it']));
+    const swiss = repo('en_GB', ['it_IT', 'en_GB'], ['it_CH', 'it_IT']);
+    expect(resolve(map, swiss)).toEqual({ en_GB: 'en', it_IT: 'it' });
+    // Through the chain too, and the default locale is on every chain: en_GB is en beside en_US.
+    expect(resolve(map, repo('en_GB', ['en_US', 'en_GB'], ['it_CH', 'en_GB']))).toEqual({ en_GB: 'en', it_CH: 'it' });
+    // Neither falls back to the other: no language match.
+    expect(resolve(map, repo('en_GB', ['it_IT', 'en_GB'], ['it_CH', 'en_GB']))).toEqual({ en_GB: 'en' });
   });
 });
 
@@ -48,9 +67,9 @@ describe('the astroLocales option', () => {
     expect(resolve(map, ['en_GB', 'fr_FR', 'fr_CA'])).toEqual({ en_GB: 'en', fr_FR: 'fr', fr_CA: false });
   });
 
-  it('naming no Astro locale is refused, naming the option and the locales there are', () => {
+  it('naming no Astro locale is refused, naming the option, the locales there are and the nearest', () => {
     expect(() => new LocaleMap(i18n(['en', 'fr']), { en_GB: 'english' })).toThrow(
-      'Invalid option astroLocales.en_GB of comfortable(): "english" is not a locale of i18n.locales in astro.config (en, fr)',
+      'Invalid option astroLocales.en_GB of comfortable(): "english" is not a locale of i18n.locales in astro.config (en, fr): did you mean "en"?',
     );
   });
 });
@@ -59,35 +78,55 @@ describe('the map depends on the locales only, not on who asked before', () => {
   it('a failed check, another loaded list, another repository: each map is what a fresh one makes', () => {
     const config = i18n(['en', 'it', 'it-CH']);
     const asked = new LocaleMap(config);
-    expect(() => asked.resolve(['en_GB', 'de_DE'], ['de_DE'], 'posts')).toThrow(/de_DE/);
+    expect(() => resolve(asked, ['en_GB', 'de_DE'], ['de_DE'])).toThrow(/de_DE/);
     resolve(asked, ['en_GB', 'it_IT', 'it_CH'], ['it_CH']);
     for (const repository of [['en_GB', 'it_IT', 'it_CH'], ['it_IT'], ['en_GB', 'de_DE']])
-      expect(Object.fromEntries(asked.mapOf(repository))).toEqual(
-        Object.fromEntries(new LocaleMap(config).mapOf(repository)),
+      expect(Object.fromEntries(asked.mapOf(repo(...repository)))).toEqual(
+        Object.fromEntries(new LocaleMap(config).mapOf(repo(...repository))),
       );
-    expect(asked.mapOf(['it_CH']).get('it_CH')).toBe('it-CH');
-    expect(asked.mapOf(['en_GB', 'it_IT', 'it_CH']).get('it_IT')).toBe('it');
+    expect(asked.mapOf(repo('it_CH')).get('it_CH')).toBe('it-CH');
+    expect(asked.mapOf(repo('en_GB', 'it_IT', 'it_CH')).get('it_IT')).toBe('it');
   });
 });
 
-describe('a loaded locale that maps to nothing fails, naming it and the fix', () => {
-  it('no locale of its language', () => {
+describe('a locale that maps to nothing', () => {
+  it('is left out, with one warning that names it and the three ways in', () => {
     const map = new LocaleMap(i18n(['en', 'fr']));
-    expect(() => map.resolve(['en_GB', 'de_DE'], ['en_GB', 'de_DE'], 'posts')).toThrow(
-      /The locale de_DE of the repository, which the collection "posts" loads, matches no locale of i18n.locales in astro.config \(en, fr\): add it there, map it with the astroLocales option of comfortable\(\) \(astroLocales: \{ de_DE: '…' \}\), or leave it out \(astroLocales: \{ de_DE: false \}\)/,
+    const warned: string[] = [];
+    const warn = (message: string) => warned.push(message);
+    expect(resolve(map, ['en_GB', 'de_DE'], undefined, warn)).toEqual({ en_GB: 'en' });
+    expect(warned).toEqual([
+      "The repository's locale de_DE matches no locale of i18n.locales in astro.config (en, fr), so it is left out of every collection: add it there, map it with the astroLocales option of comfortable() (astroLocales: { de_DE: '…' }), or leave it out without this warning (astroLocales: { de_DE: false })",
+    ]);
+    // Once per map, whichever collection asks next; a loader that does not load it says nothing.
+    resolve(map, ['en_GB', 'de_DE'], undefined, warn);
+    expect(resolve(map, ['en_GB', 'de_DE', 'es_ES'], ['en_GB'], warn)).toEqual({ en_GB: 'en' });
+    expect(warned).toHaveLength(1);
+    resolve(map, ['en_GB', 'de_DE', 'es_ES'], undefined, warn);
+    expect(warned[1]).toMatch(
+      /^The repository's locales de_DE and es_ES match no locale .* so they are left out of every collection: add them there, .*\(astroLocales: \{ de_DE: '…', es_ES: '…' \}\), or leave them out without this warning \(astroLocales: \{ de_DE: false, es_ES: false \}\)$/,
+    );
+    expect(new LocaleMap(i18n(['en']), { de_DE: false }).mapOf(repo('en_GB', 'de_DE')).get('de_DE')).toBe(false);
+  });
+
+  it('says what took its language: another locale it falls back to, or rivals neither of which does', () => {
+    const map = new LocaleMap(i18n(['en', 'it']));
+    const warned: string[] = [];
+    resolve(map, repo('en_GB', ['it_IT', 'en_GB'], ['it_CH', 'it_IT']), undefined, (m) => warned.push(m));
+    resolve(map, repo('en_GB', ['it_IT', 'en_GB'], ['it_CH', 'en_GB']), undefined, (m) => warned.push(m));
+    expect(warned[0]).toContain(
+      `locale it_CH matches no locale of i18n.locales in astro.config (en, it): "it" is it_IT's, so it is left out`,
+    );
+    expect(warned[1]).toContain(
+      'locales it_IT and it_CH match no locale of i18n.locales in astro.config (en, it): it_IT and it_CH have the language of "it", and none is the one the others fall back to, so they are left out',
     );
   });
 
-  it('two locales of one language and one Astro locale: both are named', () => {
-    const map = new LocaleMap(i18n(['it']));
-    expect(() => map.resolve(['it_IT', 'it_CH'], ['it_CH'], 'recipes')).toThrow(
-      /it_CH .*by its code, and it_IT and it_CH both have the language of "it"/,
+  it("fails when the loader's locales option names it: the site's own options ask for it", () => {
+    const map = new LocaleMap(i18n(['en', 'fr']));
+    expect(() => resolve(map, ['en_GB', 'de_DE'], ['en_GB', 'de_DE'])).toThrow(
+      `The locale de_DE, which the locales option of the collection "posts" names, matches no locale of i18n.locales in astro.config (en, fr): add it there, map it with the astroLocales option of comfortable() (astroLocales: { de_DE: '…' }), or take it out of that locales option`,
     );
-  });
-
-  it('one the loaders do not load is not an error', () => {
-    const map = new LocaleMap(i18n(['en']));
-    expect(resolve(map, ['en_GB', 'de_DE'], ['en_GB'])).toEqual({ en_GB: 'en' });
   });
 });
 

@@ -106,7 +106,7 @@ describe('a build allows the hosts of the synced assets in image.remotePatterns'
     expect(images['301']).toMatch(/^\/_astro\/ada_/);
     expect(output).not.toContain('Astro config changed');
     expect(output).toContain(
-      '[comfortable:collection:news] 4 documents × 1 locales: 0 added, 0 updated, 0 removed, 4 unchanged',
+      '[comfortable:collection:news] 4 documents × 1 locale: 0 added, 0 updated, 0 removed, 4 unchanged',
     );
   }, 120_000);
 });

@@ -54,7 +54,8 @@ const variants: Record<string, ComfortableLoaderOptions>[] = [
     pages: { aliases: ['home', 'about'], entryId: bySlug },
   },
 ];
-const contentTypes = { recipe: 'recipes', chef: 'chefs', cuisine: 'cuisines', page: 'pages' };
+// Not cuisine: a content config without cuisines would map it to no collection, which fails.
+const contentTypes = { recipe: 'recipes', chef: 'chefs', page: 'pages' };
 const i18n = {
   locales: ['en', 'fr', 'it', { path: 'it-ch', codes: ['it-CH'] }],
   defaultLocale: 'en',

@@ -54,7 +54,7 @@ function report(output: string, loader: string) {
   const lines = [
     ...output.matchAll(
       new RegExp(
-        `\\[${loader}\\] (\\d+) documents × (\\d+) locales: (\\d+) added, (\\d+) updated, (\\d+) removed, (\\d+) unchanged`,
+        `\\[${loader}\\] (\\d+) documents? × (\\d+) locales?: (\\d+) added, (\\d+) updated, (\\d+) removed, (\\d+) unchanged`,
         'g',
       ),
     ),

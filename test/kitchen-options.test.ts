@@ -59,7 +59,7 @@ const loaderCases: [string, Record<string, string>, string][] = [
   [
     'a locale the repository lacks',
     recipes((o) => o.replace('{ collection:', "{ locales: ['en_US'], collection:")),
-    `Invalid option locales ${where}: the repository has no locale "en_US"; it has en_GB, fr_FR, it_IT, it_CH`,
+    `Invalid option locales ${where}: the repository has no locale "en_US" (en_GB, fr_FR, it_IT, it_CH): did you mean "en_GB"?`,
   ],
   [
     'an entryId that is no function',
@@ -139,6 +139,89 @@ describe('a wrong option fails astro build with the option, where it is, and the
     },
     120_000,
   );
+
+  // Values that name something, checked as keys are once the sync has said what there is. The
+  // kitchen's content types are recipe, chef, cuisine and page; its collections recipes, chefs,
+  // cuisines and pages.
+  const valueCases: [string, Record<string, string>, string, string][] = [
+    [
+      'a content type of a loader',
+      { ...defaultLoaders, cuisines: "{ contentType: 'cuisines' }" },
+      "contentTypes: { recipe: 'recipes',",
+      'Invalid option contentType of comfortableLoader() for the collection "cuisines" in src/content.config.ts: the synced content has no content type "cuisines" (chef, cuisine, page, recipe): did you mean "cuisine"?',
+    ],
+    [
+      'a locale of a loader',
+      {
+        ...defaultLoaders,
+        chefs: defaultLoaders.chefs!.replace('{ contentType:', "{ locales: ['en_GB', 'fr_FF'], contentType:"),
+      },
+      "contentTypes: { recipe: 'recipes',",
+      'Invalid option locales of comfortableLoader() for the collection "chefs" in src/content.config.ts: the repository has no locale "fr_FF" (en_GB, fr_FR, it_IT, it_CH): did you mean "fr_FR"?',
+    ],
+    [
+      'a content type of contentTypes',
+      defaultLoaders,
+      "contentTypes: { recipes: 'recipes',",
+      'Invalid option comfortable.contentTypes.recipes: the synced content has no content type "recipes" (chef, cuisine, page, recipe): did you mean "recipe"?',
+    ],
+    [
+      'a collection of contentTypes',
+      defaultLoaders,
+      "contentTypes: { recipe: 'recipe',",
+      'Invalid option comfortable.contentTypes.recipe: "recipe" is no collection of src/content.config.ts that a comfortableLoader() fills (recipes, chefs, cuisines, pages): did you mean "recipes"?',
+    ],
+    [
+      'an Astro locale of astroLocales',
+      defaultLoaders,
+      "astroLocales: { it_CH: 'it-CHH' }, contentTypes: { recipe: 'recipes',",
+      'Invalid option astroLocales.it_CH of comfortable(): "it-CHH" is not a locale of i18n.locales in astro.config (en, fr, it, it-CH): did you mean "it-CH"?',
+    ],
+  ];
+
+  it.each(valueCases)(
+    'a misspelt value fails with the nearest name: %s',
+    async (_, loaders, replacement, message) => {
+      await site.loaders(loaders);
+      await writeFile(
+        join(site.dir, 'astro.config.mjs'),
+        astroConfig.replace("contentTypes: { recipe: 'recipes',", replacement),
+      );
+      try {
+        const { code, output } = await site.astro(kitchen.server);
+        expect(code, output).not.toBe(0);
+        expect(output).toContain(message);
+      } finally {
+        await writeFile(join(site.dir, 'astro.config.mjs'), astroConfig);
+      }
+    },
+    120_000,
+  );
+
+  it('a content type no synced document has, and none is near, is said once and builds: it may have none yet', async () => {
+    await site.loaders({ ...defaultLoaders, cuisines: "{ contentType: 'ingredient' }" });
+    await writeFile(
+      join(site.dir, 'astro.config.mjs'),
+      astroConfig.replace("contentTypes: { recipe: 'recipes',", "contentTypes: { tool: 'cuisines', recipe: 'recipes',"),
+    );
+    try {
+      const { code, output } = await site.astro(kitchen.server);
+      expect(code, output).toBe(0);
+      const said = (text: string) => output.split('\n').filter((line) => line.includes(text));
+      expect(said('no synced document has the content type "ingredient"')).toEqual([
+        expect.stringContaining(
+          '[comfortable:query:type:ingredient] The collection "cuisines" is empty: no synced document has the content type "ingredient", which its comfortableLoader() loads. If that type has no document yet, it fills once one is published; else check the contentType option in src/content.config.ts (the types synced: chef, cuisine, page, recipe)',
+        ),
+      ]);
+      expect(said('maps the content type "tool"')).toEqual([
+        expect.stringContaining(
+          'The contentTypes option of comfortable() maps the content type "tool", which no synced document has. If that type has no document yet, that is right; else check its API id (the types synced: chef, cuisine, page, recipe)',
+        ),
+      ]);
+    } finally {
+      await writeFile(join(site.dir, 'astro.config.mjs'), astroConfig);
+    }
+  }, 120_000);
 
   it('builds again once the options are right', async () => {
     await site.loaders(defaultLoaders);

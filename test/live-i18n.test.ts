@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { type AstroDev, copyFixture, freePort, startAstroDev } from './helpers/astro.ts';
@@ -93,5 +94,40 @@ describe("the live loader's astroLocales option", () => {
       'Invalid option astroLocales.en_US of comfortableLiveLoader(): "fr" is not a locale of i18n.locales in astro.config (en, de, de-CH)',
     );
     expect(html).not.toContain(demoKey);
+  });
+});
+
+describe('a locale added in the CMS that maps to no Astro locale', () => {
+  it('is left out, said once on the console: the pages keep answering, and its entries are not found', async () => {
+    const original = JSON.parse(await readFile(demoSnapshot, 'utf8'));
+    const french = structuredClone(original);
+    french.repository.locales.push({ key: 'fr_FR', fallback: 'en_US' });
+    const post = french.documents.find(
+      (document: { meta: { id: string } }) => document.meta.id === '100000000000000102',
+    );
+    post.fields.title.fr_FR = 'Les trains de nuit sont de retour';
+    post.meta.updatedAt = '2030-01-01T00:00:00.000Z';
+    await server.replaceSnapshot(french);
+    try {
+      const mark = dev.output().length;
+      const english = await page('/en/posts/night-trains-are-back/?from=later');
+      expect(english.status, english.html).toBe(200);
+      expect(attr(english.html, /<article data-locale="([^"]*)"/)).toBe('en_US');
+      const asked = await page('/en/posts/night-trains-are-back/?from=later&locale=fr_FR');
+      expect(asked.status).toBe(404);
+      expect(asked.html).toContain('fr_FR is left out: it maps to no locale of i18n.locales in astro.config');
+      const told = dev
+        .output()
+        .slice(mark)
+        .split('\n')
+        .filter((line) => line.includes("The repository's locale fr_FR"));
+      expect(told).toEqual([
+        expect.stringContaining(
+          `The repository's locale fr_FR matches no locale of i18n.locales in astro.config (en, de, de-CH), so it is left out of the collection "later": add it there, map it with the astroLocales option of comfortableLiveLoader() (astroLocales: { fr_FR: '…' }), or leave it out without this warning (astroLocales: { fr_FR: false })`,
+        ),
+      ]);
+    } finally {
+      await server.replaceSnapshot(original);
+    }
   });
 });

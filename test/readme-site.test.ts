@@ -115,6 +115,25 @@ describe('the README, followed in a fresh Astro 7 site', () => {
     await check();
   });
 
+  it("passes astro check with the author's type unmapped: the post page names the collection it reads", {
+    timeout: 180_000,
+  }, async () => {
+    // No collection holds the relation's targets: it is typed { collection: string, id }, which the
+    // README's getEntry('authors', author.id) takes, and getEntry(author) would not.
+    const config = join(dir, 'astro.config.mjs');
+    const text = await readFile(config, 'utf8');
+    expect(text).toContain("author: 'authors', ");
+    await writeFile(config, text.replace("author: 'authors', ", ''));
+    try {
+      const { code, output } = await astro(dir, ['check']);
+      expect(output).toMatch(/- 0 errors\n/);
+      expect(code, output).toBe(0);
+      expect(output).toContain('no collection holds the content type "author"');
+    } finally {
+      await writeFile(config, text);
+    }
+  });
+
   it('builds without a warning from the package, into the pages the README describes', {
     timeout: 180_000,
   }, async () => {

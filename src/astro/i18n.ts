@@ -1,6 +1,7 @@
 import type { AstroConfig } from 'astro';
 import { z } from 'zod';
-import { ConfigError } from '../sync/config.ts';
+import { type Locales, fallbackChains } from '../model/locales.ts';
+import { ConfigError, didYouMean } from '../sync/config.ts';
 
 /**
  * Astro's `i18n` config, understood: each locale of the repository (`fr_FR`, `de`) is mapped to
@@ -10,8 +11,10 @@ import { ConfigError } from '../sync/config.ts';
  * The rule, for each CMS locale: the `astroLocales` option when it names it (`false` leaves the
  * locale out); else the Astro locale one of whose codes or whose path is the same code
  * (`fr_FR` ↔ `fr-FR`, case aside); else the one whose code is the same language (`fr_FR` ↔ `fr`,
- * `de` ↔ `de-DE`, never `de_DE` ↔ `de-CH`), when no other CMS locale claims it. An Astro locale given as
- * `{ path, codes }` is named by its first code, as `Astro.currentLocale` names it.
+ * `de` ↔ `de-DE`, never `de_DE` ↔ `de-CH`), when no other CMS locale claims it or when the others
+ * of that language fall back to it (`it_IT` ↔ `it` beside `it_CH`). An Astro locale given as
+ * `{ path, codes }` is named by its first code, as `Astro.currentLocale` names it. A locale that
+ * maps to nothing is left out with a warning, unless the site's own options ask for it.
  */
 
 export type AstroI18n = NonNullable<AstroConfig['i18n']>;
@@ -36,8 +39,10 @@ export class LocaleMap {
   readonly #explicit: Record<string, string | false>;
   /** Whose `astroLocales` option the messages name: `comfortable()` or `comfortableLiveLoader()`. */
   readonly #owner: string;
-  /** The maps made, by the repository's locales. */
+  /** The maps made, by the repository's locales and fallbacks. */
   readonly #maps = new Map<string, Map<string, string | false>>();
+  /** The maps whose left-out locales were told: each once. */
+  readonly #told = new Set<string>();
 
   constructor(i18n: AstroI18n, explicit: Record<string, string | false> = {}, owner = 'comfortable()') {
     this.#astro = i18n.locales.map((locale) =>
@@ -48,12 +53,14 @@ export class LocaleMap {
     this.#explicit = explicit;
     this.#owner = owner;
     for (const [cms, astro] of Object.entries(explicit)) {
-      if (astro !== false && !this.#astro.some((a) => a.codes.some((code) => normal(code) === normal(astro))))
+      if (astro !== false && !this.#astro.some((a) => a.codes.some((code) => normal(code) === normal(astro)))) {
+        const names = this.#astro.map((a) => a.name);
         throw new ConfigError(
           `astroLocales.${cms}`,
           `Invalid option astroLocales.${cms} of ${owner}: "${astro}" is not a locale of i18n.locales ` +
-            `in astro.config (${this.names()})`,
+            `in astro.config${didYouMean(astro, names)}`,
         );
+      }
     }
   }
 
@@ -69,39 +76,51 @@ export class LocaleMap {
 
   /**
    * The Astro locale of each of the repository's locales (all of them, so a language match is
-   * claimed once), or false for one left out; the same for the same locales, whoever asks.
+   * claimed once), or false for one `astroLocales` leaves out; a locale that maps to nothing is
+   * not in it. The same for the same locales, whoever asks.
    */
-  mapOf(repository: readonly string[]): ReadonlyMap<string, string | false> {
-    const key = repository.join(',');
+  mapOf(repository: Locales): ReadonlyMap<string, string | false> {
+    const key = JSON.stringify(repository.locales);
     let map = this.#maps.get(key);
     if (!map) this.#maps.set(key, (map = this.#map(repository)));
     return map;
   }
 
   /**
-   * `mapOf(repository)`, after checking that each locale of `loaded` maps to something: throws a
-   * ConfigError naming one that maps to nothing, and the ways out.
+   * `mapOf(repository)` for a loader. A locale its `locales` option names (`asked`) must map to
+   * an Astro locale: one that maps to nothing is a ConfigError naming it and the ways out. Without
+   * the option, a locale that maps to nothing (one the CMS added, say) is left out, and `warn` is
+   * told so once per map: a change in the CMS alone never fails a build.
    */
   resolve(
-    repository: readonly string[],
-    loaded: readonly string[],
+    repository: Locales,
+    asked: readonly string[] | undefined,
     collection: string,
+    warn: (message: string) => void,
   ): ReadonlyMap<string, string | false> {
     const map = this.mapOf(repository);
-    for (const cms of loaded) {
-      if (map.has(cms)) continue;
-      const rivals = repository.filter((other) => !map.has(other) && language(other) === language(cms));
-      const shared = this.#astro.find((a) => a.codes.some((code) => language(code) === language(cms)));
-      const why =
-        shared && rivals.length > 1
-          ? `matches no locale of i18n.locales in astro.config by its code, and ${rivals.join(' and ')} both ` +
-            `have the language of "${shared.name}"`
-          : `matches no locale of i18n.locales in astro.config (${this.names()})`;
+    const unmapped = repository.locales.map((l) => l.key).filter((cms) => !map.has(cms));
+    const refused = asked?.find((cms) => unmapped.includes(cms));
+    if (refused !== undefined) {
       throw new ConfigError(
-        'astroLocales',
-        `The locale ${cms} of the repository, which the collection "${collection}" loads, ${why}: add it there, ` +
-          `map it with the astroLocales option of ${this.#owner} (astroLocales: { ${cms}: '…' }), or leave it out ` +
-          `(astroLocales: { ${cms}: false })`,
+        'locales',
+        `The locale ${refused}, which the locales option of the collection "${collection}" names, ` +
+          `${this.#why([refused], repository)}: add it there, map it with the astroLocales option of ` +
+          `${this.#owner} (astroLocales: { ${refused}: '…' }), or take it out of that locales option`,
+      );
+    }
+    const key = JSON.stringify(repository.locales);
+    if (asked === undefined && unmapped.length > 0 && !this.#told.has(key)) {
+      this.#told.add(key);
+      const [they, are, them] = unmapped.length === 1 ? ['it', 'is', 'it'] : ['they', 'are', 'them'];
+      const each = (value: string) => unmapped.map((cms) => `${cms}: ${value}`).join(', ');
+      // The integration's map serves every loader; a live loader has one of its own.
+      const scope = this.#owner === 'comfortable()' ? 'every collection' : `the collection "${collection}"`;
+      warn(
+        `The repository's locale${unmapped.length === 1 ? '' : 's'} ${listed(unmapped)} ` +
+          `${this.#why(unmapped, repository)}, so ${they} ${are} left out of ${scope}: add ${them} there, map ` +
+          `${them} with the astroLocales option of ${this.#owner} (astroLocales: { ${each("'…'")} }), or leave ` +
+          `${them} out without this warning (astroLocales: { ${each('false')} })`,
       );
     }
     return map;
@@ -117,10 +136,11 @@ export class LocaleMap {
     return undefined;
   }
 
-  #map(repository: readonly string[]): Map<string, string | false> {
+  #map(repository: Locales): Map<string, string | false> {
+    const keys = repository.locales.map((l) => l.key);
     const map = new Map<string, string | false>();
     const exact = (cms: string) => this.#astro.find((a) => a.codes.some((code) => normal(code) === normal(cms)));
-    for (const cms of repository) {
+    for (const cms of keys) {
       const given = this.#explicit[cms];
       if (given !== undefined) {
         const astro = given === false ? undefined : exact(given);
@@ -130,15 +150,45 @@ export class LocaleMap {
         if (astro) map.set(cms, astro.name);
       }
     }
+    // By language: the one locale of that language left, or the one the others of it fall back
+    // to (it_CH → it_IT: it_IT is "it"), so a regional variant added in the CMS leaves the
+    // locale it varies where it was.
+    const chains = fallbackChains(repository);
     const claimed = new Set([...map.values()]);
-    for (const cms of repository) {
+    for (const cms of keys) {
       if (map.has(cms)) continue;
+      const rivals = keys.filter((other) => other !== cms && !map.has(other) && language(other) === language(cms));
+      if (!rivals.every((other) => chains.get(other)?.includes(cms))) continue;
       const candidates = this.#astro.filter((a) => !claimed.has(a.name) && a.codes.some((code) => akin(code, cms)));
-      const rivals = repository.filter((other) => !map.has(other) && language(other) === language(cms));
-      if (candidates.length === 1 && rivals.length === 1) map.set(cms, candidates[0]!.name);
+      if (candidates.length !== 1) continue;
+      map.set(cms, candidates[0]!.name);
+      claimed.add(candidates[0]!.name);
     }
     return map;
   }
+
+  /** Why these locales map to nothing: the Astro locales there are, and what took their language's. */
+  #why(unmapped: readonly string[], repository: Locales): string {
+    const map = this.mapOf(repository);
+    const notes = unmapped.flatMap((cms) => {
+      const same = this.#astro.filter((a) => a.codes.some((code) => akin(code, cms)));
+      if (same.length > 1) return [`${cms} has the language of ${listed(same.map((a) => `"${a.name}"`))}`];
+      if (same.length === 0) return [];
+      const holder = [...map].find(([, name]) => name === same[0]!.name)?.[0];
+      if (holder) return [`"${same[0]!.name}" is ${holder}'s`];
+      const rivals = unmapped.filter((other) => language(other) === language(cms));
+      return rivals[0] === cms && rivals.length > 1
+        ? [`${listed(rivals)} have the language of "${same[0]!.name}", and none is the one the others fall back to`]
+        : [];
+    });
+    const verb = unmapped.length === 1 ? 'matches' : 'match';
+    return `${verb} no locale of i18n.locales in astro.config (${this.names()})${notes.length > 0 ? `: ${notes.join('; ')}` : ''}`;
+  }
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+function listed(items: readonly string[]): string {
+  return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
 }
 
 /**

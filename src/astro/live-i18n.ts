@@ -25,19 +25,21 @@ export interface LiveLocaleMap {
 }
 
 /**
- * For a loader: its repository's locales mapped onto the site's `i18n`, checked against the
- * locales it loads (a ConfigError names one that maps to nothing); undefined without `i18n`.
+ * For a loader: its repository's locales mapped onto the site's `i18n`, by the rule of i18n.ts:
+ * a locale its `locales` option names (`asked`) that maps to nothing is a ConfigError; any other
+ * is left out, said once on the server's console, so that a locale added in the CMS never fails
+ * the site's pages. Undefined without `i18n`.
  */
 export function liveLocaleMap(
   astroLocales: Record<string, string | false> | undefined,
-): (locales: Locales, held: readonly string[], collection: string) => Promise<LiveLocaleMap | undefined> {
+): (locales: Locales, asked: readonly string[] | undefined, collection: string) => Promise<LiveLocaleMap | undefined> {
   let made: LocaleMap | undefined;
-  return async (locales, held, collection) => {
+  return async (locales, asked, collection) => {
     const i18n = await readSiteI18n();
     if (!i18n) return undefined;
     made ??= new LocaleMap(i18n, astroLocales, 'comfortableLiveLoader()');
     const keys = locales.locales.map((locale) => locale.key);
-    const map = made.resolve(keys, held, collection);
+    const map = made.resolve(locales, asked, collection, (message) => console.warn(`[comfortable] ${message}`));
     return {
       map,
       cmsLocale: (given) => (keys.includes(given) ? given : (made!.cmsLocaleOf(map, given) ?? given)),

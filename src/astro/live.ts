@@ -1,6 +1,6 @@
 import type { LiveLoader } from 'astro/loaders';
 import { createClient, defaultBaseUrl, type ReadApiClient } from '../api/client.ts';
-import { ConfigError } from '../sync/config.ts';
+import { ConfigError, didYouMean } from '../sync/config.ts';
 import { type Locales, repositoryLocales } from '../model/locales.ts';
 import { valueNamed } from '../model/sections.ts';
 import { type AstroLocales, cacheTag, type ComfortableLiveEntryData, checkFields, liveShaper } from './live-entries.ts';
@@ -204,11 +204,11 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
     },
   };
 
-  /** The locales the loader makes entries in, without those `astroLocales` leaves out, and their Astro locales. */
+  /** The locales the loader makes entries in, without those that map to no Astro locale, and their Astro locales. */
   async function heldLocales(options: ConnectedOptions, known: Locales, collection: string) {
     const all = loaderLocales(options, known);
-    const astro = await astroLocalesOf(known, all, collection);
-    return { held: astro ? all.filter((locale) => astro.map.get(locale) !== false) : all, astro };
+    const astro = await astroLocalesOf(known, options.locales, collection);
+    return { held: astro ? all.filter((locale) => typeof astro.map.get(locale) === 'string') : all, astro };
   }
 
   async function findEntry(
@@ -280,7 +280,7 @@ function loaderLocales(options: ConnectedOptions, locales: Locales): string[] {
     throw new ConfigError(
       'locales',
       `the locales option of comfortableLiveLoader() names "${unknown}", which is not a locale of the repository ` +
-        `"${options.repository}" (${known.join(', ')})`,
+        `"${options.repository}"${didYouMean(unknown, known)}`,
     );
   return options.locales ?? known;
 }
@@ -306,6 +306,8 @@ function missingLocale(
   }
   if (!held.includes(locale) && options.astroLocales?.[locale] === false)
     return `${locale} is left out by the astroLocales option of comfortableLiveLoader() in src/live.config.ts`;
+  if (!held.includes(locale) && astro && !astro.has(locale))
+    return `${locale} is left out: it maps to no locale of i18n.locales in astro.config`;
   const option = 'the locales option of comfortableLiveLoader() in src/live.config.ts';
   if (!held.includes(locale)) return `${locale} is not one of ${option}: ${held.join(', ')}`;
   return undefined;

@@ -5,6 +5,7 @@ import { canonicalOptions, ConfigError, hash } from '../sync/config.ts';
 import type { SyncResult } from '../sync/engine.ts';
 import { packageVersion } from '../sync/run.ts';
 import { type Entry, entryOf } from '../entries/entries.ts';
+import { fallbackChains } from '../model/locales.ts';
 import { referenceList, type StoredRecord } from '../model/records.ts';
 import { sharedSync } from '../sync/shared.ts';
 import { cacheKeys } from '../entries/page-keys.ts';
@@ -26,6 +27,7 @@ import { loaderNamePrefix } from './content-config.ts';
 import { loaderRegistry } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
 import { astroFallbacksOf, langOf } from './i18n.ts';
+import { checkContentTypeKeys, checkLoaderNames } from './names.ts';
 
 /**
  * The `data` of an entry in the content store: a document in one locale, as a live entry shows it too, with its
@@ -134,9 +136,21 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
         // A refresh reads the sync it follows; a sync of Astro, the round all its loaders share.
         const result = await (round && !round.refreshed ? shared.acquire(round) : shared.current());
         const collections = await mapping;
-        await shared.read(result, (read) =>
-          storeEntries(context, read.cache, collections, schemaDigest(read, context.config), keys, options, entryId),
-        );
+        await shared.read(result, (read) => {
+          // A name the sync shows misspelt (a content type, a locale) fails as a misspelt key does.
+          const warn = registry.warnOnce(context.logger);
+          checkLoaderNames(options, read.cache.head, context.collection, warn);
+          checkContentTypeKeys(collections.site.contentTypes, read.cache.head, warn);
+          return storeEntries(
+            context,
+            read.cache,
+            collections,
+            schemaDigest(read, context.config),
+            keys,
+            options,
+            entryId,
+          );
+        });
       } catch (error) {
         const failure = loaderError(error, shared); // with a hint naming the option to check
         // Astro tells a failed sync in dev (after a content config edit, a refresh) as an unhandled
@@ -169,27 +183,22 @@ async function storeEntries(
   entryId: (input: EntryIdInput) => string,
 ): Promise<void> {
   const head = cache.head;
-  const known = head.locales.locales.map((l) => l.key);
-  const asked = options.locales ?? known;
-  const unknown = asked.find((locale) => !known.includes(locale));
-  if (unknown !== undefined) {
-    throw new ConfigError(
-      'locales',
-      `Invalid option locales of comfortableLoader() for the collection "${collection}" in ` +
-        `src/content.config.ts: the repository has no locale "${unknown}"; it has ${known.join(', ')}`,
-    );
-  }
-  // With Astro's i18n: each locale's Astro locale; a locale mapped to false is left out.
-  const astroLocales = mapping.locales?.resolve(known, asked, collection);
-  const locales = astroLocales ? asked.filter((locale) => astroLocales.get(locale) !== false) : asked;
+  const asked = options.locales ?? head.locales.locales.map((l) => l.key);
+  // With Astro's i18n: each locale's Astro locale; a locale mapped to false, or to nothing, is left out.
+  const astroLocales = mapping.locales?.resolve(head.locales, options.locales, collection, (m) => logger.warn(m));
+  const locales = astroLocales ? asked.filter((locale) => typeof astroLocales.get(locale) === 'string') : asked;
   // Options (of any loader: a reference takes its target's id), a new package version, a changed
-  // model (a field seen localized) change what entries look like, and an edited schema module what
-  // they must pass: start clean. The same key goes into every page key, so such pages render again.
+  // model (a field seen localized), the locales loaded with their fallback chains and Astro locales
+  // (a locale added in the CMS is a new alternate of every page) change what entries look like, and
+  // an edited schema module what they must pass: start clean. The same key goes into every page
+  // key, so such pages render again. A locale left out and on no chain changes nothing.
+  const chains = fallbackChains(head.locales);
   const fingerprint = hash({
     packageVersion,
     source: head.fingerprint,
     loaders: mapping.fingerprint(),
     model: head.model,
+    locales: locales.map((locale) => (chains.get(locale) ?? [locale]).map((l) => [l, astroLocales?.get(l) ?? null])),
     schemas,
   });
   const before = new Set(store.keys());
@@ -252,7 +261,7 @@ async function storeEntries(
         id: member.id,
         locale,
         contentType: entry.contentType,
-        fields: links.fields(references.fields(entry, view)),
+        fields: links.fields(references.fields(entry, view, storeId)),
         fallbacks: entry.fallbacks,
         meta: entry.meta,
         digest: member.digest,
@@ -280,7 +289,6 @@ async function storeEntries(
       if (!before.has(storeId)) added++;
     }
   }
-  references.report();
   let removed = 0;
   for (const id of [...store.keys()]) {
     if (!live.has(id)) {
@@ -288,9 +296,11 @@ async function storeEntries(
       removed++;
     }
   }
+  references.report(live, meta);
+  const documents = `${members.size} document${members.size === 1 ? '' : 's'}`;
   logger.info(
-    `${members.size} documents × ${locales.length} locales: ${added} added, ${changed - added} updated, ` +
-      `${removed} removed, ${live.size - changed} unchanged`,
+    `${documents} × ${locales.length} locale${locales.length === 1 ? '' : 's'}: ${added} added, ` +
+      `${changed - added} updated, ${removed} removed, ${live.size - changed} unchanged`,
   );
 }
 

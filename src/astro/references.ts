@@ -12,7 +12,8 @@ import type { CollectionMap } from './collection-map.ts';
  * gives the target (its `entryId`, or `<locale>/<id>`), whatever its source. Otherwise it is
  * `{ collection: null, id, contentType }`, so Astro never meets a reference to an entry that does
  * not exist. Such references are told in one warning per cause and collection, with the number
- * of places; each place once per sync.
+ * of places in the whole collection after the load (those of the entries it did not make again
+ * too); each once per sync.
  */
 
 /** What the conversion needs of the entries being made: their relation targets. */
@@ -26,13 +27,23 @@ export interface TargetLookup {
 const referenceKey = (from: string, field: string, to: string) => `${from}.${field}.${to}`;
 
 /**
- * References told since the last sync, by collection (`<collection>|<reference>`), and those the
- * sync told as dangling: a dev refresh, which makes some entries again, tells none twice.
+ * Warnings told since the last sync, by collection and cause (`<collection>|<cause>`), and the
+ * references the sync told as dangling: a dev refresh, which loads a collection again, tells
+ * none twice.
  */
 const reportedSince = { lastSync: '', keys: new Set<string>(), dangling: new Set<string>() };
 
 /** Places shown in a warning; the rest are counted. */
 const shownPlaces = 3;
+
+/** An entry's reference that stays unresolved: why, the target's content type, and its place. */
+type Unresolved = [cause: string, contentType: string, from: string, field: string, to: string];
+
+/**
+ * The collection's meta key of its entries' unresolved references (entry id → list), kept from
+ * load to load: a load that makes some entries again counts those of the others from it.
+ */
+const unresolvedKey = 'unresolved-references';
 
 export class ReferenceConverter {
   readonly #cache: CacheReader;
@@ -41,8 +52,8 @@ export class ReferenceConverter {
   readonly #collection: string;
   /** The documents each Astro collection holds, by what its loaders' sources list. */
   readonly #held = new Map<string, Set<string> | undefined>();
-  /** The unresolved references of this load, by cause: what the warning says, and where. */
-  readonly #unresolved = new Map<string, { why: string; places: string[] }>();
+  /** The unresolved references of each entry this load made, by entry id. */
+  readonly #made = new Map<string, Unresolved[]>();
 
   constructor(cache: CacheReader, mapping: CollectionMap, collection: string, logger: LoaderContext['logger']) {
     this.#cache = cache;
@@ -56,30 +67,59 @@ export class ReferenceConverter {
     }
   }
 
-  /** The entry's fields with its relations converted. */
-  fields(entry: Entry, lookup: TargetLookup): Record<string, unknown> {
+  /** The fields of the entry `id` with its relations converted. */
+  fields(entry: Entry, lookup: TargetLookup, id: string): Record<string, unknown> {
+    const unresolved: Unresolved[] = [];
+    this.#made.set(id, unresolved);
     return mapRelations(entry.fields, this.#cache.head.model[entry.contentType], (ref, field) =>
-      this.#convert(entry, field, ref, lookup),
+      this.#convert(entry, field, ref, lookup, unresolved),
     );
   }
 
   /**
-   * Warns once per cause of the unresolved references met since the last report, with their number and the first
-   * places.
+   * Warns of the references that stay unresolved in the collection after its load, once per
+   * cause (and once a sync), with their number and the first places. `live` has the id of every
+   * entry the collection holds now; `meta` keeps those of the entries this load did not make.
    */
-  report(): void {
-    for (const { why, places } of this.#unresolved.values()) {
-      const more = places.length > shownPlaces ? ` and ${places.length - shownPlaces} more` : '';
-      const where = `${places.slice(0, shownPlaces).join(', ')}${more}`;
+  report(live: { has(id: string): boolean }, meta: LoaderContext['meta']): void {
+    const kept = JSON.parse(meta.get(unresolvedKey) ?? '{}') as Record<string, Unresolved[]>;
+    const all: Record<string, Unresolved[]> = {};
+    for (const [id, list] of Object.entries(kept)) if (live.has(id) && !this.#made.has(id)) all[id] = list;
+    for (const [id, list] of this.#made) if (list.length > 0) all[id] = list;
+    if (Object.keys(all).length > 0) meta.set(unresolvedKey, JSON.stringify(all));
+    else meta.delete(unresolvedKey);
+    this.#made.clear();
+    // Each place once, whatever the locales of the entries that hold it.
+    const causes = new Map<string, { contentType: string; places: Map<string, string> }>();
+    for (const list of Object.values(all)) {
+      for (const [cause, contentType, from, field, to] of list) {
+        const reference = referenceKey(from, field, to);
+        if (reportedSince.dangling.has(reference)) continue;
+        const group = causes.get(cause) ?? { contentType, places: new Map() };
+        group.places.set(reference, `document ${from}, field ${field} → ${to}`);
+        causes.set(cause, group);
+      }
+    }
+    for (const [cause, { contentType, places }] of causes) {
+      const key = `${this.#collection}|${cause}`;
+      if (reportedSince.keys.has(key)) continue;
+      reportedSince.keys.add(key);
+      const shown = [...places.values()];
+      const more = shown.length > shownPlaces ? ` and ${shown.length - shownPlaces} more` : '';
       this.#logger.warn(
-        `${places.length} ${places.length === 1 ? 'reference stays' : 'references stay'} { collection: ` +
-          `null, id, contentType }: ${why} (${where})`,
+        `${shown.length} ${shown.length === 1 ? 'reference stays' : 'references stay'} { collection: ` +
+          `null, id, contentType }: ${this.#why(cause, contentType)} (${shown.slice(0, shownPlaces).join(', ')}${more})`,
       );
     }
-    this.#unresolved.clear();
   }
 
-  #convert(entry: Entry, field: string, ref: { id: string; contentType: string }, lookup: TargetLookup): unknown {
+  #convert(
+    entry: Entry,
+    field: string,
+    ref: { id: string; contentType: string },
+    lookup: TargetLookup,
+    unresolved: Unresolved[],
+  ): unknown {
     const target = this.#mapping.collectionFor(ref.contentType);
     let cause: string | undefined;
     if (!lookup.targets.has(ref.id)) cause = 'not-synced';
@@ -90,22 +130,13 @@ export class ReferenceConverter {
       cause = `not-in-locale:${target.collection}:${entry.locale}`;
     if (cause === undefined)
       return { collection: target!.collection, id: this.#targetId(entry, ref, target!.loader!.entryId, lookup) };
-    const reference = referenceKey(entry.id, field, ref.id);
-    const key = `${this.#collection}|${reference}`;
-    if (!reportedSince.keys.has(key) && !reportedSince.dangling.has(reference)) {
-      reportedSince.keys.add(key);
-      const group = this.#unresolved.get(cause) ?? {
-        why: this.#why(cause, ref.contentType, target?.collection),
-        places: [],
-      };
-      group.places.push(`document ${entry.id}, field ${field} → ${ref.id}`);
-      this.#unresolved.set(cause, group);
-    }
+    unresolved.push([cause, ref.contentType, entry.id, field, ref.id]);
     return { collection: null, ...ref };
   }
 
   /** What a warning says of a cause, with the option that decides it. */
-  #why(cause: string, contentType: string, collection: string | undefined): string {
+  #why(cause: string, contentType: string): string {
+    const collection = cause.split(':')[1];
     if (cause === 'not-synced')
       return 'their documents are not in the synced content (beyond the includes depth of the sources)';
     if (cause.startsWith('no-loader:')) {
@@ -159,8 +190,7 @@ export class ReferenceConverter {
     entryId: ((input: EntryIdInput) => string) | undefined,
     lookup: TargetLookup,
   ): string {
-    const locales = this.#cache.head.locales.locales.map((l) => l.key);
-    const astroLocale = this.#mapping.locales?.mapOf(locales).get(entry.locale) || undefined;
+    const astroLocale = this.#mapping.locales?.mapOf(this.#cache.head.locales).get(entry.locale) || undefined;
     const input = { id: ref.id, locale: entry.locale, astroLocale, contentType: ref.contentType, fields: {} };
     if (!entryId) return defaultEntryId(input);
     const record = lookup.target(ref.id);

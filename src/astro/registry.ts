@@ -2,6 +2,7 @@ import type { LoaderContext } from 'astro/loaders';
 import { CollectionMap, type LoaderDeclaration, type SiteSettings } from './collection-map.ts';
 import { type AstroCollections, type ContentConfigObserver, collectionsOf } from './content-config.ts';
 import type { LoaderSource } from './loader-options.ts';
+import { checkContentTypeValues } from './names.ts';
 
 /**
  * What the loaders of the content config are, which collection each fills, and what the
@@ -68,6 +69,8 @@ export class LoaderRegistry {
   #lastCollections: AstroCollections | undefined;
   #current: CollectionMap | undefined;
   #round: Round | undefined;
+  /** The warnings said since the integration was configured. */
+  readonly #said = new Set<string>();
 
   /** The declaration of a loader with these options: the one made before with the same signature, if any. */
   declare(declaration: LoaderDeclaration): LoaderDeclaration {
@@ -82,11 +85,24 @@ export class LoaderRegistry {
     this.#site = site;
     this.#observer = observer;
     this.#round = undefined;
+    this.#said.clear();
     this.#current = this.#current && new CollectionMap(this.#current.loaders, site);
   }
 
   get site(): SiteSettings {
     return this.#site;
+  }
+
+  /**
+   * `logger.warn` for what holds of the whole site (a content type of no document), said once
+   * until the integration is configured again, however many loaders and syncs meet it.
+   */
+  warnOnce(logger: { warn(message: string): void }): (message: string) => void {
+    return (message) => {
+      if (this.#said.has(message)) return;
+      this.#said.add(message);
+      logger.warn(message);
+    };
   }
 
   /** The mapping of the last complete round: the one the content store was made with. */
@@ -117,16 +133,19 @@ export class LoaderRegistry {
 
   /**
    * The sources a sync fetches: those of every loader of Astro's content config. Throws the
-   * error of a loader whose options are wrong, naming its collection: a sync without its sources
-   * would drop them, and their last good content, from the cache.
+   * error of a loader whose options are wrong, naming its collection, or of a `contentTypes`
+   * value that names no collection of those loaders: a sync without its sources would drop them,
+   * and their last good content, from the cache.
    */
   sources(): LoaderSource[] {
     const sources: LoaderSource[] = [];
-    for (const [collection, name] of this.collections().loaders) {
+    const { loaders } = this.collections();
+    for (const [collection, name] of loaders) {
       const declaration = this.#byName.get(name);
       if (declaration?.problem) throw declaration.problem(collection);
       sources.push(...(declaration?.sources ?? []));
     }
+    checkContentTypeValues(this.#site.contentTypes, [...loaders.keys()]);
     return sources;
   }
 

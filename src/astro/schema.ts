@@ -13,9 +13,16 @@ export const astroReferenceSchema = z.object({ collection: z.string(), id: z.str
 /**
  * A relation whose target no collection holds (not synced, a content type `contentTypes` does not
  * map, a collection that holds only some of the type): `collection` is null, so a page narrows
- * on it (`if (author?.collection) await getEntry(author)`).
+ * on it (`author?.collection === 'authors' ? await getEntry('authors', author.id) : undefined`).
  */
 export const unresolvedSchema = z.object({ collection: z.null(), id: z.string(), contentType: z.string() });
+/**
+ * A relation whose targets no collection is known to hold (their content types unmapped, or no
+ * reference stored yet): `collection` is any string, which `getEntry(reference)` does not take, so
+ * a page names the collection it reads (`getEntry('authors', author.id)`), which checks whatever
+ * the field's type. Not null alone: `author?.collection === 'authors'` would then not check, and a
+ * schema the `types` command wrote must still take the reference a later `contentTypes` makes.
+ */
 export const relationSchema = z.union([astroReferenceSchema, unresolvedSchema]);
 
 /** How a resolved reference to a collection is written: Astro's own shape by default. */

@@ -68,7 +68,7 @@ export function pageReport(
 ): PageReport {
   const { locales } = cache.head;
   const keys = locales.locales.map((l) => l.key);
-  const map = collections.locales?.mapOf(keys);
+  const map = collections.locales?.mapOf(locales);
   const lang = query.lang.toLowerCase();
   const segments = query.path.split('/').filter(Boolean).map(decodeURIComponent);
   const locale =

@@ -180,6 +180,17 @@ export function configProblem(error: z.ZodError, where: OptionsPlace = {}): Conf
 }
 
 /**
+ * What to add to the message of a value that names nothing it may name (a content type, a
+ * collection, a locale): the names there are, and the nearest as for a misspelt key (nearestKey),
+ * such as ` (cuisine, recipe): did you mean "cuisine"?`; `label` goes before the names.
+ */
+export function didYouMean(value: string, known: readonly string[], label = ''): string {
+  const shown = known.length > 12 ? `${known.slice(0, 12).join(', ')}, …` : known.join(', ');
+  const nearest = nearestKey(value, known);
+  return `${known.length > 0 ? ` (${label}${shown})` : ''}${nearest ? `: did you mean "${nearest}"?` : ''}`;
+}
+
+/**
  * Checks options against their schema; throws a ConfigError naming the option as written and, for a misspelt key, the
  * nearest one.
  */
