@@ -3,7 +3,8 @@ import { showingAny } from '../entries/page-keys.ts';
 import { hash } from '../sync/config.ts';
 import type { Changeset } from '../sync/changeset.ts';
 import type { LocaleMap } from './i18n.ts';
-import type { EntryIdInput, LoaderSource } from './loader-options.ts';
+import type { SourceSpec } from '../sync/config.ts';
+import type { EntryIdInput } from './loader-options.ts';
 
 /**
  * Which collection each loader fills, and what the integration maps, for one sync round: what
@@ -17,7 +18,7 @@ export interface LoaderDeclaration {
   name: string;
   /** A hash of everything the loader's options decide of its entries. */
   signature: string;
-  sources: LoaderSource[];
+  sources: SourceSpec[];
   /** Source keys such as `collection:posts`. */
   keys: string[];
   /** Its source's content type, for a `contentType` loader. */

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { checkOptions, ConfigError, type SourceOptions, sourceOptionsSchema } from '../sync/config.ts';
-import type { SourceKind } from '../sync/shared.ts';
+import { checkOptions, ConfigError, type SourceOptions, type SourceSpec, sourceOptionsSchema } from '../sync/config.ts';
 
 /** What an entry id is made from. */
 export interface EntryIdInput {
@@ -66,19 +65,12 @@ const loaderOptionsSchema = z.strictObject({
     .optional(),
 });
 
-/** One source a loader registers with the shared sync. */
-export interface LoaderSource {
-  kind: SourceKind;
-  name: string;
-  options: SourceOptions & { contentType?: string };
-}
-
 /**
  * Checks a loader's options and names its sources. A problem is thrown as a ConfigError that
  * names the option as written and the collection the loader fills (`collection`, known once
  * Astro loads it).
  */
-export function loaderSources(options: unknown, collection?: string): LoaderSource[] {
+export function loaderSources(options: unknown, collection?: string): SourceSpec[] {
   const place = ` of comfortableLoader()${collection ? ` for the collection "${collection}" in src/content.config.ts` : ''}`;
   const checked = checkOptions(loaderOptionsSchema, options, { place });
   const given = (['collection', 'alias', 'aliases', 'contentType'] as const).filter(

@@ -1,7 +1,7 @@
 import type { Loader, LoaderContext } from 'astro/loaders';
 import type { CacheHead, CacheReader, Member } from '../cache/index.ts';
 import { z } from 'zod';
-import { canonicalOptions, ConfigError, hash } from '../sync/config.ts';
+import { canonicalOptions, ConfigError, hash, type SourceSpec } from '../sync/config.ts';
 import type { SyncResult } from '../sync/engine.ts';
 import { packageVersion } from '../sync/run.ts';
 import { type Entry, entryOf } from '../entries/entries.ts';
@@ -15,13 +15,7 @@ import { describe, loaderError } from './errors.ts';
 import type { ComfortableLiveRecord } from './live-entries.ts';
 import { ReferenceConverter, warnPartialMappings } from './references.ts';
 import { RichtextRenderer } from './rendered.ts';
-import {
-  type ComfortableLoaderOptions,
-  defaultEntryId,
-  type EntryIdInput,
-  type LoaderSource,
-  loaderSources,
-} from './loader-options.ts';
+import { type ComfortableLoaderOptions, defaultEntryId, type EntryIdInput, loaderSources } from './loader-options.ts';
 import type { CollectionMap, LoaderDeclaration } from './collection-map.ts';
 import { loaderNamePrefix } from './content-config.ts';
 import { loaderRegistry } from './registry.ts';
@@ -68,7 +62,7 @@ export interface ComfortableEntryData extends ComfortableLiveRecord {
 export function comfortableLoader(options: ComfortableLoaderOptions) {
   const shared = sharedSync();
   const registry = loaderRegistry();
-  let sources: LoaderSource[] = [];
+  let sources: SourceSpec[] = [];
   let problem: LoaderDeclaration['problem'];
   try {
     sources = loaderSources(options);

@@ -1,7 +1,7 @@
 import type { LoaderContext } from 'astro/loaders';
 import { CollectionMap, type LoaderDeclaration, type SiteSettings } from './collection-map.ts';
 import { type AstroCollections, type ContentConfigObserver, collectionsOf } from './content-config.ts';
-import type { LoaderSource } from './loader-options.ts';
+import type { SourceSpec } from '../sync/config.ts';
 import { checkContentTypeValues } from './names.ts';
 
 /**
@@ -137,8 +137,8 @@ export class LoaderRegistry {
    * value that names no collection of those loaders: a sync without its sources would drop them,
    * and their last good content, from the cache.
    */
-  sources(): LoaderSource[] {
-    const sources: LoaderSource[] = [];
+  sources(): SourceSpec[] {
+    const sources: SourceSpec[] = [];
     const { loaders } = this.collections();
     for (const [collection, name] of loaders) {
       const declaration = this.#byName.get(name);

@@ -219,15 +219,34 @@ export function parseSyncConfig(input: unknown, prefix = ''): SyncConfig {
   return { ...config, onError: config.onError ?? (process.env.CI ? 'fail' : 'use-cache') };
 }
 
-/** One list or alias to fetch, with its request options. */
-export interface SyncSource {
+export type SourceKind = 'collection' | 'alias' | 'query';
+
+/** A source a config or a loader names: a collection, an alias, or a query of documents, with its options as given. */
+export interface SourceSpec {
+  kind: SourceKind;
+  name: string;
+  options: SourceOptions & { contentType?: string };
+}
+
+/** One list or alias to fetch, with its effective request options. */
+export interface SyncSource extends SourceSpec {
   /** `collection:<apiId>`, `alias:<apiId>` or `query:<name>`. */
   key: string;
-  kind: 'collection' | 'alias' | 'query';
-  name: string;
   options: SourceOptions;
   /** A hash of the options, whatever the order of their keys: when it changes, the source is fetched in full again. */
   fingerprint: string;
+}
+
+/** The sources a config names, in its order: collections, aliases, queries. */
+export function sourceSpecs(
+  config: Partial<Pick<SyncConfigInput, 'collections' | 'aliases' | 'queries'>>,
+): SourceSpec[] {
+  const aliases = Array.isArray(config.aliases)
+    ? Object.fromEntries(config.aliases.map((alias) => [alias, {}]))
+    : (config.aliases ?? {});
+  const of = (kind: SourceKind, named: object = {}) =>
+    Object.entries(named).map(([name, options]) => ({ kind, name, options: options as SourceSpec['options'] }));
+  return [...of('collection', config.collections), ...of('alias', aliases), ...of('query', config.queries)];
 }
 
 /**
@@ -257,11 +276,7 @@ export function hash(value: unknown): string {
 
 /** The sources of a config, each with its effective options. */
 export function configSources(config: SyncConfig): SyncSource[] {
-  const make = (
-    kind: SyncSource['kind'],
-    name: string,
-    options: SourceOptions & { contentType?: string },
-  ): SyncSource => {
+  return sourceSpecs(config).map(({ kind, name, options }) => {
     const { contentType, ...rest } = options;
     const effective: SourceOptions = { includes: 1, embedAssets: true, ...rest };
     // The content type joins every OR branch (AND binds tighter than OR).
@@ -270,15 +285,7 @@ export function configSources(config: SyncConfig): SyncSource[] {
       effective.filters = andFilters([only], rest.filters as FilterEntry[] | undefined) as SourceOptions['filters'];
     }
     return { key: `${kind}:${name}`, kind, name, options: effective, fingerprint: hash(canonicalOptions(effective)) };
-  };
-  const aliases = Array.isArray(config.aliases)
-    ? Object.fromEntries(config.aliases.map((a) => [a, {}]))
-    : config.aliases;
-  return [
-    ...Object.entries(config.collections).map(([name, options]) => make('collection', name, options)),
-    ...Object.entries(aliases).map(([name, options]) => make('alias', name, options)),
-    ...Object.entries(config.queries).map(([name, options]) => make('query', name, options)),
-  ];
+  });
 }
 
 /** The request options of a source: always every locale. */

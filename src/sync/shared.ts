@@ -1,7 +1,14 @@
 import { MemoryEtagStore } from '../api/transport.ts';
 import { CacheError } from '../cache/index.ts';
 import type { Changeset } from './changeset.ts';
-import { parseSyncConfig, type SourceOptions, type SyncConfig, type SyncConfigInput } from './config.ts';
+import {
+  parseSyncConfig,
+  type SourceKind,
+  type SourceSpec,
+  sourceSpecs,
+  type SyncConfig,
+  type SyncConfigInput,
+} from './config.ts';
 import { sync, type SyncHints, type SyncLogger, type SyncResult } from './engine.ts';
 
 /**
@@ -15,15 +22,8 @@ import { sync, type SyncHints, type SyncLogger, type SyncResult } from './engine
  * what is served follow it: no sync changes the cache unseen.
  */
 
-export type SourceKind = 'collection' | 'alias' | 'query';
 export type SharedConfig = Omit<SyncConfigInput, 'collections' | 'aliases' | 'queries'> &
   Partial<Pick<SyncConfigInput, 'collections' | 'aliases' | 'queries'>>;
-
-interface RegisteredSource {
-  kind: SourceKind;
-  name: string;
-  options: SourceOptions & { contentType?: string };
-}
 
 interface Round {
   promise: Promise<SyncResult>;
@@ -42,10 +42,8 @@ export class SharedSync {
   #logger: SyncLogger | undefined;
   /** The snapshot file served in place of the CMS, if one is (for errors' hints). */
   #snapshot: string | undefined;
-  /** The sources the configuration names (the integration's or the Vite plugin's options). */
-  #configSources = new Map<string, RegisteredSource>();
   /** The sources of the loaders, read at the start of each round; throws when a loader's options are wrong. */
-  #loaderSources: () => readonly RegisteredSource[] = () => [];
+  #loaderSources: () => readonly SourceSpec[] = () => [];
   #round: Round | undefined;
   /** The last round that completed. */
   #latest: SyncResult | undefined;
@@ -63,33 +61,12 @@ export class SharedSync {
     config: SharedConfig,
     logger?: SyncLogger,
     snapshot?: string,
-    loaderSources: () => readonly RegisteredSource[] = () => [],
+    loaderSources: () => readonly SourceSpec[] = () => [],
   ): void {
     this.#config = config;
     this.#logger = logger;
     this.#snapshot = snapshot;
     this.#loaderSources = loaderSources;
-    const aliases = Array.isArray(config.aliases)
-      ? Object.fromEntries(config.aliases.map((a) => [a, {}]))
-      : (config.aliases ?? {});
-    const sources: RegisteredSource[] = [
-      ...Object.entries(config.collections ?? {}).map(([name, options]) => ({
-        kind: 'collection' as const,
-        name,
-        options: options as SourceOptions,
-      })),
-      ...Object.entries(aliases).map(([name, options]) => ({
-        kind: 'alias' as const,
-        name,
-        options: options as SourceOptions,
-      })),
-      ...Object.entries(config.queries ?? {}).map(([name, options]) => ({
-        kind: 'query' as const,
-        name,
-        options: options as SourceOptions,
-      })),
-    ];
-    this.#configSources = new Map(sources.map((source) => [`${source.kind}:${source.name}`, source]));
     this.#round = undefined;
     this.#rounds = new WeakMap();
     this.#latest = undefined;
@@ -114,9 +91,9 @@ export class SharedSync {
           'the repository and apiKey options)',
       );
     }
-    // A loader's options for a source win over the configuration's.
-    const loaders = this.#loaderSources().map((source) => [`${source.kind}:${source.name}`, source] as const);
-    const sources = new Map([...this.#configSources, ...loaders]);
+    // A loader's options for a source win over the configuration's (its integration's or Vite plugin's options).
+    const named = [...sourceSpecs(this.#config), ...this.#loaderSources()];
+    const sources = new Map(named.map((source) => [`${source.kind}:${source.name}`, source]));
     const pick = (kind: SourceKind) =>
       Object.fromEntries([...sources.values()].filter((s) => s.kind === kind).map((s) => [s.name, s.options]));
     return parseSyncConfig({
