@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { AstroIntegration } from 'astro';
 import { defaultBaseUrl } from '../api/client.ts';
 import { z } from 'zod';
-import { checkOptions, ConfigError, contentTypesSchema, syncConfigSchema } from '../sync/config.ts';
+import { checkOptions, ConfigError, contentTypesSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../api/env.ts';
 import type { SyncLogger } from '../sync/engine.ts';
 import { changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
@@ -12,7 +12,8 @@ import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/index.
 import { virtualModulesPlugin } from '../vite/plugin.ts';
 import { startDevLoop } from '../vite/dev-loop.ts';
 import { defaultPollInterval, pollIntervalSchema } from '../vite/poll.ts';
-import { defaultRefreshPath, devOptionsShape } from '../vite/refresh.ts';
+import { defaultRefreshPath } from '../vite/refresh.ts';
+import { hostOptionsSchema } from '../vite/options.ts';
 import { useFileLinks } from '../entries/file-links.ts';
 import { CopyFiles, copyIntoBuild } from './copy-files.ts';
 import { reloadDataStore } from './dev-store.ts';
@@ -26,30 +27,20 @@ import { loaderRegistry, type RefreshContext } from './registry.ts';
 import { type ServedSnapshot, serveSnapshot } from './snapshot.ts';
 import { serveToolbar, toolbarApp } from './toolbar.ts';
 
-export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
+const integrationSchema = hostOptionsSchema.extend({
   /** Content type → the collection in `content.config.ts` that holds it, so relations become `reference()`s to it. */
-  contentTypes?: Record<string, string>;
+  contentTypes: contentTypesSchema.optional(),
   /**
    * With `i18n` in astro.config: the repository's locales → Astro's, where the codes do not match
    * by themselves (`fr_FR` finds `fr-FR` or `fr` alone); `false` leaves a locale out.
    * @example astroLocales: { en_GB: 'en', de_CH: false }
    */
-  astroLocales?: Record<string, string | false>;
-  /** Secret for the signed dev refresh endpoint; without it the endpoint is off. Default: `CMFT_REFRESH_SECRET`. */
-  refreshSecret?: string;
-  /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
-  refreshPath?: string;
-  /**
-   * How often `astro dev` asks the CMS whether anything synced has changed, in milliseconds (at
-   * least 500), refreshing only the loaders whose content changed; `false` turns it off. Not
-   * used with a `snapshot`, whose file is watched instead. Default 5000, or `CMFT_POLL_INTERVAL`.
-   */
-  pollInterval?: number | false;
+  astroLocales: astroLocalesSchema.optional(),
   /**
    * With `experimental.incrementalBuild`: keep `dist/` between builds and remove what a build no
    * longer produces, instead of Astro emptying it and copying every reused page back. Default true.
    */
-  incrementalOutput?: boolean;
+  incrementalOutput: z.boolean().optional(),
   /**
    * A snapshot file (`comfortable-loader pull` writes one) to serve in-process instead of asking
    * the CMS: no key, no network. Relative to the project root. Default: `CMFT_SNAPSHOT`. Its
@@ -57,21 +48,13 @@ export interface ComfortableIntegrationOptions extends Partial<SharedConfig> {
    * the build; it keeps a cache of its own, apart from the CMS's (see docs/pull.md).
    * @example snapshot: 'content/acme.json'
    */
-  snapshot?: string;
-}
-
-const integrationSchema = syncConfigSchema
-  .extend({
-    contentTypes: contentTypesSchema.optional(),
-    astroLocales: astroLocalesSchema.optional(),
-    ...devOptionsShape,
-    incrementalOutput: z.boolean().optional(),
-    snapshot: z.string().min(1, 'expected the path of a snapshot file, such as content/acme.json').optional(),
-  })
-  .partial({ collections: true, aliases: true, queries: true });
-
-/** What the options must be when `comfortable()` is called: the connection may still come from the environment. */
+  snapshot: z.string().min(1, 'expected the path of a snapshot file, such as content/acme.json').optional(),
+});
+/** The options as `comfortable()` is given them: the connection may still come from the environment. */
 const givenSchema = integrationSchema.partial({ repository: true, apiKey: true });
+
+/** Options of `comfortable()` from `comfortable-loader/astro`: those of the sync, and the integration's own. */
+export type ComfortableIntegrationOptions = z.input<typeof givenSchema>;
 
 /**
  * Checks the options, the connection included (the environment's already filled in); a

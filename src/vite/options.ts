@@ -14,46 +14,32 @@ import { devOptionsShape } from './refresh.ts';
  * `CMFT_*` variables of its `.env` files are known.
  */
 
-/** Options of `comfortable()` from `comfortable-loader/vite`: those of the sync, and the plugin's own. */
-export interface ComfortableViteOptions extends Partial<SharedConfig> {
-  /**
-   * Enables the signed dev refresh endpoint (see docs/astro.md, "Dev refresh"). At least 16 characters. Default:
-   * `CMFT_REFRESH_SECRET`.
-   */
-  refreshSecret?: string;
-  /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
-  refreshPath?: string;
-  /**
-   * How often the dev server asks the CMS whether anything synced has changed, in milliseconds (at
-   * least 500), reloading the page when something did; `false` turns it off. Never under Vitest
-   * (mode `test`). Default 5000, or `CMFT_POLL_INTERVAL`.
-   */
-  pollInterval?: number | false;
+/** The options' prefix in messages: `comfortable.colections`. */
+export const optionsPrefix = 'comfortable.';
+
+/** What the Astro integration and the Vite plugin take: the sync's options (any source optional) and dev's. */
+export const hostOptionsSchema = syncConfigSchema
+  .extend(devOptionsShape)
+  .partial({ collections: true, aliases: true, queries: true });
+
+const viteOptionsSchema = hostOptionsSchema.extend({
   /**
    * The declaration file the plugin writes after each sync (only when its text changes), which
    * types each virtual module's entries from the synced content: relative to the Vite root, or
    * absolute; `false` writes none. Default `comfortable.d.ts`.
    * @example comfortable({ collections: { posts: {} }, dts: 'src/comfortable.d.ts' })
    */
-  dts?: string | false;
-}
-
-/** The options' prefix in messages: `comfortable.colections`. */
-export const optionsPrefix = 'comfortable.';
-
-const viteOptionsSchema = syncConfigSchema
-  .extend({
-    ...devOptionsShape,
-    dts: z
-      .union([z.string().min(1), z.literal(false)], {
-        error: 'expected the path of a .d.ts file, such as comfortable.d.ts, or false',
-      })
-      .optional(),
-  })
-  .partial({ collections: true, aliases: true, queries: true });
-
-/** What the options must be when `comfortable()` is called: the connection may still come from the environment. */
+  dts: z
+    .union([z.string().min(1), z.literal(false)], {
+      error: 'expected the path of a .d.ts file, such as comfortable.d.ts, or false',
+    })
+    .optional(),
+});
+/** The options as `comfortable()` is given them: the connection may still come from the environment. */
 const givenSchema = viteOptionsSchema.partial({ repository: true, apiKey: true });
+
+/** Options of `comfortable()` from `comfortable-loader/vite`: those of the sync, and the plugin's own. */
+export type ComfortableViteOptions = z.input<typeof givenSchema>;
 
 /**
  * Checks the options as written; throws a ConfigError naming the option (and the nearest valid key for a misspelt one).

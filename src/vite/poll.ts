@@ -18,7 +18,7 @@ const pollIntervalError = 'expected milliseconds between two asks of the CMS (at
 
 /** The `pollInterval` option: milliseconds (at least 500), or false for off; from the environment as a string. */
 export const pollIntervalSchema = z.preprocess(
-  (value) =>
+  (value: unknown) =>
     typeof value !== 'string'
       ? value
       : /^(false|off)$/i.test(value.trim())
@@ -29,7 +29,7 @@ export const pollIntervalSchema = z.preprocess(
   z.union([z.number().int(pollIntervalError).min(500, pollIntervalError), z.literal(false)], {
     error: pollIntervalError,
   }),
-);
+) as z.ZodType<number | false, number | false>; // typed as users write it; a string comes only from CMFT_POLL_INTERVAL
 
 /**
  * What makes two failures the same: the codes of the error and its causes down to the Read API

@@ -14,11 +14,18 @@ export const defaultRefreshPath = '/_comfortable/refresh';
 
 /** The dev options the Astro integration and the Vite plugin share: the signed endpoint and the polls. */
 export const devOptionsShape = {
+  /** Turns on the signed dev refresh endpoint, at least 16 characters; without it the endpoint is off. Default: `CMFT_REFRESH_SECRET`. */
   refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
+  /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
   refreshPath: z
     .string()
     .regex(/^\/[^?#]*$/, 'expected a path such as /_comfortable/refresh')
     .optional(),
+  /**
+   * How often dev asks the CMS whether anything synced has changed, in milliseconds (at least
+   * 500), refreshing what did; `false` turns it off. Not with a `snapshot` (its file is watched),
+   * never under Vitest (mode `test`). Default 5000, or `CMFT_POLL_INTERVAL`.
+   */
   pollInterval: pollIntervalSchema.optional(),
 };
 const maxBody = 1024 * 1024;
