@@ -92,6 +92,18 @@ describe('render names a Markdown field', () => {
     expect(fields.markdownRendered).toBe(0);
   });
 
+  it('tells a field the markdown option names that holds no Markdown source, once', async () => {
+    const warnings: string[] = [];
+    const fields = renderer({ markdown: ['text'] }, warnings);
+    const made = await fields.render([1, 2].map(() => article({ text: { html: '<p>x</p>', plain: 'x' } })));
+    expect(made.map((m) => m.markdown)).toEqual([1, 2].map(() => ({ text: { html: '', headings: [] } })));
+    expect(warnings).toEqual([
+      'The markdown option names the field text, which holds no Markdown source (a string) in document 501 of ' +
+        'content type article: it is rendered empty; name only Markdown fields there (a richtext field is ' +
+        'rendered by the render option, or shown from its html)',
+    ]);
+  });
+
   it('renders the fields the markdown option names into markdown, beside the content', async () => {
     const fields = renderer({ render: 'body', markdown: ['intro'] });
     const [made] = await fields.render([article({ body: '# Body', intro: 'A **short** one\n\n## Why' })]);

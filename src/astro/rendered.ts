@@ -8,7 +8,8 @@ import { attributesOf, elementsOf, headingDepth, parseHtml, pixels, textOf } fro
  * its HTML, its headings (each given the id and text Astro's Markdown would give it, so a
  * table of contents links alike to both) and the images that show the repository's assets,
  * which Astro's image pipeline then optimises as it does the images of Markdown (the
- * `__ASTRO_IMAGE_` attribute it replaces when the entry is rendered).
+ * `__ASTRO_IMAGE_` attribute it replaces when the entry is rendered). The HTML Astro's Markdown
+ * pipeline makes of a Markdown field gets the same treatment of its images (renderer.ts).
  */
 
 export interface Heading {

@@ -147,6 +147,7 @@ export class FieldRenderer {
         continue;
       }
       if (typeof value !== 'string' || value === '') {
+        if (value != null && value !== '') this.#notMarkdown(entry, path);
         out.push({ path, html: '', markdown, headings: [], main }); // no value: empty content
         continue;
       }
@@ -155,6 +156,18 @@ export class FieldRenderer {
       out.push({ path, html, markdown, headings: metadata?.headings ?? [], main });
     }
     return out;
+  }
+
+  /** A field the `markdown` option names that holds something else than Markdown source: told once per content type. */
+  #notMarkdown(entry: RenderableEntry, path: string): void {
+    const key = `${entry.contentType}|${path}`;
+    if (this.#warned.has(key)) return;
+    this.#warned.add(key);
+    this.#logger.warn(
+      `The markdown option names the field ${path}, which holds no Markdown source (a string) in document ` +
+        `${entry.id} of content type ${entry.contentType}: it is rendered empty; name only Markdown fields ` +
+        `there (a richtext field is rendered by the render option, or shown from its html)`,
+    );
   }
 
   /** Whether an asset image can go through Astro's image pipeline; one that cannot be fetched is told once. */
