@@ -55,8 +55,11 @@ export const imageSources = (html: string, markdown = false): string[] =>
         return (marker === undefined ? attributes : unmarked(marker)).get('src') ?? [];
       });
 
-/** Whether the HTML may hold a heading or an image: without one, rendering leaves it as it is, unparsed. */
-const mayEdit = (html: string) => /<(?:h[1-6]|img)/i.test(html);
+/**
+ * Whether the HTML may hold what rendering edits (a heading or an image; of Markdown, whose headings
+ * are the pipeline's, an image): without one, rendering leaves it as it is, unparsed.
+ */
+const mayEdit = (html: string, markdown: boolean) => (markdown ? /<img/i : /<(?:h[1-6]|img)/i).test(html);
 
 /**
  * Renders a richtext value, read as a browser reads it (html.ts): a heading or an image inside a
@@ -90,7 +93,7 @@ export function renderRichtext(
   const slugger = new GithubSlugger();
   // The source is kept as it is but for these edits of start tags, so the HTML stays the editor's.
   const edits: { start: number; end: number; text: string }[] = [];
-  for (const element of mayEdit(html) ? elementsOf(parseHtml(html)) : []) {
+  for (const element of mayEdit(html, markdown) ? elementsOf(parseHtml(html)) : []) {
     const tag = element.sourceCodeLocation?.startTag;
     if (!tag) continue; // an element the parser implies (a table's tbody): the source has no tag of it
     let attributes = attributesOf(element);
