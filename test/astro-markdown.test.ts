@@ -40,6 +40,7 @@ const model: Model = {
     body: { kind: 'text', localized: true },
     intro: { kind: 'text', localized: false },
     text: { kind: 'richtext', localized: false },
+    teaser: { kind: 'section', localized: false, fields: { summary: { kind: 'text', localized: true } } },
   },
 };
 const article = (fields: Record<string, unknown>) => ({ id: '501', contentType: 'article', fields });
@@ -71,6 +72,10 @@ describe('render names a Markdown field', () => {
   it('renders by default only richtext, and a Markdown field only when named', () => {
     expect(renderer({}).fieldOf('article')).toEqual({ path: 'text', markdown: false });
     expect(renderer({ render: 'text' }).fieldOf('article')).toEqual({ path: 'text', markdown: false });
+    expect(renderer({ render: 'teaser.summary' }).fieldOf('article')).toEqual({
+      path: 'teaser.summary',
+      markdown: true,
+    });
     expect(renderer({ render: 'nothing' }).fieldOf('article')).toBeUndefined();
     expect(renderer({ render: false }).fieldOf('article')).toBeUndefined();
     expect(renderer({}).rendersMarkdown(['article'])).toBe(false);
