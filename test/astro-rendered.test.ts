@@ -4,7 +4,8 @@ import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderRichtext, RichtextRenderer } from '../src/astro/rendered.ts';
+import { renderRichtext } from '../src/astro/rendered.ts';
+import { FieldRenderer } from '../src/astro/renderer.ts';
 import { linkTarget } from '../src/astro/richtext.ts';
 import { closeAllPools } from '../src/api/transport.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
@@ -148,7 +149,10 @@ describe('the links <RichText> gives its rule', () => {
   });
 });
 
-describe('RichtextRenderer', () => {
+/** Markdown is never rendered here: these renderers render richtext alone. */
+const noMarkdown = () => Promise.reject(new Error('no Markdown here'));
+
+describe('FieldRenderer', () => {
   it('checks every asset image before rendering, whatever the quoting of its src', async () => {
     // A real server: the asset files under /ok answer, the others 404.
     const http = createServer((request, response) =>
@@ -160,17 +164,17 @@ describe('RichtextRenderer', () => {
       const urls = ['ok.png', 'gone-double.png', 'gone-single.png', 'gone-bare.png'].map((name) => `${origin}/${name}`);
       const files = new Map(urls.map((url) => [url, { width: 10, height: 10 }]));
       const warnings: string[] = [];
-      const renderer = new RichtextRenderer(
+      const renderer = new FieldRenderer(
         { post: { body: { kind: 'richtext', localized: false } } },
-        undefined,
+        {},
+        noMarkdown,
         () => files,
         { warn: (message) => warnings.push(message) },
       );
       const [ok, double, single, bare] = urls;
       const html = `<img src='${ok}'><img src="${double}"><img alt="x" src='${single}'><img src=${bare} alt="y">`;
       const entry = { id: '1', contentType: 'post', fields: { body: { html, plain: '' } } };
-      await renderer.prepare([entry]);
-      const { rendered: made, unfetched } = renderer.render(entry);
+      const { rendered: made, unfetched } = (await renderer.render([entry]))[0]!;
       const rendered = made!;
       expect(unfetched).toEqual([double, single, bare]);
       expect(rendered.metadata.imagePaths).toEqual([ok]);
@@ -185,7 +189,7 @@ describe('RichtextRenderer', () => {
   });
 });
 
-describe('RichtextRenderer, a load in batches', () => {
+describe('FieldRenderer, a load in batches', () => {
   it('asks for an image that fails once in a load, and again in the next load', async () => {
     let asked = 0;
     const http = createServer((_request, response) => {
@@ -202,12 +206,13 @@ describe('RichtextRenderer, a load in batches', () => {
         fields: { body: { html: `<img src="${url}">`, plain: '' } },
       });
       const load = () =>
-        new RichtextRenderer(model, undefined, () => new Map([[url, { width: 1, height: 1 }]]), { warn: () => {} });
+        new FieldRenderer(model, {}, noMarkdown, () => new Map([[url, { width: 1, height: 1 }]]), { warn: () => {} });
       const first = load();
-      for (const batch of [['1', '2'], ['3']]) await first.prepare(batch.map(entry));
+      const batches = [];
+      for (const batch of [['1', '2'], ['3']]) batches.push(await first.render(batch.map(entry)));
       expect(asked).toBe(1);
-      expect(first.render(entry('3')).unfetched).toEqual([url]);
-      await load().prepare([entry('1')]);
+      expect(batches[1]![0]!.unfetched).toEqual([url]);
+      await load().render([entry('1')]);
       expect(asked).toBe(2);
     } finally {
       http.close();

@@ -241,3 +241,54 @@ describe('the types command on content types with sections', () => {
     );
   });
 });
+
+describe('the types command on Markdown fields', () => {
+  let journal: ReadApiServer;
+  let folder: string;
+
+  beforeAll(async () => {
+    journal = await startServer({ paths: [fixture('markdown.json')], watch: false });
+    folder = await mkdtemp(join(tmpdir(), 'comfortable-types-markdown-'));
+    const config = {
+      baseUrl: journal.url,
+      repository: 'journal',
+      apiKey: tinyKey,
+      collections: { articles: {} },
+      cacheDir: 'cache',
+      // The Read API does not say which fields are Markdown: the config names them.
+      markdown: { article: ['body', 'teaser.summary', 'cover'] },
+    };
+    await writeFile(join(folder, 'comfortable.config.json'), JSON.stringify(config));
+  });
+
+  afterAll(async () => {
+    await journal?.close();
+    if (folder) await rm(folder, { recursive: true, force: true });
+  });
+
+  it('writes a Markdown field as z.string() with a comment naming render, and tells a named field that holds no string', async () => {
+    const { code, stderr } = await run(cli, ['types'], folder);
+    expect(code, stderr).toBe(0);
+    const article = await readFile(join(folder, 'src/content/schemas/article.ts'), 'utf8');
+    const note = (path: string) =>
+      `/** Markdown source: comfortableLoader({ render: '${path}' }) renders it for render(entry), or markdown: ['${path}'] into data.markdown. */`;
+    expect(article).toContain(`  ${note('body')}\n  body: z.string().nullable().optional(),\n`);
+    expect(article).toContain(`    ${note('teaser.summary')}\n    summary: z.string().nullable().optional(),\n`);
+    // A Markdown field the config does not name is a string like any text, with no comment.
+    expect(article).toContain(
+      `  slug: z.string().nullable().optional(),\n  intro: z.string().nullable().optional(),\n`,
+    );
+    expect(stderr).toContain(
+      "warning: The markdown option of the config names article.cover, which no synced document of article holds as a string: write the path of a Markdown field (a section's field as 'section.field')",
+    );
+  });
+
+  it('refuses a markdown member that is not content type → fields', async () => {
+    await writeFile(join(folder, 'bad.config.json'), JSON.stringify({ repository: 'journal', markdown: ['body'] }));
+    const { code, stderr } = await run(cli, ['types', '--config', 'bad.config.json'], folder);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(
+      /markdown.*expected content type → its Markdown fields, such as \{ article: \["body", "intro"\] \}/,
+    );
+  });
+});

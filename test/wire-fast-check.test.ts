@@ -115,7 +115,7 @@ function randomValue(random: Random, depth = 0): unknown {
 
 const types: ContentTypeDefinition[] = [
   ...fieldTypes.map((type) => ({ apiId: `plain-${type}`, fields: [{ apiId: 'value', type }] })),
-  ...(['text', 'richtext', 'number', 'select', 'asset'] as const).map((type) => ({
+  ...(['text', 'richtext', 'markdown', 'number', 'select', 'asset'] as const).map((type) => ({
     apiId: `localized-${type}`,
     fields: [{ apiId: 'value', type, localized: true }],
   })),

@@ -17,6 +17,7 @@ export type {
 export type { Alternate } from './i18n.ts';
 export type { KeyPart } from '../entries/page-keys.ts';
 export type { ComfortableEntryData } from './loader.ts';
+export type { RenderedMarkdown } from './renderer.ts';
 export type { ComfortableLoaderOptions, EntryIdInput } from './loader-options.ts';
 export { entrySchema, fieldsSchema, createEntrySchema, astroReferenceSchema } from './schema.ts';
 export { ConfigError } from '../sync/config.ts';

@@ -94,7 +94,8 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
   fields?: FieldsSchema<Fields>;
   /**
    * The richtext field rendered for `render(entry)` (inside a section by its path, `'content.body'`).
-   * Default: the content type's first; `false` renders none.
+   * Default: the content type's first; `false` renders none. Not a Markdown field: Astro gives live
+   * loaders no Markdown pipeline, so its source stays a string for the page to render (docs/live.md).
    */
   render?: string | false;
   /** Timeouts of each request. Default: connect 5 s, headers 10 s, body 10 s (a page waits for them). */

@@ -23,12 +23,24 @@ export interface ComfortableLoaderOptions {
   /** Request options for the source (includes, filters, sorting, …); fetched with every locale. */
   options?: SourceOptions;
   /**
-   * The richtext field rendered as the entry's content, for `render(entry)` and `<Content />`
-   * (with headings, and images of the repository's assets optimised by Astro); a field inside a
-   * section by its path, such as `'content.body'`. Default: the content type's first richtext
-   * field (those inside sections included); `false` renders none.
+   * The field rendered as the entry's content, for `render(entry)` and `<Content />` (with
+   * headings, and images of the repository's assets optimised by Astro); a field inside a section
+   * by its path, such as `'content.body'`. A richtext field, or a Markdown field (one that holds
+   * strings), which the site's own Markdown pipeline renders (its `markdown` config: plugins,
+   * Shiki, GFM), in every locale. Default: the content type's first richtext field (those inside
+   * sections included; a Markdown field looks like text, so it is rendered only when named);
+   * `false` renders none.
+   * @example render: 'body'
    */
   render?: string | false;
+  /**
+   * Other Markdown fields, rendered by the site's Markdown pipeline into `entry.data.markdown`
+   * (`{ html, headings }` by path, empty where an entry has no value); show one with
+   * `<RichText field={entry.data.markdown.intro} />`, which optimises the images of the
+   * repository's assets. Default: none.
+   * @example markdown: ['intro', 'seo.summary']
+   */
+  markdown?: string[];
   /** Locales that get entries. Default: every locale of the repository. */
   locales?: string[];
   /**
@@ -53,7 +65,12 @@ const loaderOptionsSchema = z.strictObject({
   contentType: apiId.optional(),
   options: sourceOptionsSchema.optional(),
   render: z
-    .union([z.string().min(1), z.literal(false)], { error: 'expected the API id of a richtext field, or false' })
+    .union([z.string().min(1), z.literal(false)], {
+      error: 'expected the API id of a richtext or Markdown field, or false',
+    })
+    .optional(),
+  markdown: z
+    .array(z.string().min(1), { error: 'expected a list of the API ids of Markdown fields, such as ["intro"]' })
     .optional(),
   locales: z.array(z.string().min(1)).min(1, 'expected at least one locale').optional(),
   entryId: z

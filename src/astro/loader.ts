@@ -14,7 +14,7 @@ import { fileLinks } from '../entries/file-links.ts';
 import { describe, loaderError } from './errors.ts';
 import type { ComfortableLiveRecord } from './live-entries.ts';
 import { ReferenceConverter, warnPartialMappings } from './references.ts';
-import { RichtextRenderer } from './rendered.ts';
+import { FieldRenderer, type RenderedMarkdown } from './renderer.ts';
 import { type ComfortableLoaderOptions, defaultEntryId, type EntryIdInput, loaderSources } from './loader-options.ts';
 import type { CollectionMap, LoaderDeclaration } from './collection-map.ts';
 import { loaderNamePrefix } from './content-config.ts';
@@ -38,6 +38,12 @@ export interface ComfortableEntryData extends ComfortableLiveRecord {
   cacheKey: string;
   /** The API ids of the synced aliases that point to this document, such as `['home']`. */
   aliases: string[];
+  /**
+   * With the loader's `markdown` option: each Markdown field it names, by its path, rendered by the
+   * site's Markdown pipeline (empty where the entry has no value). `<RichText field={entry.data.markdown.intro} />`
+   * shows it, images of the repository's assets optimised.
+   */
+  markdown?: Record<string, RenderedMarkdown>;
   /**
    * With `i18n` in astro.config: the locale as Astro names it (`Astro.currentLocale`,
    * `getRelativeLocaleUrl`), such as `fr` for the CMS's `fr_FR`.
@@ -86,6 +92,7 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
       sources: sources.map((s) => [s.kind, s.name, canonicalOptions(s.options)]),
       locales: options.locales,
       render: options.render,
+      markdown: options.markdown,
       entryId: options.entryId ? String(options.entryId) : 'default',
       problem: problem ? String(problem().message) : undefined,
     }),
@@ -117,6 +124,7 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
           keys,
           (contentType) => site.contentTypes[contentType],
           site.locales !== undefined,
+          options.markdown,
         );
       } catch {
         return unknownEntries;
@@ -168,7 +176,7 @@ function schemaDigest(round: SyncResult, config: LoaderContext['config']): strin
 const readBatch = 500;
 
 async function storeEntries(
-  { store, meta, logger, parseData, generateDigest, collection }: LoaderContext,
+  { store, meta, logger, parseData, generateDigest, renderMarkdown, collection }: LoaderContext,
   cache: CacheReader,
   mapping: CollectionMap,
   schemas: string,
@@ -206,7 +214,7 @@ async function storeEntries(
 
   warnPartialMappings(cache, mapping, collection, members.values(), logger);
   const references = new ReferenceConverter(cache, mapping, collection, logger);
-  const renderer = new RichtextRenderer(head.model, options.render, () => cache.assetFiles(), logger);
+  const renderer = new FieldRenderer(head.model, options, renderMarkdown, () => cache.assetFiles(), logger);
   const links = fileLinks(); // a copy's files as files of the site
   const aliasesOf = aliasesByDocument(cache);
   const custom = options.entryId !== undefined;
@@ -249,8 +257,9 @@ async function storeEntries(
     if (pending.length === 0) continue;
     const view = new EntryView(cache, head, custom ? records : cache.records(new Set(pending.map((p) => p.member.id))));
     const made = pending.map((p) => ({ ...p, entry: view.entry(p.member.id, p.locale) }));
-    await renderer.prepare(made.map((m) => m.entry));
-    for (const { member, locale, storeId, digest, entry } of made) {
+    const renders = await renderer.render(made.map((m) => m.entry));
+    for (const [i, { member, locale, storeId, digest, entry }] of made.entries()) {
+      const { rendered, markdown, unfetched } = renders[i]!;
       const data: ComfortableEntryData = {
         id: member.id,
         locale,
@@ -261,6 +270,7 @@ async function storeEntries(
         digest: member.digest,
         cacheKey: pageKeys.get(member.id)!,
         aliases: aliasesOf.get(member.id) ?? [],
+        ...(markdown && { markdown }),
         ...(astroLocales && {
           astroLocale: astroLocales.get(locale) as string,
           lang: langOf(locale),
@@ -268,7 +278,6 @@ async function storeEntries(
         }),
       };
       const parsed = await parseData({ id: storeId, data: data as unknown as Record<string, unknown> });
-      const { rendered, unfetched } = renderer.render(entry);
       // An image left unoptimised because it could not be fetched: a digest no build computes makes
       // the next build make this entry again, which asks for the image again (and warns again).
       const stored = unfetched.length > 0 ? `${digest}|unfetched` : digest;
@@ -291,10 +300,14 @@ async function storeEntries(
     }
   }
   references.report(live, meta);
+  // Markdown is counted where the loader renders it, so a build shows how much it rendered again.
+  const markdown = renderer.rendersMarkdown(new Set(list.map((member) => member.contentType)))
+    ? `; ${renderer.markdownRendered} Markdown value${renderer.markdownRendered === 1 ? '' : 's'} rendered`
+    : '';
   const documents = `${members.size} document${members.size === 1 ? '' : 's'}`;
   logger.info(
     `${documents} × ${locales.length} locale${locales.length === 1 ? '' : 's'}: ${added} added, ` +
-      `${changed - added} updated, ${removed} removed, ${live.size - changed} unchanged`,
+      `${changed - added} updated, ${removed} removed, ${live.size - changed} unchanged${markdown}`,
   );
 }
 

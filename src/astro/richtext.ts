@@ -107,7 +107,8 @@ const voidElements = new Set(['area', 'br', 'col', 'embed', 'hr', 'img', 'input'
 
 /**
  * The tree `<RichText>` renders: of an entry's rendered field (`entry.rendered.html`), or of
- * a richtext field's HTML (`{ html }`), whose headings then get the ids `render()` would give.
+ * a richtext field's HTML (`{ html }`), whose headings then get the ids `render()` would give
+ * (or a Markdown field a loader rendered, `data.markdown.intro`, whose asset images it marked).
  * With a `links` rule, each link's `href` is the URL it gives.
  *
  * @example await richTextNodes(post.rendered?.html ?? '', (link) => link.document && `/posts/${link.document}/`)

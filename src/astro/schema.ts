@@ -116,6 +116,12 @@ export function referenceTargets(
   return targets;
 }
 
+/** A Markdown field a loader's `markdown` option renders: `data.markdown.<field>`. */
+export const renderedMarkdownSchema = z.object({
+  html: z.string(),
+  headings: z.array(z.object({ depth: z.number(), slug: z.string(), text: z.string() })),
+});
+
 /** What an entry holds besides with `i18n` in astro.config (see i18n.ts). */
 const i18nShape = {
   astroLocale: z.string(),
@@ -145,6 +151,8 @@ export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string
     digest: z.string(),
     cacheKey: z.string(),
     aliases: z.array(z.string()),
+    // There only with the loader's `markdown` option, which names the fields.
+    markdown: z.record(z.string(), renderedMarkdownSchema).optional(),
   });
 }
 
@@ -154,14 +162,21 @@ export function createEntrySchema(
   sources: string[],
   collectionOf: (contentType: string) => string | undefined = () => undefined,
   i18n?: boolean,
+  markdown: readonly string[] = [],
 ): { schema: z.ZodType; types: string } {
   const { model } = cache.head;
+  // The Markdown fields the loader renders, by name, so `entry.data.markdown.intro` needs no check.
+  const rendered = z.object(Object.fromEntries(markdown.map((path) => [path, renderedMarkdownSchema])));
+  const envelope = (fields: z.ZodType, type?: string) => {
+    const schema = entrySchema(fields, type, i18n);
+    return markdown.length ? schema.extend({ markdown: rendered }) : schema.omit({ markdown: true });
+  };
   const variants = cache
     .contentTypes(sources)
-    .map((type) => entrySchema(fieldsSchema(model, type, referenceTargets(cache, type, collectionOf)), type, i18n));
+    .map((type) => envelope(fieldsSchema(model, type, referenceTargets(cache, type, collectionOf)), type));
   const schema =
     variants.length === 0
-      ? entrySchema(z.record(z.string(), z.unknown()), undefined, i18n)
+      ? envelope(z.record(z.string(), z.unknown()))
       : variants.length === 1
         ? variants[0]!
         : z.discriminatedUnion('contentType', variants as never);

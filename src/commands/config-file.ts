@@ -12,11 +12,15 @@ export const configNames = [
   'comfortable.config.json',
 ];
 
-/** What a config file holds: the sync config, and the integration's `contentTypes` (for `types`) when it names them. */
+/**
+ * What a config file holds: the sync config, and for `types` the integration's `contentTypes` and
+ * the Markdown fields of each content type (`markdown`), when it names them.
+ */
 export interface ConfigFile {
   file: string;
   config: unknown;
   contentTypes?: Record<string, string>;
+  markdown?: Record<string, string[]>;
 }
 
 /**
@@ -81,12 +85,25 @@ async function loadFile(path: string | undefined, cwd: string): Promise<ConfigFi
   return withContentTypes(file, config);
 }
 
-const withContentTypesSchema = z.object({ contentTypes: contentTypesSchema });
+/** The members `types` reads beside the sync config. The Read API does not say which fields are Markdown. */
+const forTypesSchema = z.object({
+  contentTypes: contentTypesSchema.optional(),
+  markdown: z
+    .record(z.string().min(1), z.array(z.string().min(1)), {
+      error: 'expected content type → its Markdown fields, such as { article: ["body", "intro"] }',
+    })
+    .optional(),
+});
 
 function withContentTypes(file: string, config: unknown): ConfigFile {
-  if (typeof config !== 'object' || config === null || !('contentTypes' in config)) return { file, config };
-  const { contentTypes, ...rest } = config as { contentTypes: unknown };
-  const parsed = withContentTypesSchema.safeParse({ contentTypes }, { reportInput: true });
+  if (typeof config !== 'object' || config === null) return { file, config };
+  const { contentTypes, markdown, ...rest } = config as { contentTypes?: unknown; markdown?: unknown };
+  const parsed = forTypesSchema.safeParse({ contentTypes, markdown }, { reportInput: true });
   if (!parsed.success) throw configProblem(parsed.error);
-  return { file, config: rest, contentTypes: parsed.data.contentTypes };
+  return {
+    file,
+    config: rest,
+    ...(parsed.data.contentTypes && { contentTypes: parsed.data.contentTypes }),
+    ...(parsed.data.markdown && { markdown: parsed.data.markdown }),
+  };
 }

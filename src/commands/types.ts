@@ -54,7 +54,7 @@ export async function typesCommand(args: string[]): Promise<number> {
   }
   const logger: SyncLogger = { info: (m) => console.log(m), warn: (m) => console.error(`warning: ${m}`) };
   try {
-    const { file, config: input, contentTypes } = await loadConfigFile(values.config);
+    const { file, config: input, contentTypes, markdown } = await loadConfigFile(values.config);
     const config = parseSyncConfig(input);
     const cache = await cachedContent({ ...config, cacheDir: cacheDirOf(config) }, logger);
     const out = resolve(values.out ?? defaultOut);
@@ -77,7 +77,13 @@ export async function typesCommand(args: string[]): Promise<number> {
       }
       await writeFile(
         target,
-        schemaFile(cache, contentType, { zodModule: values.zod ?? 'astro/zod', configFile: file, contentTypes }),
+        schemaFile(cache, contentType, {
+          zodModule: values.zod ?? 'astro/zod',
+          configFile: file,
+          contentTypes,
+          markdown: markdown?.[contentType],
+          warn: logger.warn,
+        }),
       );
       written.push(relative(process.cwd(), target));
     }
@@ -115,7 +121,14 @@ async function cachedContent(config: SyncConfig & { cacheDir: string }, logger: 
 export function schemaFile(
   cache: CacheReader,
   contentType: string,
-  options: { zodModule: string; configFile: string; contentTypes?: Record<string, string> },
+  options: {
+    zodModule: string;
+    configFile: string;
+    contentTypes?: Record<string, string> | undefined;
+    /** The content type's Markdown fields (the config's `markdown`), by path: each gets a comment naming `render`. */
+    markdown?: string[] | undefined;
+    warn?: (message: string) => void;
+  },
 ): string {
   const name = identifier(contentType);
   const used = new Set<string>();
@@ -126,8 +139,9 @@ export function schemaFile(
     return marker;
   };
   const targets = referenceTargets(cache, contentType, (type) => options.contentTypes?.[type]);
-  const printer: Printer = { used, references };
-  const body = zodSource(fieldsSchema(cache.head.model, contentType, targets, reference), printer, '', true);
+  const fields = fieldsSchema(cache.head.model, contentType, targets, reference);
+  const printer: Printer = { used, references, notes: markdownNotes(fields, contentType, options) };
+  const body = zodSource(fields, printer, '', true);
   const shared = [...named]
     .filter(([, n]) => used.has(n))
     .map(
@@ -153,6 +167,40 @@ export type ${type}Fields = z.infer<typeof ${name}Fields>;
 `;
 }
 
+/**
+ * The comment of each Markdown field, by its schema: a string like a text's, which the loader
+ * renders only where the site names it. A field no document holds as a string is told instead.
+ */
+function markdownNotes(
+  fields: z.ZodType,
+  contentType: string,
+  { markdown = [], warn }: { markdown?: string[] | undefined; warn?: ((message: string) => void) | undefined },
+): Map<z.ZodType, string> {
+  const notes = new Map<z.ZodType, string>();
+  for (const path of markdown) {
+    let schema: z.ZodType | undefined = fields;
+    for (const name of path.split('.')) schema = schema && shapeOf(unwrapped(schema))?.[name];
+    if (!schema || defOf(unwrapped(schema)).type !== 'string') {
+      warn?.(
+        `The markdown option of the config names ${contentType}.${path}, which no synced document of ` +
+          `${contentType} holds as a string: write the path of a Markdown field (a section's field as 'section.field')`,
+      );
+      continue;
+    }
+    notes.set(
+      schema,
+      `/** Markdown source: comfortableLoader({ render: '${path}' }) renders it for render(entry), ` +
+        `or markdown: ['${path}'] into data.markdown. */`,
+    );
+  }
+  return notes;
+}
+
+const defOf = (schema: z.ZodType) =>
+  (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
+const shapeOf = (schema: z.ZodType) =>
+  defOf(schema).type === 'object' ? (defOf(schema).shape as Record<string, z.ZodType>) : undefined;
+
 /** A schema without its `.nullable()` and `.optional()`. */
 function unwrapped(schema: z.ZodType): z.ZodType {
   const def = (schema as unknown as { _zod: { def: { type: string; innerType?: z.ZodType } } })._zod.def;
@@ -175,6 +223,8 @@ const quote = (text: string) => `'${text.replace(/[\\']/g, '\\$&')}'`;
 interface Printer {
   used: Set<string>;
   references: Map<z.ZodType, string>;
+  /** A comment to write above a field, by the field's schema. */
+  notes?: Map<z.ZodType, string>;
   usesReference?: boolean;
 }
 
@@ -227,7 +277,10 @@ function zodSource(schema: z.ZodType, printer: Printer, indent: string, multilin
       ]);
       if (fields.length === 0) return 'z.object({})';
       if (!multiline) return `z.object({ ${fields.map(([k, v]) => `${k}: ${v}`).join(', ')} })`;
-      return `z.object({\n${fields.map(([k, v]) => `${indent}  ${k}: ${v},\n`).join('')}${indent}})`;
+      const notes = Object.values(def.shape as Record<string, z.ZodType>).map((v) => printer.notes?.get(v));
+      const line = ([k, v]: string[], i: number) =>
+        `${notes[i] ? `${indent}  ${notes[i]}\n` : ''}${indent}  ${k}: ${v},\n`;
+      return `z.object({\n${fields.map(line).join('')}${indent}})`;
     }
     default:
       return 'z.unknown()';

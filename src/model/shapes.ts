@@ -10,8 +10,11 @@ export interface Ref {
   contentType: string;
 }
 
-/** A field type of the API (`fieldTypes` in src/wire/snapshot.ts), as a value shows it. */
-export type FieldKind = FieldType;
+/**
+ * A field type of the API (`fieldTypes` in src/wire/snapshot-format.ts), as a value shows it: a
+ * Markdown value is a string like a text's, so no value shows `markdown` (a site names such fields).
+ */
+export type FieldKind = Exclude<FieldType, 'markdown'>;
 
 export const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);

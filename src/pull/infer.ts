@@ -7,13 +7,13 @@ import {
   localizableTypes,
 } from '../wire/snapshot-format.ts';
 import { isSection } from '../model/sections.ts';
-import { isLocaleMap, kindOfValue, mergeKinds } from '../model/shapes.ts';
+import { type FieldKind, isLocaleMap, kindOfValue, mergeKinds } from '../model/shapes.ts';
 
 /**
  * Content types inferred from the documents of a pull, since the Read API does not describe
  * them. The rule (stated in docs/pull.md):
  * - a field's type is what its values show: a number is a `number`, `true`/`false` a `boolean`,
- *   an ISO 8601 UTC date or timestamp a `date`, `#rrggbb` a `color`, any other string `text`,
+ *   an ISO 8601 UTC date or timestamp a `date`, `#rrggbb` a `color`, any other string `text` (Markdown too: no value tells it),
  *   an array of strings a multiple `select`, `{ html, plain }` `richtext`, `{ lat, lng }` a
  *   `location`, references to assets `asset`, references to documents `relation`, anything else
  *   `json`; `null`, `[]` and `{}` show nothing;
@@ -30,12 +30,12 @@ import { isLocaleMap, kindOfValue, mergeKinds } from '../model/shapes.ts';
  */
 
 interface Sighting {
-  kind: FieldType | undefined;
+  kind: FieldKind | undefined;
   /** Seen as a locale map / as a plain value with something in it. */
   localized: boolean;
   plain: boolean;
   /** Two values of kinds that do not merge, for the warning. */
-  clash?: [FieldType, FieldType];
+  clash?: [FieldKind, FieldKind];
   /**
    * Values that are objects of fields (a section, or a JSON object), and the fields seen in them; values that are not.
    */
@@ -56,7 +56,7 @@ const newSighting = (): Sighting => ({
   evidence: false,
 });
 
-function kindOf(value: unknown): FieldType | undefined {
+function kindOf(value: unknown): FieldKind | undefined {
   const kind = kindOfValue(value);
   if (kind === 'date' && !datePattern.test(value as string)) return 'text';
   return kind;

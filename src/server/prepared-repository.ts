@@ -148,14 +148,14 @@ export class PreparedRecord {
     return ids;
   }
 
-  /** Lower-cased text of every text, richtext and select value, for `search`. */
+  /** Lower-cased text of every text, markdown, richtext and select value, for `search`. */
   searchText(locale: LocaleView): string {
     let text = this.#search.get(locale);
     if (text !== undefined) return text;
     const parts: string[] = [];
     const add = (field: FieldDefinition, value: unknown): void => {
       if (value === null || value === undefined) return;
-      if (field.type === 'text') parts.push(String(value));
+      if (field.type === 'text' || field.type === 'markdown') parts.push(String(value));
       else if (field.type === 'richtext') parts.push(String((value as { plain: string }).plain));
       else if (field.type === 'select') parts.push(...(Array.isArray(value) ? value.map(String) : [String(value)]));
     };

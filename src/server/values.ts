@@ -28,6 +28,7 @@ const metaKinds: Record<MetaName, Kind> = {
 export function kindOf(type: FieldType): Kind | undefined {
   switch (type) {
     case 'text':
+    case 'markdown':
     case 'richtext':
     case 'select':
     case 'color':

@@ -59,6 +59,7 @@ function isReference(value: unknown, contentType?: string): boolean {
 
 const valueTests: Record<FieldType, Test> = {
   text: isString,
+  markdown: isString,
   color: (value) => isString(value) && colour.test(value),
   richtext: (value) =>
     isPlain(value) && hasKeys(value, 2, richtextKeys) && isString(value.html) && isString(value.plain),

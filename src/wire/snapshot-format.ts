@@ -12,6 +12,7 @@ import { z } from 'zod';
 export const fieldTypes = [
   'text',
   'richtext',
+  'markdown',
   'number',
   'date',
   'boolean',
@@ -24,7 +25,14 @@ export const fieldTypes = [
 ] as const;
 export type FieldType = (typeof fieldTypes)[number];
 /** The field types whose values may be localized. */
-export const localizableTypes: ReadonlySet<FieldType> = new Set(['text', 'richtext', 'number', 'select', 'asset']);
+export const localizableTypes: ReadonlySet<FieldType> = new Set([
+  'text',
+  'richtext',
+  'markdown',
+  'number',
+  'select',
+  'asset',
+]);
 /** An API id (of a content type, a field, a section, a collection…). */
 export const apiIdPattern = /^[A-Za-z0-9_-]{1,100}$/;
 /** A date field's value: an ISO 8601 UTC date or timestamp, no offset. */
@@ -135,6 +143,7 @@ const reference = (contentType?: string) =>
 
 const valueSchemas: Record<FieldType, z.ZodType> = {
   text: z.string(),
+  markdown: z.string(),
   color: z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour such as #1a2b3c'),
   richtext: z.strictObject({ html: z.string(), plain: z.string() }),
   number: z.number(),

@@ -118,7 +118,7 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
       if (field.localized && !localizableTypes.has(field.type)) {
         fail(
           ['contentTypes', i, 'fields', j, 'localized'],
-          `a ${field.type} field cannot be localized (only text, richtext, number, select and asset)`,
+          `a ${field.type} field cannot be localized (only text, richtext, markdown, number, select and asset)`,
         );
       }
     });
