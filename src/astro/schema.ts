@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CacheReader } from '../cache/index.ts';
-import { assetSchema, entryMetaSchema } from '../entries/entries.ts';
-import type { FieldModel, Model, TypeModel } from '../model/records.ts';
+import { entryMetaSchema, fieldsSchema as entryFieldsSchema } from '../entries/entries.ts';
+import type { Model } from '../model/records.ts';
 import { toTypeScript } from '../entries/typescript.ts';
 
 /**
@@ -35,60 +35,10 @@ function relationTo(collections: string[] | undefined, reference: ReferenceTo): 
   return z.union([...collections.map(reference), unresolvedSchema]);
 }
 
-/** Section schemas, so the `types` command prints them one field a line. */
-export const sectionSchemas = new WeakSet<z.ZodType>();
-
-function fieldSchema(
-  field: FieldModel,
-  path: string,
-  targets: Record<string, string[]>,
-  reference: ReferenceTo,
-): z.ZodType {
-  const collections = targets[path];
-  switch (field.kind) {
-    case 'section': {
-      const section = sectionSchema(field.fields ?? {}, `${path}.`, targets, reference);
-      sectionSchemas.add(section);
-      return section;
-    }
-    case 'text':
-    case 'date':
-    case 'color':
-      return z.string();
-    case 'richtext':
-      return z.object({ html: z.string(), plain: z.string() });
-    case 'number':
-      return z.number();
-    case 'boolean':
-      return z.boolean();
-    case 'location':
-      return z.object({ lat: z.number(), lng: z.number() });
-    case 'select':
-      return field.multiple ? z.array(z.string()) : z.string();
-    case 'relation':
-      return field.multiple ? z.array(relationTo(collections, reference)) : relationTo(collections, reference);
-    case 'asset':
-      return z.array(assetSchema);
-    default:
-      return z.unknown();
-  }
-}
-
-/** An object of fields (a content type's, or a section's), each nullable and optional. */
-function sectionSchema(fields: TypeModel, prefix: string, targets: Record<string, string[]>, reference: ReferenceTo) {
-  const shape: Record<string, z.ZodType> = {};
-  for (const [name, field] of Object.entries(fields))
-    shape[name] = fieldSchema(field, prefix + name, targets, reference)
-      .nullable()
-      .optional();
-  return z.object(shape);
-}
-
 /**
- * The fields of one content type; every field may be null or missing, so an emptied field never
- * breaks a build. A section is an object of its fields, typed alike. `targets` (relation field,
- * by path inside a section such as `content.teacher` → collections) types relations as references
- * to them, each written by `reference` (the `types` command writes Astro's `reference('<collection>')`).
+ * The fields of one content type (see `fieldsSchema` of entries): `targets` (relation field, by
+ * path inside a section such as `content.teacher` → collections) types relations as references to
+ * them, each written by `reference` (the `types` command writes Astro's `reference('<collection>')`).
  */
 export function fieldsSchema(
   model: Model,
@@ -96,7 +46,7 @@ export function fieldsSchema(
   targets: Record<string, string[]> = {},
   reference: ReferenceTo = referenceObject,
 ) {
-  return sectionSchema(model[contentType] ?? {}, '', targets, reference);
+  return entryFieldsSchema(model, contentType, (path) => relationTo(targets[path], reference));
 }
 
 /**

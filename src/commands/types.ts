@@ -2,11 +2,11 @@ import { access, mkdir, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { fieldsSchema, referenceTargets, relationSchema, sectionSchemas, unresolvedSchema } from '../astro/schema.ts';
+import { fieldsSchema, referenceTargets, relationSchema, unresolvedSchema } from '../astro/schema.ts';
 import { CacheError, type CacheReader, openCache } from '../cache/index.ts';
 import { ConfigError, parseSyncConfig, type SyncConfig } from '../sync/config.ts';
 import { cacheDirOf, sync, type SyncLogger } from '../sync/engine.ts';
-import { assetSchema } from '../entries/entries.ts';
+import { assetSchema, sectionSchemas } from '../entries/entries.ts';
 import { loadConfigFile } from './config-file.ts';
 import { usageError } from './usage.ts';
 

@@ -63,8 +63,8 @@ export const fieldSchemas = {
   location: locationSchema,
 };
 
-/** Schemas of the field values of each kind, for building entry schemas. */
-export const fieldValueSchemas = {
+/** Schemas of the field values of each kind but relations and sections, for building entry schemas. */
+const valueSchemas: Record<string, z.ZodType> = {
   text: z.string(),
   color: z.string(),
   date: z.string(),
@@ -72,11 +72,41 @@ export const fieldValueSchemas = {
   number: z.number(),
   boolean: z.boolean(),
   location: locationSchema,
-  select: z.union([z.string(), z.array(z.string())]),
-  relation: z.union([entryReferenceSchema, z.array(entryReferenceSchema)]),
   asset: z.array(assetSchema),
-  json: z.unknown(),
-} as const;
+};
+
+/** How a relation field is typed, by its path (`seo.author` inside a section): an entry's `{ id, contentType }` by default. */
+export type RelationSchema = (path: string) => z.ZodType;
+
+/** Section schemas, so the `types` command prints them one field a line. */
+export const sectionSchemas = new WeakSet<z.ZodType>();
+
+/**
+ * The fields of one content type, from what the data shows of them; every field may be null or
+ * missing, so an emptied field never breaks a build. A section is an object of its fields, typed
+ * alike; a relation is typed by `relation`.
+ */
+export function fieldsSchema(
+  model: Model,
+  contentType: string,
+  relation: RelationSchema = () => entryReferenceSchema,
+): z.ZodObject {
+  const sectionOf = (fields: TypeModel, prefix: string): z.ZodObject => {
+    const shape: Record<string, z.ZodType> = {};
+    for (const [name, field] of Object.entries(fields)) {
+      const path = prefix + name;
+      let schema: z.ZodType;
+      if (field.kind === 'section') sectionSchemas.add((schema = sectionOf(field.fields ?? {}, `${path}.`)));
+      else if (field.kind === 'select' || field.kind === 'relation') {
+        const one = field.kind === 'select' ? z.string() : relation(path);
+        schema = field.multiple ? z.array(one) : one;
+      } else schema = valueSchemas[field.kind ?? 'json'] ?? z.unknown();
+      shape[name] = schema.nullable().optional();
+    }
+    return z.object(shape);
+  };
+  return sectionOf(model[contentType] ?? {}, '');
+}
 
 export const entryMetaSchema = z.object({
   revision: z.number(),
@@ -99,25 +129,9 @@ export type Entry = z.infer<typeof looseEntrySchema>;
 /** An entry of a `virtual:comfortable/...` module: with the `cacheKey` of a page that shows it (see `pageKey`). */
 export type VirtualEntry = Entry & { cacheKey: string };
 
-/**
- * An entry schema for one content type, from what the data shows of its fields (a section: an object of its fields).
- */
+/** An entry schema for one content type, from what the data shows of its fields. */
 export function entrySchemaFor(model: Model, contentType: string) {
-  const shapeOf = (fields: TypeModel): z.ZodObject => {
-    const shape: Record<string, z.ZodType> = {};
-    for (const [name, field] of Object.entries(fields)) {
-      const kind = field.kind ?? 'json';
-      let schema: z.ZodType =
-        kind === 'section'
-          ? shapeOf(field.fields ?? {})
-          : (fieldValueSchemas[kind as keyof typeof fieldValueSchemas] ?? z.unknown());
-      if (kind === 'select') schema = field.multiple ? z.array(z.string()) : z.string();
-      if (kind === 'relation') schema = field.multiple ? z.array(entryReferenceSchema) : entryReferenceSchema;
-      shape[name] = schema.nullable().optional();
-    }
-    return z.object(shape);
-  };
-  return looseEntrySchema.extend({ contentType: z.literal(contentType), fields: shapeOf(model[contentType] ?? {}) });
+  return looseEntrySchema.extend({ contentType: z.literal(contentType), fields: fieldsSchema(model, contentType) });
 }
 
 /** Whether a value is a relation as an entry holds it: `{ id, contentType }`, nothing else. */
