@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { checkOptions, ConfigError, type SourceOptions, type SourceSpec, sourceOptionsSchema } from '../sync/config.ts';
+import { checkOptions, ConfigError, type SourceSpec, sourceOptionsSchema } from '../sync/config.ts';
 
 /** What an entry id is made from. */
 export interface EntryIdInput {
@@ -11,17 +11,24 @@ export interface EntryIdInput {
   fields: Record<string, unknown>;
 }
 
-export interface ComfortableLoaderOptions {
+export const defaultEntryId = ({ id, locale }: EntryIdInput) => `${locale}/${id}`;
+
+const apiId = z.string().min(1, 'expected an API id');
+
+const loaderOptionsSchema = z.strictObject({
   /** Load a collection of the repository, by its API id. */
-  collection?: string;
+  collection: apiId.optional(),
   /** Load the document an alias points to (one entry per locale). */
-  alias?: string;
+  alias: z
+    .string({ error: 'expected the API id of one alias, such as "home" (aliases takes a list of them)' })
+    .min(1, 'expected an API id')
+    .optional(),
   /** Load the documents of several aliases. */
-  aliases?: string[];
+  aliases: z.array(apiId).min(1, 'expected a list of alias API ids').optional(),
   /** Load every document of a content type. */
-  contentType?: string;
+  contentType: apiId.optional(),
   /** Request options for the source (includes, filters, sorting, …); fetched with every locale. */
-  options?: SourceOptions;
+  options: sourceOptionsSchema.optional(),
   /**
    * The field rendered as the entry's content, for `render(entry)` and `<Content />` (with
    * headings, and images of the repository's assets optimised by Astro); a field inside a section
@@ -32,7 +39,11 @@ export interface ComfortableLoaderOptions {
    * `false` renders none.
    * @example render: 'body'
    */
-  render?: string | false;
+  render: z
+    .union([z.string().min(1), z.literal(false)], {
+      error: 'expected the API id of a richtext or Markdown field, or false',
+    })
+    .optional(),
   /**
    * Other Markdown fields, rendered by the site's Markdown pipeline into `entry.data.markdown`
    * (`{ html, headings }` by path, empty where an entry has no value); show one with
@@ -40,47 +51,27 @@ export interface ComfortableLoaderOptions {
    * repository's assets. Default: none.
    * @example markdown: ['intro', 'seo.summary']
    */
-  markdown?: string[];
+  markdown: z
+    .array(z.string().min(1), { error: 'expected a list of the API ids of Markdown fields, such as ["intro"]' })
+    .optional(),
   /** Locales that get entries. Default: every locale of the repository. */
-  locales?: string[];
+  locales: z.array(z.string().min(1)).min(1, 'expected at least one locale').optional(),
   /**
    * The entry id. Default `<locale>/<document id>`. A relation into this collection (through
    * the integration's `contentTypes`) becomes a reference with this id too, whatever the source.
    * @example ({ locale, fields }) => `${locale}/${fields.slug}`
    */
-  entryId?: (entry: EntryIdInput) => string;
-}
-
-export const defaultEntryId = ({ id, locale }: EntryIdInput) => `${locale}/${id}`;
-
-const apiId = z.string().min(1, 'expected an API id');
-
-const loaderOptionsSchema = z.strictObject({
-  collection: apiId.optional(),
-  alias: z
-    .string({ error: 'expected the API id of one alias, such as "home" (aliases takes a list of them)' })
-    .min(1, 'expected an API id')
-    .optional(),
-  aliases: z.array(apiId).min(1, 'expected a list of alias API ids').optional(),
-  contentType: apiId.optional(),
-  options: sourceOptionsSchema.optional(),
-  render: z
-    .union([z.string().min(1), z.literal(false)], {
-      error: 'expected the API id of a richtext or Markdown field, or false',
-    })
-    .optional(),
-  markdown: z
-    .array(z.string().min(1), { error: 'expected a list of the API ids of Markdown fields, such as ["intro"]' })
-    .optional(),
-  locales: z.array(z.string().min(1)).min(1, 'expected at least one locale').optional(),
   entryId: z
-    .custom<ComfortableLoaderOptions['entryId']>(
+    .custom<(entry: EntryIdInput) => string>(
       (value) => typeof value === 'function',
       // biome-ignore lint/suspicious/noTemplateCurlyInString: the message shows the code to write
       'expected a function such as ({ locale, fields }) => `${locale}/${fields.slug}`',
     )
     .optional(),
 });
+
+/** Options of `comfortableLoader()`: one source (collection, alias, aliases or contentType), and how its entries are made. */
+export type ComfortableLoaderOptions = z.input<typeof loaderOptionsSchema>;
 
 /**
  * Checks a loader's options and names its sources. A problem is thrown as a ConfigError that
