@@ -124,8 +124,8 @@ export class ReferenceConverter {
     let cause: string | undefined;
     if (!lookup.targets.has(ref.id)) cause = 'not-synced';
     else if (!target) cause = `unmapped:${ref.contentType}`;
-    else if (!target.loader) cause = `no-loader:${target.collection}`;
-    else if (!this.#holds(target.collection, ref.id)) cause = `not-held:${target.collection}`;
+    // A collection contentTypes names is one a loader fills: the option is checked before any sync.
+    else if (!target.loader || !this.#holds(target.collection, ref.id)) cause = `not-held:${target.collection}`;
     else if (target.loader.locales && !target.loader.locales.includes(entry.locale))
       cause = `not-in-locale:${target.collection}:${entry.locale}`;
     if (cause === undefined)
@@ -139,13 +139,6 @@ export class ReferenceConverter {
     const collection = cause.split(':')[1];
     if (cause === 'not-synced')
       return 'their documents are not in the synced content (beyond the includes depth of the sources)';
-    if (cause.startsWith('no-loader:')) {
-      return (
-        `contentTypes maps "${contentType}" to the collection "${collection}", which no ` +
-        `comfortableLoader() fills; check the contentTypes option of comfortable() against the collections ` +
-        `of src/content.config.ts`
-      );
-    }
     if (cause.startsWith('not-in-locale:')) {
       return (
         `the collection "${collection}", to which contentTypes maps "${contentType}", has no entries ` +
