@@ -40,7 +40,10 @@ export const textOf = (element: HtmlElement): string =>
 export const attributesOf = (element: HtmlElement): Map<string, string> =>
   new Map(element.attrs.map((attribute) => [attribute.name, attribute.value]));
 
-/** A `width` or `height` attribute's pixels (`"640"` → 640); undefined for none, or a value that is no positive number (`"50%"`). */
+/**
+ * A `width` or `height` attribute's pixels (`"640"` → 640); undefined for none, or a value that is
+ * no positive number (`"50%"`).
+ */
 export function pixels(value: string | undefined): number | undefined {
   const number = value === undefined ? Number.NaN : Number(value);
   return number > 0 && Number.isFinite(number) ? number : undefined;

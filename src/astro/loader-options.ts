@@ -70,7 +70,10 @@ const loaderOptionsSchema = z.strictObject({
     .optional(),
 });
 
-/** Options of `comfortableLoader()`: one source (collection, alias, aliases or contentType), and how its entries are made. */
+/**
+ * Options of `comfortableLoader()`: one source (collection, alias, aliases or contentType), and how
+ * its entries are made.
+ */
 export type ComfortableLoaderOptions = z.input<typeof loaderOptionsSchema>;
 
 /**

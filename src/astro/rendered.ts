@@ -63,8 +63,9 @@ const mayEdit = (html: string, markdown: boolean) => (markdown ? /<img/i : /<(?:
 
 /**
  * Renders a richtext value, read as a browser reads it (html.ts): a heading or an image inside a
- * comment is none. The HTML is kept as it is but for the start tags of headings and images. Each heading gets the id Astro's Markdown gives it (the heading-ids
- * plugin of `@astrojs/markdown-satteri`): GitHub's slug of its text, numbered past the slugs
+ * comment is none. The HTML is kept as it is but for the start tags of headings and images. Each
+ * heading gets the id Astro's Markdown gives it (the heading-ids plugin of
+ * `@astrojs/markdown-satteri`): GitHub's slug of its text, numbered past the slugs
  * already made (`step`, `step-1`, `step-2`); an id it has is kept, even an empty one, and, as
  * in Markdown, not counted, so a later heading may slug to it. Images whose `src` is the file
  * of an asset (in `files`) and that `usable` accepts become Astro image references with the

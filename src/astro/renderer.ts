@@ -29,11 +29,17 @@ export interface RenderedMarkdown {
 /** Renders Markdown with the site's pipeline: the `renderMarkdown` of Astro's loader context. */
 export type MarkdownPipeline = (source: string) => Promise<{ html: string; metadata?: { headings?: Heading[] } }>;
 
-/** What an entry gets: its content for `render(entry)`, its other Markdown fields, and the asset images left unoptimised. */
+/**
+ * What an entry gets: its content for `render(entry)`, its other Markdown fields, and the asset
+ * images left unoptimised.
+ */
 export interface RenderedFields {
   rendered: Rendered | undefined;
   markdown: Record<string, RenderedMarkdown> | undefined;
-  /** Asset images that could not be fetched: an entry with any is to be made again by the next build, which asks again. */
+  /**
+   * Asset images that could not be fetched: an entry with any is to be made again by the next
+   * build, which asks again.
+   */
   unfetched: string[];
 }
 

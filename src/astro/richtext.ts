@@ -52,7 +52,10 @@ export interface RichTextLink {
    * (`https://api.cmft.io/v1/<repository>/documents/<id>`, on any host).
    */
   document?: string;
-  /** The API id of the alias it links to, when `href` is an alias's URL of the Read API (`…/v1/<repository>/alias/<apiId>`). */
+  /**
+   * The API id of the alias it links to, when `href` is an alias's URL of the Read API
+   * (`…/v1/<repository>/alias/<apiId>`).
+   */
   alias?: string;
 }
 

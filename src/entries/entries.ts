@@ -75,7 +75,10 @@ const valueSchemas: Record<string, z.ZodType> = {
   asset: z.array(assetSchema),
 };
 
-/** How a relation field is typed, by its path (`seo.author` inside a section): an entry's `{ id, contentType }` by default. */
+/**
+ * How a relation field is typed, by its path (`seo.author` inside a section): an entry's `{ id,
+ * contentType }` by default.
+ */
 export type RelationSchema = (path: string) => z.ZodType;
 
 /** Section schemas, so the `types` command prints them one field a line. */

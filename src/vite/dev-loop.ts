@@ -28,7 +28,10 @@ export interface DevLoopOptions {
   log: PollLog & { error(message: string): void };
 }
 
-/** What a refresh did, as the endpoint answers it: the sources that changed, what was refreshed for them, the changeset. */
+/**
+ * What a refresh did, as the endpoint answers it: the sources that changed, what was refreshed for
+ * them, the changeset.
+ */
 export interface Refreshed {
   sources: string[];
   refreshed: string[];
@@ -36,7 +39,10 @@ export interface Refreshed {
 }
 
 export interface DevLoop {
-  /** Syncs now, fetching again the ids `payload` names (a webhook's `changed`); resolves once what is served follows. */
+  /**
+   * Syncs now, fetching again the ids `payload` names (a webhook's `changed`); resolves once what
+   * is served follows.
+   */
   refresh(payload: unknown): Promise<Refreshed>;
   stop(): void;
 }

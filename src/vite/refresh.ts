@@ -14,7 +14,10 @@ export const defaultRefreshPath = '/_comfortable/refresh';
 
 /** The dev options the Astro integration and the Vite plugin share: the signed endpoint and the polls. */
 export const devOptionsShape = {
-  /** Turns on the signed dev refresh endpoint, at least 16 characters; without it the endpoint is off. Default: `CMFT_REFRESH_SECRET`. */
+  /**
+   * Turns on the signed dev refresh endpoint, at least 16 characters; without it the endpoint is
+   * off. Default: `CMFT_REFRESH_SECRET`.
+   */
   refreshSecret: z.string().min(16, 'expected a secret of at least 16 characters').optional(),
   /** Path of the dev refresh endpoint. Default `/_comfortable/refresh`. */
   refreshPath: z
