@@ -141,6 +141,25 @@ describe('astro dev asking every second (CMFT_POLL_INTERVAL=1000)', () => {
     expect(dev.output()).toMatch(/The CMS answers again/);
     expect(dev.output().match(failureLine)).toHaveLength(1);
   }, 100_000);
+
+  it('with the key refused, says what the pages do: they keep the content of the last sync', async () => {
+    const mark = dev.output().length;
+    const revoked = edited(tiny, 'Cherry season, not seen');
+    revoked.repository.apiKeys = ['another-key-of-the-repository'];
+    await server.replaceSnapshot(revoked);
+    expect(await until(async () => dev.output().slice(mark).includes('Could not ask the CMS'), true, 15_000)).toBe(
+      true,
+    );
+    const told = dev.output().slice(mark);
+    expect(told).toMatch(
+      /Could not ask the CMS for changes: [^\n]*401[^\n]*[^.]\. Dev keeps serving the content of its last sync/,
+    );
+    expect(told).not.toContain('..');
+    const page = await fetch(`${dev.url}/`);
+    expect(page.status).toBe(200);
+    expect(await cherry()).toBe('Cherry season, after the outage');
+    expect(told).not.toContain(tinyKey);
+  }, 60_000);
 });
 
 /** A Vite dev server of the fixture app, with `options` added to the plugin's and a logger that keeps what it prints. */
