@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import * as devalue from 'devalue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderRichtext } from '../src/astro/rendered.ts';
 import { FieldRenderer } from '../src/astro/renderer.ts';
@@ -357,6 +358,15 @@ describe('render(entry) in a built site', () => {
     }, 180_000);
   });
 
+  /** The page key of a news entry, as the last build left Astro's store. */
+  const cacheKeyOf = async (id: string): Promise<unknown> => {
+    const store = devalue.parse(await readFile(join(site.dir, 'node_modules/.astro/data-store.json'), 'utf8')) as Map<
+      string,
+      Map<string, { data: { cacheKey: string } }>
+    >;
+    return store.get('news')?.get(id)?.data.cacheKey;
+  };
+
   it("optimises the images of the repository's assets through Astro's pipeline, with their size", async () => {
     const html = await page('en_US/100');
     const image = /<img [^>]*alt="A basket of apples"[^>]*>/.exec(html)?.[0] ?? '';
@@ -393,11 +403,15 @@ describe('render(entry) in a built site', () => {
     expect(await page('en_US/100')).toContain(
       `<img width="100" height="80" src="${server.origin}/files/tiny/images/gone.svg" alt="Gone">`,
     );
+    const unfetchedKey = await cacheKeyOf('en_US/100');
+    expect(await cacheKeyOf('en_US/100')).toBe(unfetchedKey);
 
     await copyFile(join(folder, 'images/apples.svg'), join(folder, 'images/gone.svg'));
     const fixed = await build();
     expect(fixed.code, fixed.output).toBe(0);
     expect(fixed.output).not.toContain('cannot be fetched');
+    // An incremental build renders the page again: its key changed with the image it shows now.
+    expect(await cacheKeyOf('en_US/100')).not.toBe(unfetchedKey);
     expect(await page('en_US/100')).toMatch(
       /<img [^>]*src="\/_astro\/gone_[\w-]+\.svg"[^>]*alt="Gone"|<img [^>]*alt="Gone"[^>]*src="\/_astro\/gone_[\w-]+\.svg"/,
     );

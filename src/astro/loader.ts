@@ -268,7 +268,9 @@ async function storeEntries(
         fallbacks: entry.fallbacks,
         meta: entry.meta,
         digest: member.digest,
-        cacheKey: pageKeys.get(member.id)!,
+        // A page showing an image left unoptimised is made again once it can be fetched: its key says so.
+        cacheKey:
+          unfetched.length > 0 ? generateDigest(`${pageKeys.get(member.id)}|unfetched`) : pageKeys.get(member.id)!,
         aliases: aliasesOf.get(member.id) ?? [],
         ...(markdown && { markdown }),
         ...(astroLocales && {
