@@ -103,7 +103,7 @@ describe('the README, followed in a fresh Astro 7 site', () => {
       'src/pages/index.astro',
       'src/pages/[locale]/posts/[slug].astro',
       'src/components/PostBody.astro',
-      'src/components/Figure.astro',
+      'src/components/BodyImage.astro',
       'src/pages/[locale]/authors/[slug].astro',
       'src/pages/[locale]/about.astro',
     ]);
@@ -235,7 +235,7 @@ const { post } = Astro.props;
     expect(await page('en/posts/the-slow-boat-to-the-fjords')).toMatch(/By <a href="\/en\/authors\/[^"]+\/">/);
   });
 
-  it("renders the body through the README's Figure with the CMS down and Astro's data store removed, sized from the cache", {
+  it("renders the body through the README's BodyImage with the CMS down and Astro's data store removed, sized from the cache", {
     timeout: 240_000,
   }, async () => {
     // As the README says: <PostBody post={post} /> in place of <Content />.
@@ -246,9 +246,9 @@ const { post } = Astro.props;
       .replace('<Content />', '<PostBody post={post} />');
     await paste([{ path: post.path, text }]);
     await check();
-    // The body's image, through the README's Figure: an img and a caption.
+    // The body's image, through the README's BodyImage: an img, in the editor's own figure (one, not two).
     const figure = async () =>
-      /<figure><img ([^>]*)><figcaption>A ferry crosses a still fjord at dawn<\/figcaption><\/figure>/.exec(
+      /<figure><img ([^>]*)><figcaption>The first landing, just after seven\.<\/figcaption><\/figure>/.exec(
         await page('en/posts/the-slow-boat-to-the-fjords'),
       )?.[1];
     const up = await astro(dir, ['build']);

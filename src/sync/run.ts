@@ -214,8 +214,8 @@ export async function run(
   if (dropped.length > 0) {
     warn(
       `The cache in ${dir} held sources this config no longer names (${dropped.join(', ')}): they were ` +
-        `removed, with the records only they needed. ` +
-        'If another config syncs into this folder, give each its own cacheDir (the Astro integration and ' +
+        `removed, with the records only they needed, as a source taken out of the config or renamed is. ` +
+        'Should another config sync into this folder, give each its own cacheDir (the Astro integration and ' +
         'the comfortable-loader CLI keep apart by default).',
     );
   }
