@@ -50,6 +50,16 @@ export type TypeModel = Record<string, FieldModel>;
 /** What the data shows of each content type's fields. */
 export type Model = Record<string, TypeModel>;
 
+/** What the model knows of the field at a path (`seo.title`), or undefined. */
+export function fieldAt(fields: TypeModel | undefined, path: string): FieldModel | undefined {
+  let field: FieldModel | undefined;
+  for (const name of path.split('.')) {
+    field = fields?.[name];
+    fields = field?.fields;
+  }
+  return field;
+}
+
 /**
  * Normalises a document or asset as answered with `locale=all`. Embedded records found in its
  * fields are handed to `embedded` and replaced by references. A section is normalised field by

@@ -1,4 +1,3 @@
-import type { FieldModel, TypeModel } from './records.ts';
 import { isApiReference, isLocaleMap, isObject, kindOfValue } from './shapes.ts';
 
 /**
@@ -99,14 +98,4 @@ export function valueNamed(fields: Record<string, unknown>, name: string): unkno
   if (Object.hasOwn(fields, name)) return fields[name];
   for (const value of Object.values(fields)) if (isObject(value) && Object.hasOwn(value, name)) return value[name];
   return undefined;
-}
-
-/** What the model knows of the field at a path (`seo.title`), or undefined. */
-export function fieldAt(fields: TypeModel | undefined, path: string): FieldModel | undefined {
-  let field: FieldModel | undefined;
-  for (const name of path.split('.')) {
-    field = fields?.[name];
-    fields = field?.fields;
-  }
-  return field;
 }

@@ -1,15 +1,13 @@
 import { type FilterOperator, filterOperators } from '../wire/schemas.ts';
 import { badRequest, quote, sectionHint } from './errors.ts';
 import { compileLike, foldCase } from './like.ts';
-import { kept } from './indexes.ts';
+import { column, kept, kindFor } from './indexes.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
 import {
-  column,
   compare,
   type Comparable,
   isEmptyValue,
   type Kind,
-  kindFor,
   kindOf,
   metaKind,
   type Normalized,
