@@ -1,9 +1,8 @@
 import { hash } from 'node:crypto';
 import type { ApiRecord } from '../wire/schemas.ts';
-import { type FieldKind, isApiReference, isLocaleMap, isObject, kindOfValue, mergeKinds, type Ref } from './shapes.ts';
+import { isApiReference, isObject } from '../wire/schemas.ts';
+import { type FieldKind, isLocaleMap, isStoredReference, kindOfValue, mergeKinds } from './shapes.ts';
 import { isSection, sectionByField } from './sections.ts';
-
-export { type FieldKind, isApiReference, isLocaleMap, isObject, kindOfValue, mergeKinds, type Ref } from './shapes.ts';
 
 /** A reference of a record: the field, the target's id, and whether the target is an asset. */
 export interface Reference {
@@ -181,12 +180,6 @@ export function referencesOf(record: StoredRecord): Record<string, string[]> {
   return out;
 }
 
-/** A reference as a record stores it: `{ id, contentType }`, nothing else. */
-const isStoredReference = (value: object): boolean => {
-  const ref = value as { id?: unknown; contentType?: unknown };
-  return typeof ref.id === 'string' && typeof ref.contentType === 'string' && Object.keys(value).length === 2;
-};
-
 /**
  * A record's references in field order (every locale's, each id once per field), each marked
  * as an asset or not by the content type the reference names. A reference inside a section
@@ -201,10 +194,9 @@ export function referenceList(record: StoredRecord): Reference[] {
       for (const v of value) collect(v);
       return;
     }
-    if (value === null || typeof value !== 'object' || !isStoredReference(value)) return;
-    const ref = value as Ref;
-    for (let i = first; i < out.length; i++) if (out[i]!.id === ref.id) return;
-    out.push({ field, id: ref.id, asset: ref.contentType === '_asset' });
+    if (!isStoredReference(value)) return;
+    for (let i = first; i < out.length; i++) if (out[i]!.id === value.id) return;
+    out.push({ field, id: value.id, asset: value.contentType === '_asset' });
   };
   const { localized } = record;
   const walk = (fields: Record<string, unknown>, prefix: string): void => {

@@ -1,4 +1,5 @@
-import { isApiReference, isLocaleMap, isObject, kindOfValue } from './shapes.ts';
+import { isApiReference, isObject } from '../wire/schemas.ts';
+import { isLocaleMap, kindOfValue } from './shapes.ts';
 
 /**
  * Sections on the wire. A content type may group fields into sections, which the Read API nests

@@ -1,3 +1,4 @@
+import { isApiReference, isObject } from '../wire/schemas.ts';
 import type { FieldType } from '../wire/snapshot-format.ts';
 
 /**
@@ -5,29 +6,23 @@ import type { FieldType } from '../wire/snapshot-format.ts';
  * kind of a field value. The sync (`records.ts`, `sections.ts`) and `pull` read values by these.
  */
 
-export interface Ref {
+/** A reference as a stored record (and so an entry) holds it: `{ id, contentType }`, nothing else. */
+export interface StoredReference {
   id: string;
   contentType: string;
 }
+
+export const isStoredReference = (value: unknown): value is StoredReference =>
+  isObject(value) &&
+  typeof value.id === 'string' &&
+  typeof value.contentType === 'string' &&
+  Object.keys(value).length === 2;
 
 /**
  * A field type of the API (`fieldTypes` in src/wire/snapshot-format.ts), as a value shows it: a
  * Markdown value is a string like a text's, so no value shows `markdown` (a site names such fields).
  */
 export type FieldKind = Exclude<FieldType, 'markdown'>;
-
-export const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/** `{ meta: { id, contentType } }`, optionally with `fields` (an embedded record). */
-export function isApiReference(value: unknown): value is { meta: Ref; fields?: Record<string, unknown> } {
-  return (
-    isObject(value) &&
-    isObject(value.meta) &&
-    typeof value.meta.id === 'string' &&
-    typeof value.meta.contentType === 'string'
-  );
-}
 
 const isoDate = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 

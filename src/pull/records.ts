@@ -1,6 +1,7 @@
 import type { ApiRecord } from '../wire/schemas.ts';
 import { isSection, sectionByField } from '../model/sections.ts';
-import { isApiReference as isReference, isLocaleMap, isObject } from '../model/shapes.ts';
+import { isApiReference, isObject } from '../wire/schemas.ts';
+import { isLocaleMap } from '../model/shapes.ts';
 
 /**
  * Wire records as a snapshot holds them: references reduced to `{ meta: { id, contentType } }`
@@ -46,7 +47,7 @@ export function snapshotDocument(
   asset: (id: string, embedded: ApiRecord | undefined) => void,
 ): SnapshotRecord {
   const reduce = (value: unknown): unknown => {
-    if (isReference(value)) {
+    if (isApiReference(value)) {
       const { id, contentType } = value.meta;
       if (contentType === '_asset') asset(id, value.fields ? (value as ApiRecord) : undefined);
       return value.fields || Object.keys(value).length > 1 || Object.keys(value.meta).length > 2
@@ -54,7 +55,7 @@ export function snapshotDocument(
         : value;
     }
     if (Array.isArray(value)) {
-      for (let i = 0; i < value.length; i++) if (isReference(value[i])) value[i] = reduce(value[i]);
+      for (let i = 0; i < value.length; i++) if (isApiReference(value[i])) value[i] = reduce(value[i]);
     }
     return value;
   };

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isApiReference, isObject } from '../wire/schemas.ts';
 import { assetFilePath, localFilePath, mapImageSources } from '../wire/snapshot.ts';
 import {
   assetContentType,
@@ -15,7 +16,6 @@ import type { Normalized, ValueSource } from './values.ts';
  * by every request. A prepared repository never changes; a reload builds a new one.
  */
 
-export type Reference = { meta: { id: string; contentType: string } };
 export type LocaleView = string; // a locale key, or 'all'
 
 export interface TypeInfo {
@@ -35,23 +35,13 @@ export interface TypeInfo {
 export function valueIn(fields: Record<string, unknown>, field: FieldDefinition): unknown {
   const holder =
     field.section === undefined ? fields : Object.hasOwn(fields, field.section) ? fields[field.section] : undefined;
-  if (typeof holder !== 'object' || holder === null) return undefined;
   // Own keys only: a field named constructor is not Object's.
-  return Object.hasOwn(holder, field.apiId) ? (holder as Record<string, unknown>)[field.apiId] : undefined;
+  return isObject(holder) && Object.hasOwn(holder, field.apiId) ? holder[field.apiId] : undefined;
 }
 
 /** A field's values in a view: its value, or for `all` each locale's value of a localized field. */
 const valuesIn = (field: FieldDefinition, value: unknown, locale: LocaleView): unknown[] =>
   locale === 'all' && field.localized && value && typeof value === 'object' ? Object.values(value) : [value];
-
-export function isReference(value: unknown): value is Reference {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    !Array.isArray(value) &&
-    typeof (value as Reference).meta?.id === 'string'
-  );
-}
 
 /** A value worked out for a field or meta name in a locale view, with what it was made from. */
 export interface ForSource<T> {
@@ -176,7 +166,7 @@ export class PreparedRecord {
     const ids: string[] = [];
     for (const v of valuesIn(field, value, locale)) {
       for (const ref of Array.isArray(v) ? v : [v])
-        if (isReference(ref) && !ids.includes(ref.meta.id)) ids.push(ref.meta.id);
+        if (isApiReference(ref) && !ids.includes(ref.meta.id)) ids.push(ref.meta.id);
     }
     return ids;
   }
@@ -379,7 +369,7 @@ export class PreparedRepository {
     const embed = (refs: unknown): unknown =>
       Array.isArray(refs)
         ? refs.map((ref) => {
-            const asset = isReference(ref) ? this.byId.get(ref.meta.id) : undefined;
+            const asset = isApiReference(ref) ? this.byId.get(ref.meta.id) : undefined;
             return asset && asset.contentType === '_asset' ? asset.toObject(locale) : ref;
           })
         : refs;

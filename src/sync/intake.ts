@@ -3,7 +3,6 @@ import type { ApiRecord } from '../wire/schemas.ts';
 import {
   digestOf,
   embeddedIn,
-  isLocaleMap,
   mergePartial,
   type Model,
   normalizeRecord,
@@ -11,6 +10,7 @@ import {
   type StoredRecord,
 } from '../model/records.ts';
 import { isSection } from '../model/sections.ts';
+import { isLocaleMap } from '../model/shapes.ts';
 
 /** Which keys are locale keys: the repository's, or (when it does not list them) anything shaped like one. */
 export type LocaleKeys = { has(key: string): boolean };

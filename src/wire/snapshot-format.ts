@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isObject } from './schemas.ts';
 
 /**
  * The repository snapshot format of `spec/read-api.md` §1, as zod schemas.
@@ -81,10 +82,7 @@ const metaSchema = z.strictObject({
  * A plain object; its values are checked per content type by `fieldsSchema` (a record schema here would cost a copy of
  * every record).
  */
-const fieldsObject = z.custom<Record<string, unknown>>(
-  (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
-  'expected an object of fields',
-);
+const fieldsObject = z.custom<Record<string, unknown>>(isObject, 'expected an object of fields');
 
 const recordSchema = z.strictObject({
   fields: fieldsObject,

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { z } from 'zod';
 import { fastFieldsTest } from './fast-check.ts';
+import { isObject } from './schemas.ts';
 import {
   assetContentType,
   fieldsSchema,
@@ -152,8 +153,7 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
         ownOnly(value, top);
         for (const { section, names } of inSections) {
           const held = Object.hasOwn(value, section) ? value[section] : undefined;
-          if (typeof held === 'object' && held !== null && !Array.isArray(held))
-            ownOnly(held as Record<string, unknown>, names);
+          if (isObject(held)) ownOnly(held, names);
         }
         if (!fast(value)) check((schema ??= fieldsSchema(type, localeKeys)), value, file, [...at, 'fields']);
       };
