@@ -3,12 +3,12 @@ import { join, resolve } from 'node:path';
 import { createClient } from '../api/client.ts';
 import { scrub } from '../api/errors.ts';
 import { localFilePath, mapImageSources, parseSnapshot } from '../wire/snapshot.ts';
-import type { Snapshot } from '../wire/snapshot-format.ts';
+import type { Snapshot, SnapshotRecord } from '../wire/snapshot-format.ts';
 import type { SyncConfig } from '../sync/config.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import { type FileOutcome, filePaths, syncFiles } from './files.ts';
 import { contentTypesOf, sightFields } from './infer.ts';
-import { byId, type SnapshotRecord, snapshotDocument } from './records.ts';
+import { byId, snapshotDocument } from './records.ts';
 import { confirmSections } from './sections.ts';
 import { newLocalKey, readPrevious, snapshotText, stageFile } from './snapshot-file.ts';
 import {

@@ -1,7 +1,8 @@
 import type { ReadApiClient } from '../api/client.ts';
 import { NotFoundError } from '../api/errors.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
-import { byId, type SnapshotRecord, snapshotAsset } from './records.ts';
+import type { SnapshotRecord } from '../wire/snapshot-format.ts';
+import { byId, snapshotAsset } from './records.ts';
 
 /** What the pull reads of the CMS beside the documents: member lists, alias targets, referenced assets, locales. */
 

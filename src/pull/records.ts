@@ -1,6 +1,6 @@
-import type { ApiRecord } from '../wire/schemas.ts';
+import { type ApiRecord, isApiReference, isObject } from '../wire/schemas.ts';
+import type { SnapshotRecord } from '../wire/snapshot-format.ts';
 import { isSection, sectionByField } from '../model/sections.ts';
-import { isApiReference, isObject } from '../wire/schemas.ts';
 import { isLocaleMap } from '../model/shapes.ts';
 
 /**
@@ -8,11 +8,6 @@ import { isLocaleMap } from '../model/shapes.ts';
  * (assets embedded by `embedAssets` handed out and replaced by their references), meta in the
  * snapshot's order without the repository (the server fills it in), timestamps in UTC.
  */
-
-export interface SnapshotRecord {
-  fields: Record<string, unknown>;
-  meta: { id: string; contentType: string; revision: number; tags: string[]; createdAt: string; updatedAt: string };
-}
 
 const utc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 
