@@ -1,5 +1,5 @@
 import { isApiReference, isObject } from '../wire/schemas.ts';
-import type { FieldType } from '../wire/snapshot-format.ts';
+import { type FieldType, isoDatePattern } from '../wire/snapshot-format.ts';
 
 /**
  * What a value of the Read API shows by its shape alone: a reference, a map of locales, the
@@ -24,15 +24,13 @@ export const isStoredReference = (value: unknown): value is StoredReference =>
  */
 export type FieldKind = Exclude<FieldType, 'markdown'>;
 
-const isoDate = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-
 /** The kind a value shows; `undefined` for null and empty values, which show nothing. */
 export function kindOfValue(value: unknown): FieldKind | undefined {
   if (value === null || value === undefined) return undefined;
   if (typeof value === 'number') return 'number';
   if (typeof value === 'boolean') return 'boolean';
   if (typeof value === 'string')
-    return isoDate.test(value) ? 'date' : /^#[0-9a-fA-F]{6}$/.test(value) ? 'color' : 'text';
+    return isoDatePattern.test(value) ? 'date' : /^#[0-9a-fA-F]{6}$/.test(value) ? 'color' : 'text';
   if (Array.isArray(value)) {
     if (value.length === 0) return undefined;
     if (value.every(isApiReference)) return value.every((v) => v.meta.contentType === '_asset') ? 'asset' : 'relation';

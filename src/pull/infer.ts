@@ -1,9 +1,9 @@
 import {
   apiIdPattern,
   type ContentTypeDefinition,
-  datePattern,
   type FieldDefinition,
   type FieldType,
+  isUtcDate,
   localizableTypes,
 } from '../wire/snapshot-format.ts';
 import { isSection } from '../model/sections.ts';
@@ -58,7 +58,7 @@ const newSighting = (): Sighting => ({
 
 function kindOf(value: unknown): FieldKind | undefined {
   const kind = kindOfValue(value);
-  if (kind === 'date' && !datePattern.test(value as string)) return 'text';
+  if (kind === 'date' && !isUtcDate(value as string)) return 'text';
   return kind;
 }
 

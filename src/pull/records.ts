@@ -1,5 +1,5 @@
 import { type ApiRecord, isApiReference, isObject } from '../wire/schemas.ts';
-import type { SnapshotRecord } from '../wire/snapshot-format.ts';
+import { type SnapshotRecord, timestampPattern } from '../wire/snapshot-format.ts';
 import { isSection, sectionByField } from '../model/sections.ts';
 import { isLocaleMap } from '../model/shapes.ts';
 
@@ -9,11 +9,9 @@ import { isLocaleMap } from '../model/shapes.ts';
  * snapshot's order without the repository (the server fills it in), timestamps in UTC.
  */
 
-const utc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
-
 /** A timestamp as the snapshot format has it: kept when it is one, else read and written in UTC. */
 function timestamp(value: string | undefined, fallback: string): string {
-  if (value && utc.test(value)) return value;
+  if (value && timestampPattern.test(value)) return value;
   const parsed = value ? Date.parse(value) : Number.NaN;
   return Number.isNaN(parsed) ? fallback : new Date(parsed).toISOString();
 }

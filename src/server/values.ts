@@ -1,5 +1,5 @@
 import { badRequest, quote } from './errors.ts';
-import type { FieldType } from '../wire/snapshot-format.ts';
+import { type FieldType, isoDatePattern } from '../wire/snapshot-format.ts';
 
 /**
  * How filters and sorting read a field: the value of a document, normalised once per snapshot
@@ -88,7 +88,6 @@ export interface ValueSource {
   name: string;
 }
 
-const dateLike = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 // No two quantifiers compete for the same digits (`\d+\.?\d*` did, which made a long number
 // followed by a letter quadratic to refuse).
 const numberLike = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
@@ -112,7 +111,7 @@ export function readGiven(given: unknown, kind: Kind, what: string): Comparable 
       return fail();
     }
     case 'date': {
-      if (typeof given !== 'string' || !dateLike.test(given)) return fail();
+      if (typeof given !== 'string' || !isoDatePattern.test(given)) return fail();
       const ms = Date.parse(given.length === 10 ? `${given}T00:00:00Z` : given);
       return Number.isNaN(ms) ? fail() : ms;
     }

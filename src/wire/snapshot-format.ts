@@ -36,22 +36,28 @@ export const localizableTypes: ReadonlySet<FieldType> = new Set([
 ]);
 /** An API id (of a content type, a field, a section, a collection…). */
 export const apiIdPattern = /^[A-Za-z0-9_-]{1,100}$/;
-/** A date field's value: an ISO 8601 UTC date or timestamp, no offset. */
-export const datePattern = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?Z)?$/;
+/**
+ * What reads as a date: an ISO 8601 date, or date and time with an optional offset, to the
+ * nanosecond (`2024-01-31`, `2024-01-31T12:00`, `2024-01-31T12:00:00.123+02:00`). The model
+ * reads a value of this form as a date, and the server takes it as a date filter's value.
+ */
+export const isoDatePattern = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+/** A record's `createdAt` and `updatedAt` (spec §1): UTC, with seconds and at most milliseconds. */
+export const timestampPattern = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
+/** A date field's value in a snapshot: a date, or a date and time in UTC (`Z`, no other offset). */
+export const isUtcDate = (value: string): boolean =>
+  isoDatePattern.test(value) && (value.length === 10 || value.endsWith('Z'));
 
 const apiId = z.string().regex(apiIdPattern, 'must be 1-100 letters, digits, "_" or "-"');
 const documentId = z.string().regex(/^\d{1,20}$/, 'must be a string of 1-20 digits');
 const localeKey = z.string().regex(/^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/, 'must be a language key such as en_US or de');
 const timestamp = z
   .string()
-  .regex(
-    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/,
-    'must be an ISO 8601 UTC timestamp such as 2024-01-31T12:00:00.000Z',
-  )
+  .regex(timestampPattern, 'must be an ISO 8601 UTC timestamp such as 2024-01-31T12:00:00.000Z')
   .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
 const date = z
   .string()
-  .regex(datePattern, 'must be an ISO 8601 UTC date or timestamp')
+  .refine(isUtcDate, 'must be an ISO 8601 UTC date or timestamp')
   .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
 
 const fieldSchema = z.strictObject({
