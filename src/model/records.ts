@@ -1,4 +1,3 @@
-import { hash } from 'node:crypto';
 import type { ApiRecord } from '../wire/schemas.ts';
 import { isApiReference, isObject } from '../wire/schemas.ts';
 import { type FieldKind, isLocaleMap, isStoredReference, kindOfValue, mergeKinds } from './shapes.ts';
@@ -10,9 +9,6 @@ export interface Reference {
   id: string;
   asset: boolean;
 }
-
-/** The digest of a record's JSON (or of any text a key is made of): 22 characters of base64url sha1. */
-export const digestOfJson = (json: string): string => hash('sha1', json, 'base64url').slice(0, 22);
 
 /**
  * Normalised records: one per document or asset, deduplicated by id, with references reduced
@@ -217,13 +213,6 @@ export function referenceList(record: StoredRecord): Reference[] {
   };
   walk(record.fields, '');
   return out;
-}
-
-/**
- * A digest of a record's content: equal digests mean equal records. `json` is the record's JSON when the caller has it.
- */
-export function digestOf(record: StoredRecord, json = JSON.stringify(record)): string {
-  return digestOfJson(json);
 }
 
 /**

@@ -1,7 +1,6 @@
 import type { Records } from '../cache/index.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import {
-  digestOf,
   embeddedIn,
   mergePartial,
   type Model,
@@ -9,6 +8,7 @@ import {
   referenceList,
   type StoredRecord,
 } from '../model/records.ts';
+import { digest } from '../model/digests.ts';
 import { isSection } from '../model/sections.ts';
 import { isLocaleMap } from '../model/shapes.ts';
 
@@ -96,7 +96,7 @@ export class Intake {
     if (masked) ({ record, partial } = this.#mergeMasked(record));
     const json = JSON.stringify(record);
     this.taken.add(record.id);
-    const put = this.#records.put(record, json, digestOf(record, json), partial, referenceList(record));
+    const put = this.#records.put(record, json, digest(json), partial, referenceList(record));
     if (put.changed) {
       this.written++;
       this.version++;

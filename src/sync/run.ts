@@ -4,7 +4,8 @@ import type { EtagStore } from '../api/transport.ts';
 import type { CacheHead, CacheTransaction, Etags } from '../cache/index.ts';
 import { checkAhead, completeClosures } from './closures.ts';
 import { commitRun } from './commit.ts';
-import { hash, configSources, type SyncConfig } from './config.ts';
+import { configSources, type SyncConfig } from './config.ts';
+import { fingerprintOf } from '../model/digests.ts';
 import { assetStampsMask, Fetcher, listing, settleAll } from './fetch.ts';
 import { Intake, type LocaleKeys } from './intake.ts';
 import { type Listed, listSource } from './list.ts';
@@ -58,8 +59,12 @@ export const packageVersion: string = packageJson.version;
 const localeLike = /^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$/;
 
 /** What makes a cache this config's: base URL, repository, package version (never the key). */
-export const fingerprintOf = (config: SyncConfig) =>
-  hash({ baseUrl: config.baseUrl.replace(/\/+$/, ''), repository: config.repository, package: packageVersion });
+export const cacheFingerprint = (config: SyncConfig) =>
+  fingerprintOf({
+    baseUrl: config.baseUrl.replace(/\/+$/, ''),
+    repository: config.repository,
+    package: packageVersion,
+  });
 
 /**
  * ETags of the repository, alias and asset answers, with their bodies, kept in the cache (never
@@ -99,7 +104,7 @@ export async function run(
   { logger, warn, hints }: RunContext,
 ): Promise<SyncResult> {
   const started = Date.now();
-  const fingerprint = fingerprintOf(config);
+  const fingerprint = cacheFingerprint(config);
   let head = tx.head;
   if (head && head.fingerprint !== fingerprint) {
     warn(`The cache in ${dir} was made for ${head.baseUrl} / ${head.repository} by ${head.package}; rebuilding it`);

@@ -56,9 +56,9 @@ const head: CacheHead = {
 async function small(dir: string): Promise<void> {
   const tx = await CacheTransaction.begin(dir, events());
   // Digests as `put` sends them (of the JSON), so a read checks out.
-  const { digestOfJson } = await import('../../src/model/records.ts');
+  const { digest } = await import('../../src/model/digests.ts');
   const save = (stored: StoredRecord, refs: Reference[] = []) =>
-    tx.records.put(stored, JSON.stringify(stored), digestOfJson(JSON.stringify(stored)), false, refs);
+    tx.records.put(stored, JSON.stringify(stored), digest(JSON.stringify(stored)), false, refs);
   save(
     record('1', 'article', { author: { id: '2', contentType: 'author' }, cover: [{ id: '3', contentType: '_asset' }] }),
     [
