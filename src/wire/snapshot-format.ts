@@ -4,7 +4,7 @@ import { isObject } from './schemas.ts';
 /**
  * The repository snapshot format of `spec/read-api.md` §1, as zod schemas.
  * Structure is checked by `snapshotSchema`; field values are checked per content type by
- * `fieldsSchema`, and the cross-references (ids, locales, aliases) by `parseSnapshot`
+ * `recordFieldsSchema`, and the cross-references (ids, locales, aliases) by `parseSnapshot`
  * (snapshot.ts). The server serves this format and `pull` writes it.
  */
 
@@ -85,7 +85,7 @@ const metaSchema = z.strictObject({
 });
 
 /**
- * A plain object; its values are checked per content type by `fieldsSchema` (a record schema here would cost a copy of
+ * A plain object; its values are checked per content type by `recordFieldsSchema` (a record schema here would cost a copy of
  * every record).
  */
 const fieldsObject = z.custom<Record<string, unknown>>(isObject, 'expected an object of fields');
@@ -194,7 +194,7 @@ export const assetContentType: ContentTypeDefinition = {
   ],
 };
 
-export function fieldsSchema(type: ContentTypeDefinition, locales: string[]): z.ZodType {
+export function recordFieldsSchema(type: ContentTypeDefinition, locales: string[]): z.ZodType {
   const schemaOf = (field: FieldDefinition) => {
     const value = type.apiId === '_asset' && field.apiId === 'file' ? fileSchema : valueSchemas[field.type];
     // A localized value: an object of the repository's locales (an object schema checks one several times faster than a

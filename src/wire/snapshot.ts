@@ -4,7 +4,7 @@ import { fastFieldsTest } from './fast-check.ts';
 import { isObject } from './schemas.ts';
 import {
   assetContentType,
-  fieldsSchema,
+  recordFieldsSchema,
   localizableTypes,
   slotsOf,
   snapshotSchema,
@@ -155,7 +155,7 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
           const held = Object.hasOwn(value, section) ? value[section] : undefined;
           if (isObject(held)) ownOnly(held, names);
         }
-        if (!fast(value)) check((schema ??= fieldsSchema(type, localeKeys)), value, file, [...at, 'fields']);
+        if (!fast(value)) check((schema ??= recordFieldsSchema(type, localeKeys)), value, file, [...at, 'fields']);
       };
       fieldChecks.set(type.apiId, checkOf);
     }
