@@ -6,7 +6,7 @@ import { fingerprintOf } from '../model/digests.ts';
 import type { SyncResult } from '../sync/engine.ts';
 import { packageVersion } from '../sync/run.ts';
 import { type Entry, entryOf } from '../entries/entries.ts';
-import { fallbackChains } from '../model/locales.ts';
+import { fallbackChains } from '../wire/locales.ts';
 import { referenceList, type StoredRecord } from '../model/records.ts';
 import { sharedSync } from '../sync/shared.ts';
 import { cacheKeys } from '../entries/page-keys.ts';

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import type { CacheReader } from '../cache/index.ts';
-import { fallbackChains, type Locales, localizeRecord } from '../model/locales.ts';
+import { type Locales, localizeRecord } from '../model/locales.ts';
 import { type Model, referenceList, type StoredRecord, type TypeModel } from '../model/records.ts';
 import { isStoredReference } from '../model/shapes.ts';
+import { fallbackChains } from '../wire/locales.ts';
 import { isObject } from '../wire/schemas.ts';
 
 /**

@@ -1,6 +1,6 @@
 import type { ApiRecord } from '../wire/schemas.ts';
 import { isApiReference, isObject } from '../wire/schemas.ts';
-import { type FieldKind, isLocaleMap, isStoredReference, kindOfValue, mergeKinds } from './shapes.ts';
+import { type FieldKind, isLocaleMap, isStoredReference, kindOfValue, type LocaleKeys, mergeKinds } from './shapes.ts';
 import { isSection, sectionByField } from './sections.ts';
 
 /** A reference of a record: the field, the target's id, and whether the target is an asset. */
@@ -63,7 +63,7 @@ export function fieldAt(fields: TypeModel | undefined, path: string): FieldModel
  */
 export function normalizeRecord(
   answer: ApiRecord,
-  locales: { has(key: string): boolean },
+  locales: LocaleKeys,
   model: Model,
   embedded: (record: ApiRecord) => void,
 ): StoredRecord {
@@ -151,7 +151,7 @@ function seeSection(field: FieldModel): void {
 /**
  * The records embedded in an answered record's fields (assets under embedAssets), where `normalizeRecord` finds them.
  */
-export function embeddedIn(answer: ApiRecord, locales: { has(key: string): boolean }): ApiRecord[] {
+export function embeddedIn(answer: ApiRecord, locales: LocaleKeys): ApiRecord[] {
   const found: ApiRecord[] = [];
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) value.forEach(visit);

@@ -1,5 +1,5 @@
 import { isApiReference, isObject } from '../wire/schemas.ts';
-import { isLocaleMap, kindOfValue } from './shapes.ts';
+import { isLocaleMap, kindOfValue, type LocaleKeys } from './shapes.ts';
 
 /**
  * Sections on the wire. A content type may group fields into sections, which the Read API nests
@@ -18,7 +18,7 @@ import { isLocaleMap, kindOfValue } from './shapes.ts';
  */
 
 /** A section as the Read API answers it: an object of fields, each holding its own value. */
-export function isSection(value: unknown, locales: { has(key: string): boolean }): value is Record<string, unknown> {
+export function isSection(value: unknown, locales: LocaleKeys): value is Record<string, unknown> {
   if (!isObject(value) || isApiReference(value) || isLocaleMap(value, locales)) return false;
   const fields = value as Record<string, unknown>;
   // Richtext or a location with more than its keys is still one, not a section of fields named so
@@ -39,10 +39,7 @@ export function isSection(value: unknown, locales: { has(key: string): boolean }
  * that is not localized, which such a map would repeat in each locale: it keeps its plain value.
  * Field values keep the order of their locales; fields, the order they first appear in.
  */
-export function sectionByField(
-  value: unknown,
-  locales: { has(key: string): boolean },
-): Record<string, unknown> | undefined {
+export function sectionByField(value: unknown, locales: LocaleKeys): Record<string, unknown> | undefined {
   if (!isLocaleMap(value, locales)) return undefined;
   let sections = 0;
   for (const inLocale of Object.values(value)) {

@@ -56,8 +56,11 @@ export function mergeKinds(a: FieldKind | undefined, b: FieldKind | undefined): 
   return 'json';
 }
 
+/** Which keys are locale keys: the repository's, or (while it lists none) those of their form (`localeShaped`). */
+export type LocaleKeys = { has(key: string): boolean };
+
 /** A localized value under `locale=all`: an object whose keys are all locale keys of the repository. */
-export function isLocaleMap(value: unknown, locales: { has(key: string): boolean }): value is Record<string, unknown> {
+export function isLocaleMap(value: unknown, locales: LocaleKeys): value is Record<string, unknown> {
   // A location's `lat` and `lng` look like locale keys when the locales are guessed from the data.
   if (!isObject(value) || isApiReference(value) || kindOfValue(value) === 'location') return false;
   const keys = Object.keys(value);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { fallbackChains } from '../wire/locales.ts';
 import { isApiReference, isObject } from '../wire/schemas.ts';
 import { assetFilePath, localFilePath, mapImageSources } from '../wire/snapshot.ts';
 import {
@@ -221,7 +222,7 @@ export class PreparedRepository {
   readonly apiKeys: Set<string>;
   readonly defaultLocale: string;
   /** Locale key → the keys to try in order: the locale, its fallback, …, the default locale. */
-  readonly chains = new Map<string, string[]>();
+  readonly chains: Map<string, string[]>;
   readonly types = new Map<string, TypeInfo>();
   /** Field name → content type → definition, for filters and sorting on `*`. */
   readonly fieldsByName = new Map<string, Map<string, FieldDefinition>>();
@@ -250,6 +251,7 @@ export class PreparedRepository {
       locales: locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })),
     };
     this.apiKeys = new Set(apiKeys);
+    this.chains = fallbackChains(snapshot.repository);
     this.defaultLocale = defaultLocale;
     this.#filesOrigin = filesOrigin.replace(/\/$/, '');
     this.version = createHash('sha1')
@@ -258,15 +260,6 @@ export class PreparedRepository {
       .digest('base64url')
       .slice(0, 16);
 
-    for (const locale of locales) {
-      const chain = [locale.key];
-      let next = locale.fallback;
-      while (next !== undefined) {
-        chain.push(next);
-        next = locales.find((l) => l.key === next)?.fallback;
-      }
-      this.chains.set(locale.key, chain);
-    }
     for (const definition of [...snapshot.contentTypes, assetContentType]) {
       const fields = new Map(definition.fields.map((f) => [f.apiId, f]));
       const referenceFields = definition.fields.filter((f) => f.type === 'relation' || f.type === 'asset');

@@ -9,11 +9,8 @@ import {
   type StoredRecord,
 } from '../model/records.ts';
 import { digest } from '../model/digests.ts';
-import { isSection } from '../model/sections.ts';
-import { isLocaleMap } from '../model/shapes.ts';
-
-/** Which keys are locale keys: the repository's, or (when it does not list them) anything shaped like one. */
-export type LocaleKeys = { has(key: string): boolean };
+import { countLocales } from '../model/locales.ts';
+import type { LocaleKeys } from '../model/shapes.ts';
 
 /** A page of a list answer, or an alias or record answer with its includes. */
 export interface AnsweredPage {
@@ -90,7 +87,7 @@ export class Intake {
   /** Normalises an answered record, and the records embedded in it, into the cache. */
   accept(answer: ApiRecord, masked: boolean): void {
     const embedded: ApiRecord[] = [];
-    if (this.#countLocales) this.#count(answer);
+    if (this.#countLocales) countLocales(answer.fields, this.localeCounts);
     let record = normalizeRecord(answer, this.#locales, this.#model, (child) => embedded.push(child));
     let partial = false;
     if (masked) ({ record, partial } = this.#mergeMasked(record));
@@ -141,16 +138,5 @@ export class Intake {
     const base =
       stored && stored.updatedAt === answer.updatedAt && stored.revision === answer.revision ? stored : undefined;
     return { record: mergePartial(base, answer), partial: !base || info?.partial === true };
-  }
-
-  #count(answer: ApiRecord): void {
-    const count = (fields: Record<string, unknown>): void => {
-      for (const value of Object.values(fields)) {
-        if (isLocaleMap(value, this.#locales))
-          for (const key of Object.keys(value)) this.localeCounts.set(key, (this.localeCounts.get(key) ?? 0) + 1);
-        else if (isSection(value, this.#locales)) count(value); // the localized fields of a section
-      }
-    };
-    count(answer.fields);
   }
 }

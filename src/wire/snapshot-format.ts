@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { localeKeyPattern } from './locales.ts';
 import { isObject } from './schemas.ts';
 
 /**
@@ -50,7 +51,9 @@ export const isUtcDate = (value: string): boolean =>
 
 const apiId = z.string().regex(apiIdPattern, 'must be 1-100 letters, digits, "_" or "-"');
 const documentId = z.string().regex(/^\d{1,20}$/, 'must be a string of 1-20 digits');
-const localeKey = z.string().regex(/^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/, 'must be a language key such as en_US or de');
+const localeKey = z
+  .string()
+  .regex(new RegExp(localeKeyPattern.source, 'i'), 'must be a language key such as en_US or de');
 const timestamp = z
   .string()
   .regex(timestampPattern, 'must be an ISO 8601 UTC timestamp such as 2024-01-31T12:00:00.000Z')
