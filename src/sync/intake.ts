@@ -9,7 +9,7 @@ import {
   type StoredRecord,
 } from '../model/records.ts';
 import { digest } from '../model/digests.ts';
-import { countLocales } from '../model/locales.ts';
+import { countLocales, localeShaped } from '../model/locales.ts';
 import type { LocaleKeys } from '../model/shapes.ts';
 
 /** A page of a list answer, or an alias or record answer with its includes. */
@@ -39,22 +39,15 @@ export class Intake {
   readonly #records: Records;
   readonly #model: Model;
   readonly #refetch: ReadonlySet<string>;
-  #locales: LocaleKeys;
+  /** Keys of the form of locale keys until the repository's are known (`useLocales`). */
+  #locales: LocaleKeys = localeShaped;
   /** How often each locale key was seen, while the repository's locales are not known. */
   readonly localeCounts = new Map<string, number>();
-  #countLocales: boolean;
 
-  constructor(
-    records: Records,
-    model: Model,
-    locales: LocaleKeys,
-    options: { refetch: ReadonlySet<string>; countLocales: boolean },
-  ) {
+  constructor(records: Records, model: Model, refetch: ReadonlySet<string>) {
     this.#records = records;
     this.#model = model;
-    this.#locales = locales;
-    this.#refetch = options.refetch;
-    this.#countLocales = options.countLocales;
+    this.#refetch = refetch;
   }
 
   /** Takes in every record of a page; `masked` when the source has a fields mask. Returns the ids of its data. */
@@ -87,7 +80,7 @@ export class Intake {
   /** Normalises an answered record, and the records embedded in it, into the cache. */
   accept(answer: ApiRecord, masked: boolean): void {
     const embedded: ApiRecord[] = [];
-    if (this.#countLocales) countLocales(answer.fields, this.localeCounts);
+    if (this.#locales === localeShaped) countLocales(answer.fields, this.localeCounts);
     let record = normalizeRecord(answer, this.#locales, this.#model, (child) => embedded.push(child));
     let partial = false;
     if (masked) ({ record, partial } = this.#mergeMasked(record));
@@ -120,7 +113,6 @@ export class Intake {
   /** The repository's locale keys, once known: locales are no longer guessed from the data. */
   useLocales(keys: LocaleKeys): void {
     this.#locales = keys;
-    this.#countLocales = false;
   }
 
   #sameStamps(answer: ApiRecord): boolean {

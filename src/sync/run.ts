@@ -9,13 +9,7 @@ import { fingerprintOf } from '../model/digests.ts';
 import { assetStampsMask, Fetcher, listing, settleAll } from './fetch.ts';
 import { Intake } from './intake.ts';
 import { type Listed, listSource } from './list.ts';
-import {
-  guessedLocalesWarning,
-  guessLocales,
-  type Locales,
-  localeShaped,
-  repositoryLocales,
-} from '../model/locales.ts';
+import { guessedLocalesWarning, guessLocales, type Locales, repositoryLocales } from '../model/locales.ts';
 import { planSources } from './plan.ts';
 import type { Changeset } from './changeset.ts';
 import type { CacheReader, DanglingReference } from '../cache/index.ts';
@@ -135,7 +129,7 @@ export async function run(
   });
   const model = structuredClone(head?.model ?? {});
   const refetch = new Set(hints.refetch);
-  const intake = new Intake(tx.records, model, localeShaped, { refetch, countLocales: true });
+  const intake = new Intake(tx.records, model, refetch);
   const fetcher = new Fetcher(client, intake, config.pageSize);
 
   const syncedAt = new Date().toISOString();
