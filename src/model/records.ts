@@ -169,13 +169,6 @@ export function embeddedIn(answer: ApiRecord, locales: LocaleKeys): ApiRecord[] 
   return found;
 }
 
-/** A record's references, by field path (every locale's, in order, each id once). */
-export function referencesOf(record: StoredRecord): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  for (const ref of referenceList(record)) (out[ref.field] ??= []).push(ref.id);
-  return out;
-}
-
 /**
  * A record's references in field order (every locale's, each id once per field), each marked
  * as an asset or not by the content type the reference names. A reference inside a section

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { fallbackChains } from '../wire/locales.ts';
-import { isApiReference, isObject } from '../wire/schemas.ts';
+import { isApiReference } from '../wire/schemas.ts';
 import { assetFilePath, localFilePath, mapImageSources } from '../wire/snapshot.ts';
 import {
   assetContentType,
@@ -8,6 +8,7 @@ import {
   type FieldDefinition,
   type Snapshot,
   type SnapshotRecord,
+  valueIn,
 } from '../wire/snapshot-format.ts';
 import type { Normalized, ValueSource } from './values.ts';
 
@@ -27,17 +28,6 @@ export interface TypeInfo {
   sections: Set<string>;
   /** Relation and asset fields, in content-type order. */
   referenceFields: FieldDefinition[];
-}
-
-/**
- * A field's value in a record's fields (or a view of them): under its section's key when it stands in one; own keys
- * only.
- */
-export function valueIn(fields: Record<string, unknown>, field: FieldDefinition): unknown {
-  const holder =
-    field.section === undefined ? fields : Object.hasOwn(fields, field.section) ? fields[field.section] : undefined;
-  // Own keys only: a field named constructor is not Object's.
-  return isObject(holder) && Object.hasOwn(holder, field.apiId) ? holder[field.apiId] : undefined;
 }
 
 /** A field's values in a view: its value, or for `all` each locale's value of a localized field. */
@@ -243,13 +233,7 @@ export class PreparedRepository {
     this.snapshot = snapshot;
     const { id, apiId, name, defaultLocale, locales, apiKeys } = snapshot.repository;
     this.apiId = apiId;
-    this.info = {
-      id,
-      apiId,
-      name,
-      defaultLocale,
-      locales: locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })),
-    };
+    this.info = { id, apiId, name, defaultLocale, locales };
     this.apiKeys = new Set(apiKeys);
     this.chains = fallbackChains(snapshot.repository);
     this.defaultLocale = defaultLocale;

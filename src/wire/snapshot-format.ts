@@ -187,6 +187,17 @@ export function slotsOf(type: ContentTypeDefinition): Slot[] {
   return slots;
 }
 
+/**
+ * A field's value in a record's fields (or a view of them, as the server answers them): under its section's key when it stands in one; own keys
+ * only.
+ */
+export function valueIn(fields: Record<string, unknown>, field: FieldDefinition): unknown {
+  const holder =
+    field.section === undefined ? fields : Object.hasOwn(fields, field.section) ? fields[field.section] : undefined;
+  // Own keys only: a field named constructor is not Object's.
+  return isObject(holder) && Object.hasOwn(holder, field.apiId) ? holder[field.apiId] : undefined;
+}
+
 /** The asset record's fields, as if `_asset` were a content type. */
 export const assetContentType: ContentTypeDefinition = {
   apiId: '_asset',

@@ -11,6 +11,7 @@ import {
   type ContentTypeDefinition,
   type Snapshot,
   type SnapshotRecord,
+  valueIn,
 } from './snapshot-format.ts';
 
 /**
@@ -192,11 +193,7 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
   );
   snapshot.documents.forEach((record, i) => {
     for (const field of referenceFields.get(record.meta.contentType)!) {
-      const holder =
-        field.section === undefined
-          ? record.fields
-          : (record.fields[field.section] as Record<string, unknown> | null | undefined);
-      const raw = holder?.[field.apiId];
+      const raw = valueIn(record.fields, field);
       if (!raw) continue;
       const byLocale = field.localized && typeof raw === 'object' && !Array.isArray(raw);
       for (const locale of byLocale ? Object.keys(raw) : ['']) {

@@ -2,12 +2,11 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openCache } from '../../src/cache/index.ts';
-import type { Reference } from '../../src/cache/records.ts';
 import { DatabaseSync, withoutSqliteWarning } from '../../src/cache/sqlite.ts';
 import type { CacheHead } from '../../src/cache/head.ts';
 import { CacheTransaction } from '../../src/cache/transaction.ts';
 import { sync } from '../../src/sync/engine.ts';
-import type { StoredRecord } from '../../src/model/records.ts';
+import type { Reference, StoredRecord } from '../../src/model/records.ts';
 import { configFor, recorder, serve, sorted, tempDir } from '../helpers/magazine.ts';
 
 /**
