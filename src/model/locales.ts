@@ -1,7 +1,8 @@
-import { localeKeyPattern } from '../wire/locales.ts';
+import { localeKeyPattern, localeWithValue } from '../wire/locales.ts';
+import { isObject } from '../wire/schemas.ts';
 import type { FieldModel, StoredRecord, TypeModel } from './records.ts';
 import { isSection, sectionsOf } from './sections.ts';
-import { isLocaleMap, type LocaleKeys } from './shapes.ts';
+import { isEmpty, isLocaleMap, type LocaleKeys } from './shapes.ts';
 
 /**
  * Locales. They come from the repository endpoint; when a server does not list them, from the
@@ -105,7 +106,7 @@ export function localizeRecord(record: StoredRecord, chain: readonly string[], f
       const model = models?.[name];
       if (localized.includes(path)) {
         const own = value as Record<string, unknown>;
-        const from = chain.find((key) => own[key] !== undefined && own[key] !== null);
+        const from = localeWithValue(own, chain);
         out[name] = from === undefined ? null : own[from];
         if (from !== chain[0]) fallbacks[path] = from ?? null;
       } else if (model?.localized && isEmpty(value)) {
@@ -113,8 +114,7 @@ export function localizeRecord(record: StoredRecord, chain: readonly string[], f
         out[name] = null;
         fallbacks[path] = null;
       } else if (model?.kind === 'section' || holders?.has(path)) {
-        if (value !== null && typeof value === 'object' && !Array.isArray(value))
-          out[name] = see(value as Record<string, unknown>, model?.fields, `${path}.`);
+        if (isObject(value)) out[name] = see(value, model?.fields, `${path}.`);
         else {
           out[name] = value;
           if (model) absent(model, path);
@@ -130,8 +130,3 @@ export function localizeRecord(record: StoredRecord, chain: readonly string[], f
   };
   return { fields: see(record.fields, fields, ''), fallbacks };
 }
-
-const isEmpty = (value: unknown): boolean =>
-  value === null ||
-  value === undefined ||
-  (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0);

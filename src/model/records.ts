@@ -1,6 +1,14 @@
 import type { ApiRecord } from '../wire/schemas.ts';
 import { isApiReference, isObject } from '../wire/schemas.ts';
-import { type FieldKind, isLocaleMap, isStoredReference, kindOfValue, type LocaleKeys, mergeKinds } from './shapes.ts';
+import {
+  type FieldKind,
+  isEmptyObject,
+  isLocaleMap,
+  isStoredReference,
+  kindOfValue,
+  type LocaleKeys,
+  mergeKinds,
+} from './shapes.ts';
 import { isSection, sectionByField } from './sections.ts';
 
 /** A reference of a record: the field, the target's id, and whether the target is an asset. */
@@ -97,8 +105,7 @@ export function normalizeRecord(
         continue;
       }
       // An empty `{}` is a localized field without any value when the field is known to be localized.
-      const isLocalized =
-        isLocaleMap(value, locales) || (field.localized && isObject(value) && Object.keys(value).length === 0);
+      const isLocalized = isLocaleMap(value, locales) || (field.localized && isEmptyObject(value));
       if (isLocalized) {
         field.localized = true;
         localized.push(prefix + name);
@@ -112,8 +119,7 @@ export function normalizeRecord(
         fields[name] = own;
       } else {
         // A section without any field ({}) is still a section.
-        if (!(field.kind === 'section' && isObject(value) && Object.keys(value).length === 0))
-          see(field, kindOfValue(value));
+        if (!(field.kind === 'section' && isEmptyObject(value))) see(field, kindOfValue(value));
         if (Array.isArray(value) && field.kind === 'select') field.multiple = true;
         if (field.kind === 'relation' && Array.isArray(value)) field.multiple = true;
         fields[name] = normalizeValue(value ?? null);

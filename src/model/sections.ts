@@ -1,5 +1,5 @@
 import { isApiReference, isObject } from '../wire/schemas.ts';
-import { isLocaleMap, kindOfValue, type LocaleKeys } from './shapes.ts';
+import { isEmpty, isLocaleMap, kindOfValue, type LocaleKeys } from './shapes.ts';
 
 /**
  * Sections on the wire. A content type may group fields into sections, which the Read API nests
@@ -43,8 +43,7 @@ export function sectionByField(value: unknown, locales: LocaleKeys): Record<stri
   if (!isLocaleMap(value, locales)) return undefined;
   let sections = 0;
   for (const inLocale of Object.values(value)) {
-    if (inLocale === null || inLocale === undefined || (isObject(inLocale) && Object.keys(inLocale).length === 0))
-      continue;
+    if (isEmpty(inLocale)) continue;
     if (!isSection(inLocale, locales)) return undefined;
     sections++;
   }

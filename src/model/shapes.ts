@@ -56,6 +56,12 @@ export function mergeKinds(a: FieldKind | undefined, b: FieldKind | undefined): 
   return 'json';
 }
 
+/** `{}`: no fields, values or locales. */
+export const isEmptyObject = (value: unknown): boolean => isObject(value) && Object.keys(value).length === 0;
+
+/** A value that holds nothing: `null`, absent, or `{}`. */
+export const isEmpty = (value: unknown): boolean => value === null || value === undefined || isEmptyObject(value);
+
 /** Which keys are locale keys: the repository's, or (while it lists none) those of their form (`localeShaped`). */
 export type LocaleKeys = { has(key: string): boolean };
 

@@ -7,7 +7,7 @@ import {
   localizableTypes,
 } from '../wire/snapshot-format.ts';
 import { isSection } from '../model/sections.ts';
-import { type FieldKind, isLocaleMap, kindOfValue, mergeKinds } from '../model/shapes.ts';
+import { type FieldKind, isEmptyObject, isLocaleMap, kindOfValue, mergeKinds } from '../model/shapes.ts';
 
 /**
  * Content types inferred from the documents of a pull, since the Read API does not describe
@@ -69,9 +69,6 @@ function see(field: Sighting, value: unknown): void {
     field.clash ??= [field.kind, kind];
   field.kind = merged;
 }
-
-const isEmptyObject = (value: unknown): boolean =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
 
 /** A value of a field (at the top, or inside an object that may be a section when `depth` is 0). */
 function seeValue(field: Sighting, value: unknown, locales: ReadonlySet<string>, depth: number): void {

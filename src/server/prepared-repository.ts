@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { fallbackChains } from '../wire/locales.ts';
+import { fallbackChains, localeWithValue } from '../wire/locales.ts';
 import { isApiReference } from '../wire/schemas.ts';
 import { assetFilePath, localFilePath, mapImageSources } from '../wire/snapshot.ts';
 import {
@@ -131,13 +131,8 @@ export class PreparedRecord {
     if (field.localized && value !== null) {
       const byLocale = value as Record<string, unknown>;
       if (chain) {
-        value = null;
-        for (const key of chain) {
-          if (byLocale[key] !== undefined && byLocale[key] !== null) {
-            value = byLocale[key];
-            break;
-          }
-        }
+        const from = localeWithValue(byLocale, chain);
+        value = from === undefined ? null : byLocale[from];
       } else {
         value = Object.fromEntries(Object.entries(byLocale).filter(([, v]) => v !== undefined && v !== null));
       }

@@ -7,6 +7,10 @@
  */
 export const localeKeyPattern = /^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$/;
 
+/** The first locale of `chain` with a value in `byLocale` (a localized value under `locale=all`), if any. */
+export const localeWithValue = (byLocale: Record<string, unknown>, chain: readonly string[]): string | undefined =>
+  chain.find((key) => byLocale[key] !== undefined && byLocale[key] !== null);
+
 type RepositoryLocales = { defaultLocale: string; locales: readonly { key: string; fallback?: string | undefined }[] };
 
 /**
