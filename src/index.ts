@@ -40,7 +40,8 @@ export type { Changeset, SourceChanges } from './sync/changeset.ts';
 export { CacheError, openCache } from './cache/index.ts';
 export type { CacheHead, CacheReader, Member } from './cache/index.ts';
 export type { Locales, LocalizedFields } from './model/locales.ts';
-export type { FieldKind, Model, StoredRecord } from './model/records.ts';
+export type { Model, StoredRecord } from './model/records.ts';
+export type { FieldKind } from './model/shapes.ts';
 
 // Entries: a cached record as a page sees it.
 export { entryOf, entrySchemaFor, fieldSchemas } from './entries/entries.ts';

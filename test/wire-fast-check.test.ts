@@ -6,7 +6,7 @@ import { parseSnapshot } from '../src/wire/snapshot.ts';
 import {
   assetContentType,
   type ContentTypeDefinition,
-  fieldsSchema,
+  recordFieldsSchema,
   fieldTypes,
   slotsOf,
 } from '../src/wire/snapshot-format.ts';
@@ -159,7 +159,7 @@ const keysOf = (type: ContentTypeDefinition): [string, string[] | undefined][] =
   );
 
 const zodAccepts = (type: ContentTypeDefinition, fields: unknown) =>
-  fieldsSchema(type, locales).safeParse(fields).success;
+  recordFieldsSchema(type, locales).safeParse(fields).success;
 
 describe('the fast field tests of parseSnapshot', () => {
   it('accept no fields the zod schemas refuse, over every type and 20,000 drawn values', () => {

@@ -5,6 +5,7 @@ import {
   assetAnswerSchema,
   type DocumentAnswer,
   documentAnswerSchema,
+  isObject,
   type ListAnswer,
   listAnswerSchema,
   type MaskedDocumentAnswer,
@@ -23,7 +24,6 @@ import { Transport, type TransportOptions } from './transport.ts';
  * wire schema's `fields` record copies each record's fields key by key, most of the cost of
  * validating a page; here they are checked to be an object and kept (see docs/decisions.md).
  */
-const isObject = (value: unknown): boolean => typeof value === 'object' && value !== null && !Array.isArray(value);
 const listRecordSchema = recordSchema.extend({
   fields: z.custom<ApiRecord['fields']>(isObject, 'expected an object of fields'),
 });

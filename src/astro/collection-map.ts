@@ -1,6 +1,6 @@
 import type { CacheReader } from '../cache/index.ts';
 import { showingAny } from '../entries/page-keys.ts';
-import { hash } from '../sync/config.ts';
+import { fingerprintOf } from '../model/digests.ts';
 import type { Changeset } from '../sync/changeset.ts';
 import type { LocaleMap } from './i18n.ts';
 import type { SourceSpec } from '../sync/config.ts';
@@ -115,7 +115,7 @@ export class CollectionMap {
    */
   fingerprint(): string {
     const byKey = <T>(entries: [string, T][]) => entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return hash({
+    return fingerprintOf({
       contentTypes: byKey(Object.entries(this.site.contentTypes)),
       locales: this.site.locales?.signature() ?? null,
       loaders: byKey([...this.loaders].map(([collection, l]) => [`${collection}|${l.name}`, l.signature])),

@@ -1,7 +1,7 @@
-import { hash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fingerprintOf } from '../model/digests.ts';
 
 /**
  * A digest of the content config and every module of the project it imports, directly or not.
@@ -58,7 +58,7 @@ export function contentConfigDigest(root: URL, srcDir: URL): string {
   const parts = [...seen]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([file, text]) => `${relative(project, file)}\u0000${text}`);
-  return hash('sha1', parts.join('\u0000'), 'base64url').slice(0, 20);
+  return fingerprintOf(parts.join('\u0000'));
 }
 
 interface Aliases {

@@ -1,6 +1,7 @@
 import type { AstroConfig } from 'astro';
 import { z } from 'zod';
-import { type Locales, fallbackChains } from '../model/locales.ts';
+import type { Locales } from '../model/locales.ts';
+import { fallbackChains } from '../wire/locales.ts';
 import { ConfigError, didYouMean } from '../sync/config.ts';
 
 /**

@@ -1,11 +1,12 @@
 import type { Loader, LoaderContext } from 'astro/loaders';
 import type { CacheHead, CacheReader, Member } from '../cache/index.ts';
 import { z } from 'zod';
-import { canonicalOptions, ConfigError, hash, type SourceSpec } from '../sync/config.ts';
+import { canonicalOptions, ConfigError, type SourceSpec } from '../sync/config.ts';
+import { fingerprintOf } from '../model/digests.ts';
 import type { SyncResult } from '../sync/engine.ts';
 import { packageVersion } from '../sync/run.ts';
 import { type Entry, entryOf } from '../entries/entries.ts';
-import { fallbackChains } from '../model/locales.ts';
+import { fallbackChains } from '../wire/locales.ts';
 import { referenceList, type StoredRecord } from '../model/records.ts';
 import { sharedSync } from '../sync/shared.ts';
 import { cacheKeys } from '../entries/page-keys.ts';
@@ -88,7 +89,7 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
   // The same options in another evaluation of the content config are the same declaration.
   const declaration = registry.declare({
     name,
-    signature: hash({
+    signature: fingerprintOf({
       sources: sources.map((s) => [s.kind, s.name, canonicalOptions(s.options)]),
       locales: options.locales,
       render: options.render,
@@ -195,7 +196,7 @@ async function storeEntries(
   // an edited schema module what they must pass: start clean. The same key goes into every page
   // key, so such pages render again. A locale left out and on no chain changes nothing.
   const chains = fallbackChains(head.locales);
-  const fingerprint = hash({
+  const fingerprint = fingerprintOf({
     packageVersion,
     source: head.fingerprint,
     loaders: mapping.fingerprint(),

@@ -1,5 +1,5 @@
-import type { Model } from '../model/records.ts';
-import { fieldAt, valueAt } from '../model/sections.ts';
+import { fieldAt, type Model } from '../model/records.ts';
+import { valueAt } from '../model/sections.ts';
 import {
   type AssetFiles,
   firstRichtextField,

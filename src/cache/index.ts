@@ -2,7 +2,6 @@
 export { CacheError } from './database.ts';
 export { CacheReader, clearCache, openCache } from './reader.ts';
 export type { DanglingReference, Link, Member, StoredSource } from './reader.ts';
-export type { Reference } from './records.ts';
 export type { CacheHead } from './head.ts';
 export { cacheRootOf, originCacheDir, touchOrigin } from './origins.ts';
 export type { ContentOrigin } from './origins.ts';

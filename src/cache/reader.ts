@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
-import type { StoredRecord } from '../model/records.ts';
+import type { Reference, StoredRecord } from '../model/records.ts';
 import { CacheError, cacheErrorOf, inodeOf, openForReading, removeDatabase } from './database.ts';
-import { parseStored, type Reference, unpackReferences } from './records.ts';
+import { parseStored, unpackReferences } from './records.ts';
 import { memberColumns, schemaProblem } from './schema.ts';
 import type { Database, Statement } from './sqlite.ts';
 import { type CacheHead, readHead } from './head.ts';

@@ -1,6 +1,5 @@
 import type { Reference, StoredRecord } from '../model/records.ts';
 
-export type { Reference };
 import { CacheError } from './database.ts';
 import type { Database, Statement } from './sqlite.ts';
 

@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import type { CacheReader } from '../cache/index.ts';
-import { fallbackChains, type Locales, localizeRecord } from '../model/locales.ts';
+import { type Locales, localizeRecord } from '../model/locales.ts';
 import { type Model, referenceList, type StoredRecord, type TypeModel } from '../model/records.ts';
+import { isStoredReference } from '../model/shapes.ts';
+import { fallbackChains } from '../wire/locales.ts';
+import { isObject } from '../wire/schemas.ts';
 
 /**
  * Entries: a record as pages use it, in one locale. Fallback is applied and marked, relations
@@ -137,15 +140,6 @@ export function entrySchemaFor(model: Model, contentType: string) {
   return looseEntrySchema.extend({ contentType: z.literal(contentType), fields: fieldsSchema(model, contentType) });
 }
 
-/** Whether a value is a relation as an entry holds it: `{ id, contentType }`, nothing else. */
-const isRef = (value: unknown): value is EntryReference =>
-  typeof value === 'object' &&
-  value !== null &&
-  !Array.isArray(value) &&
-  Object.keys(value).length === 2 &&
-  typeof (value as EntryReference).id === 'string' &&
-  typeof (value as EntryReference).contentType === 'string';
-
 /**
  * An entry's fields with each relation (a field the model knows as one, inside sections too)
  * replaced by what `convert` makes of each reference in it; `field` is its path (`seo.author`).
@@ -164,9 +158,9 @@ export function mapRelations(
     for (const [name, value] of Object.entries(out)) {
       const model = models?.[name];
       if (value === null || value === undefined) continue;
-      if (model?.kind === 'section' && isPlainObject(value)) out[name] = map(value, model.fields, `${prefix}${name}.`);
+      if (model?.kind === 'section' && isObject(value)) out[name] = map(value, model.fields, `${prefix}${name}.`);
       if (model?.kind !== 'relation') continue;
-      const each = (ref: unknown) => (isRef(ref) ? convert(ref, prefix + name) : ref);
+      const each = (ref: unknown) => (isStoredReference(ref) ? convert(ref, prefix + name) : ref);
       out[name] = Array.isArray(value) ? value.map(each) : each(value);
     }
     return out;
@@ -174,17 +168,16 @@ export function mapRelations(
   return map(fields, typeModel, '');
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /**
  * A value with each list of asset references in it (inside sections too) made assets; a new object only where one
  * changed.
  */
 function withAssets(value: unknown, asset: (ref: EntryReference) => Asset): unknown {
   if (Array.isArray(value))
-    return value.length > 0 && value.every((v) => isRef(v) && v.contentType === '_asset') ? value.map(asset) : value;
-  if (!isPlainObject(value) || isRef(value)) return value;
+    return value.length > 0 && value.every((v) => isStoredReference(v) && v.contentType === '_asset')
+      ? value.map(asset)
+      : value;
+  if (!isObject(value) || isStoredReference(value)) return value;
   let out: Record<string, unknown> | undefined;
   for (const [name, inner] of Object.entries(value)) {
     const made = withAssets(inner, asset);

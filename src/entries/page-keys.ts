@@ -1,5 +1,5 @@
 import type { CacheReader, Link } from '../cache/index.ts';
-import { digestOfJson as digestOf } from '../model/records.ts';
+import { digest } from '../model/digests.ts';
 
 /**
  * Keys for Astro's incremental builds (`experimental.incrementalBuild`): a page is rendered again
@@ -39,7 +39,7 @@ class KeyGraph {
     if (near === undefined) {
       const link = this.#links.get(id);
       near = link
-        ? digestOf(
+        ? digest(
             `${id}:${link.digest}>${link.targets.map((t) => `${t}:${this.#links.get(t)?.digest ?? '-'}`).join(',')}`,
           )
         : `${id}:-`;
@@ -58,7 +58,7 @@ class KeyGraph {
     if (key === undefined) {
       const targets = this.#links.get(id)?.targets ?? [];
       const referrers = this.#referrers.get(id) ?? [];
-      key = digestOf(
+      key = digest(
         `${this.#nearDigest(id)}>${targets.map((t) => this.#nearDigest(t)).join(',')}<${referrers.map((r) => this.#nearDigest(r)).join(',')}`,
       );
       this.#keys.set(id, key);
@@ -84,7 +84,7 @@ function graphOf(cache: CacheReader): KeyGraph {
 export function cacheKeys(cache: CacheReader, ids: Iterable<string>, salt = ''): Map<string, string> {
   const graph = graphOf(cache);
   const keys = new Map<string, string>();
-  for (const id of ids) keys.set(id, salt ? digestOf(`${graph.key(id)}|${salt}`) : graph.key(id));
+  for (const id of ids) keys.set(id, salt ? digest(`${graph.key(id)}|${salt}`) : graph.key(id));
   return keys;
 }
 
@@ -139,5 +139,5 @@ export function pageKey(...parts: KeyPart[]): string {
       );
   };
   for (const part of parts) add(part);
-  return digestOf(`${keys.length}:${keys.join(',')}`);
+  return digest(`${keys.length}:${keys.join(',')}`);
 }

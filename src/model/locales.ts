@@ -1,9 +1,13 @@
+import { localeKeyPattern, localeWithValue } from '../wire/locales.ts';
+import { isObject } from '../wire/schemas.ts';
 import type { FieldModel, StoredRecord, TypeModel } from './records.ts';
-import { sectionsOf } from './sections.ts';
+import { isSection, sectionsOf } from './sections.ts';
+import { isEmpty, isLocaleMap, type LocaleKeys } from './shapes.ts';
 
 /**
- * Locales and fallback chains. They come from the repository endpoint; when a server does not
- * list them, from the locale keys seen in the data (no fallbacks, the most common key as default).
+ * Locales. They come from the repository endpoint; when a server does not list them, from the
+ * locale keys seen in the data (no fallbacks, the most common key as default). Their fallback
+ * chains are the server's too: `fallbackChains` in wire/locales.ts.
  */
 
 export interface Locales {
@@ -28,28 +32,40 @@ export function repositoryLocales(meta: {
   };
 }
 
-/** Locale → the keys to try in order: the locale, its fallback, …, ending at the default locale. */
-export function fallbackChains(locales: Locales): Map<string, string[]> {
-  let chains = chainsByLocales.get(locales);
-  if (!chains) chainsByLocales.set(locales, (chains = computeChains(locales)));
-  return chains;
-}
+/** A key of the form of a locale key (`localeKeyPattern`): what is taken for one while a server lists none. */
+export const localeShaped: LocaleKeys = { has: (key) => localeKeyPattern.test(key) };
 
-// Every entry asks for its chain; a repository's locales change only with a new manifest.
-const chainsByLocales = new WeakMap<Locales, Map<string, string[]>>();
-
-function computeChains(locales: Locales): Map<string, string[]> {
-  const byKey = new Map(locales.locales.map((l) => [l.key, l]));
-  const chains = new Map<string, string[]>();
-  for (const { key } of locales.locales) {
-    const chain = [key];
-    for (let next = byKey.get(key)?.fallback; next && !chain.includes(next); next = byKey.get(next)?.fallback)
-      chain.push(next);
-    if (!chain.includes(locales.defaultLocale)) chain.push(locales.defaultLocale);
-    chains.set(key, chain);
+/**
+ * Counts the keys of each map of locales in a record's fields, inside sections too: the locales
+ * of a repository whose server lists none, read from a record before it is normalised.
+ */
+export function countLocales(fields: Record<string, unknown>, counts: Map<string, number>): void {
+  for (const value of Object.values(fields)) {
+    if (isLocaleMap(value, localeShaped))
+      for (const key of Object.keys(value)) counts.set(key, (counts.get(key) ?? 0) + 1);
+    else if (isSection(value, localeShaped)) countLocales(value, counts);
   }
-  return chains;
 }
+
+/**
+ * Locales from the keys `countLocales` saw, the most often seen first (after any `known`), and
+ * no fallbacks. The default is the known one, else the first key; it is always one of the
+ * locales, so that every document has an entry even when no value was localized.
+ */
+export function guessLocales(
+  counts: ReadonlyMap<string, number>,
+  known: { defaultLocale?: string | undefined; keys?: readonly string[] | undefined } = {},
+): Locales {
+  const seen = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([key]) => key);
+  const keys = [...(known.keys ?? []), ...seen];
+  const defaultLocale = known.defaultLocale ?? keys[0] ?? 'en_US';
+  return { defaultLocale, locales: [...new Set([defaultLocale, ...keys])].map((key) => ({ key })), source: 'data' };
+}
+
+/** The warning of a guess, `doing` saying what is done with the keys. */
+export const guessedLocalesWarning = (locales: Locales, doing: string): string =>
+  `The server did not list the repository's locales; ${doing} the locale keys seen in the data ` +
+  `(${locales.locales.map((l) => l.key).join(', ')}), default ${locales.defaultLocale}, without fallbacks`;
 
 export interface LocalizedFields {
   /** Field values in the locale, fallback applied (`null` where no locale of the chain has one). */
@@ -90,7 +106,7 @@ export function localizeRecord(record: StoredRecord, chain: readonly string[], f
       const model = models?.[name];
       if (localized.includes(path)) {
         const own = value as Record<string, unknown>;
-        const from = chain.find((key) => own[key] !== undefined && own[key] !== null);
+        const from = localeWithValue(own, chain);
         out[name] = from === undefined ? null : own[from];
         if (from !== chain[0]) fallbacks[path] = from ?? null;
       } else if (model?.localized && isEmpty(value)) {
@@ -98,8 +114,7 @@ export function localizeRecord(record: StoredRecord, chain: readonly string[], f
         out[name] = null;
         fallbacks[path] = null;
       } else if (model?.kind === 'section' || holders?.has(path)) {
-        if (value !== null && typeof value === 'object' && !Array.isArray(value))
-          out[name] = see(value as Record<string, unknown>, model?.fields, `${path}.`);
+        if (isObject(value)) out[name] = see(value, model?.fields, `${path}.`);
         else {
           out[name] = value;
           if (model) absent(model, path);
@@ -115,8 +130,3 @@ export function localizeRecord(record: StoredRecord, chain: readonly string[], f
   };
   return { fields: see(record.fields, fields, ''), fallbacks };
 }
-
-const isEmpty = (value: unknown): boolean =>
-  value === null ||
-  value === undefined ||
-  (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0);

@@ -1,9 +1,15 @@
-import { hash } from 'node:crypto';
 import type { ApiRecord } from '../wire/schemas.ts';
-import { type FieldKind, isApiReference, isLocaleMap, isObject, kindOfValue, mergeKinds, type Ref } from './shapes.ts';
+import { isApiReference, isObject } from '../wire/schemas.ts';
+import {
+  type FieldKind,
+  isEmptyObject,
+  isLocaleMap,
+  isStoredReference,
+  kindOfValue,
+  type LocaleKeys,
+  mergeKinds,
+} from './shapes.ts';
 import { isSection, sectionByField } from './sections.ts';
-
-export { type FieldKind, isApiReference, isLocaleMap, isObject, kindOfValue, mergeKinds, type Ref } from './shapes.ts';
 
 /** A reference of a record: the field, the target's id, and whether the target is an asset. */
 export interface Reference {
@@ -11,9 +17,6 @@ export interface Reference {
   id: string;
   asset: boolean;
 }
-
-/** The digest of a record's JSON (or of any text a key is made of): 22 characters of base64url sha1. */
-export const digestOfJson = (json: string): string => hash('sha1', json, 'base64url').slice(0, 22);
 
 /**
  * Normalised records: one per document or asset, deduplicated by id, with references reduced
@@ -50,6 +53,16 @@ export type TypeModel = Record<string, FieldModel>;
 /** What the data shows of each content type's fields. */
 export type Model = Record<string, TypeModel>;
 
+/** What the model knows of the field at a path (`seo.title`), or undefined. */
+export function fieldAt(fields: TypeModel | undefined, path: string): FieldModel | undefined {
+  let field: FieldModel | undefined;
+  for (const name of path.split('.')) {
+    field = fields?.[name];
+    fields = field?.fields;
+  }
+  return field;
+}
+
 /**
  * Normalises a document or asset as answered with `locale=all`. Embedded records found in its
  * fields are handed to `embedded` and replaced by references. A section is normalised field by
@@ -58,7 +71,7 @@ export type Model = Record<string, TypeModel>;
  */
 export function normalizeRecord(
   answer: ApiRecord,
-  locales: { has(key: string): boolean },
+  locales: LocaleKeys,
   model: Model,
   embedded: (record: ApiRecord) => void,
 ): StoredRecord {
@@ -92,8 +105,7 @@ export function normalizeRecord(
         continue;
       }
       // An empty `{}` is a localized field without any value when the field is known to be localized.
-      const isLocalized =
-        isLocaleMap(value, locales) || (field.localized && isObject(value) && Object.keys(value).length === 0);
+      const isLocalized = isLocaleMap(value, locales) || (field.localized && isEmptyObject(value));
       if (isLocalized) {
         field.localized = true;
         localized.push(prefix + name);
@@ -107,8 +119,7 @@ export function normalizeRecord(
         fields[name] = own;
       } else {
         // A section without any field ({}) is still a section.
-        if (!(field.kind === 'section' && isObject(value) && Object.keys(value).length === 0))
-          see(field, kindOfValue(value));
+        if (!(field.kind === 'section' && isEmptyObject(value))) see(field, kindOfValue(value));
         if (Array.isArray(value) && field.kind === 'select') field.multiple = true;
         if (field.kind === 'relation' && Array.isArray(value)) field.multiple = true;
         fields[name] = normalizeValue(value ?? null);
@@ -146,7 +157,7 @@ function seeSection(field: FieldModel): void {
 /**
  * The records embedded in an answered record's fields (assets under embedAssets), where `normalizeRecord` finds them.
  */
-export function embeddedIn(answer: ApiRecord, locales: { has(key: string): boolean }): ApiRecord[] {
+export function embeddedIn(answer: ApiRecord, locales: LocaleKeys): ApiRecord[] {
   const found: ApiRecord[] = [];
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) value.forEach(visit);
@@ -164,19 +175,6 @@ export function embeddedIn(answer: ApiRecord, locales: { has(key: string): boole
   return found;
 }
 
-/** A record's references, by field path (every locale's, in order, each id once). */
-export function referencesOf(record: StoredRecord): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  for (const ref of referenceList(record)) (out[ref.field] ??= []).push(ref.id);
-  return out;
-}
-
-/** A reference as a record stores it: `{ id, contentType }`, nothing else. */
-const isStoredReference = (value: object): boolean => {
-  const ref = value as { id?: unknown; contentType?: unknown };
-  return typeof ref.id === 'string' && typeof ref.contentType === 'string' && Object.keys(value).length === 2;
-};
-
 /**
  * A record's references in field order (every locale's, each id once per field), each marked
  * as an asset or not by the content type the reference names. A reference inside a section
@@ -191,10 +189,9 @@ export function referenceList(record: StoredRecord): Reference[] {
       for (const v of value) collect(v);
       return;
     }
-    if (value === null || typeof value !== 'object' || !isStoredReference(value)) return;
-    const ref = value as Ref;
-    for (let i = first; i < out.length; i++) if (out[i]!.id === ref.id) return;
-    out.push({ field, id: ref.id, asset: ref.contentType === '_asset' });
+    if (!isStoredReference(value)) return;
+    for (let i = first; i < out.length; i++) if (out[i]!.id === value.id) return;
+    out.push({ field, id: value.id, asset: value.contentType === '_asset' });
   };
   const { localized } = record;
   const walk = (fields: Record<string, unknown>, prefix: string): void => {
@@ -215,13 +212,6 @@ export function referenceList(record: StoredRecord): Reference[] {
   };
   walk(record.fields, '');
   return out;
-}
-
-/**
- * A digest of a record's content: equal digests mean equal records. `json` is the record's JSON when the caller has it.
- */
-export function digestOf(record: StoredRecord, json = JSON.stringify(record)): string {
-  return digestOfJson(json);
 }
 
 /**

@@ -1,5 +1,5 @@
-import type { FieldModel, TypeModel } from './records.ts';
-import { isApiReference, isLocaleMap, isObject, kindOfValue } from './shapes.ts';
+import { isApiReference, isObject } from '../wire/schemas.ts';
+import { isEmpty, isLocaleMap, kindOfValue, type LocaleKeys } from './shapes.ts';
 
 /**
  * Sections on the wire. A content type may group fields into sections, which the Read API nests
@@ -18,7 +18,7 @@ import { isApiReference, isLocaleMap, isObject, kindOfValue } from './shapes.ts'
  */
 
 /** A section as the Read API answers it: an object of fields, each holding its own value. */
-export function isSection(value: unknown, locales: { has(key: string): boolean }): value is Record<string, unknown> {
+export function isSection(value: unknown, locales: LocaleKeys): value is Record<string, unknown> {
   if (!isObject(value) || isApiReference(value) || isLocaleMap(value, locales)) return false;
   const fields = value as Record<string, unknown>;
   // Richtext or a location with more than its keys is still one, not a section of fields named so
@@ -39,15 +39,11 @@ export function isSection(value: unknown, locales: { has(key: string): boolean }
  * that is not localized, which such a map would repeat in each locale: it keeps its plain value.
  * Field values keep the order of their locales; fields, the order they first appear in.
  */
-export function sectionByField(
-  value: unknown,
-  locales: { has(key: string): boolean },
-): Record<string, unknown> | undefined {
+export function sectionByField(value: unknown, locales: LocaleKeys): Record<string, unknown> | undefined {
   if (!isLocaleMap(value, locales)) return undefined;
   let sections = 0;
   for (const inLocale of Object.values(value)) {
-    if (inLocale === null || inLocale === undefined || (isObject(inLocale) && Object.keys(inLocale).length === 0))
-      continue;
+    if (isEmpty(inLocale)) continue;
     if (!isSection(inLocale, locales)) return undefined;
     sections++;
   }
@@ -99,14 +95,4 @@ export function valueNamed(fields: Record<string, unknown>, name: string): unkno
   if (Object.hasOwn(fields, name)) return fields[name];
   for (const value of Object.values(fields)) if (isObject(value) && Object.hasOwn(value, name)) return value[name];
   return undefined;
-}
-
-/** What the model knows of the field at a path (`seo.title`), or undefined. */
-export function fieldAt(fields: TypeModel | undefined, path: string): FieldModel | undefined {
-  let field: FieldModel | undefined;
-  for (const name of path.split('.')) {
-    field = fields?.[name];
-    fields = field?.fields;
-  }
-  return field;
 }

@@ -1,14 +1,22 @@
-import type { FieldType } from '../wire/snapshot-format.ts';
+import { isApiReference, isObject } from '../wire/schemas.ts';
+import { type FieldType, isoDatePattern } from '../wire/snapshot-format.ts';
 
 /**
  * What a value of the Read API shows by its shape alone: a reference, a map of locales, the
  * kind of a field value. The sync (`records.ts`, `sections.ts`) and `pull` read values by these.
  */
 
-export interface Ref {
+/** A reference as a stored record (and so an entry) holds it: `{ id, contentType }`, nothing else. */
+export interface StoredReference {
   id: string;
   contentType: string;
 }
+
+export const isStoredReference = (value: unknown): value is StoredReference =>
+  isObject(value) &&
+  typeof value.id === 'string' &&
+  typeof value.contentType === 'string' &&
+  Object.keys(value).length === 2;
 
 /**
  * A field type of the API (`fieldTypes` in src/wire/snapshot-format.ts), as a value shows it: a
@@ -16,28 +24,13 @@ export interface Ref {
  */
 export type FieldKind = Exclude<FieldType, 'markdown'>;
 
-export const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/** `{ meta: { id, contentType } }`, optionally with `fields` (an embedded record). */
-export function isApiReference(value: unknown): value is { meta: Ref; fields?: Record<string, unknown> } {
-  return (
-    isObject(value) &&
-    isObject(value.meta) &&
-    typeof value.meta.id === 'string' &&
-    typeof value.meta.contentType === 'string'
-  );
-}
-
-const isoDate = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-
 /** The kind a value shows; `undefined` for null and empty values, which show nothing. */
 export function kindOfValue(value: unknown): FieldKind | undefined {
   if (value === null || value === undefined) return undefined;
   if (typeof value === 'number') return 'number';
   if (typeof value === 'boolean') return 'boolean';
   if (typeof value === 'string')
-    return isoDate.test(value) ? 'date' : /^#[0-9a-fA-F]{6}$/.test(value) ? 'color' : 'text';
+    return isoDatePattern.test(value) ? 'date' : /^#[0-9a-fA-F]{6}$/.test(value) ? 'color' : 'text';
   if (Array.isArray(value)) {
     if (value.length === 0) return undefined;
     if (value.every(isApiReference)) return value.every((v) => v.meta.contentType === '_asset') ? 'asset' : 'relation';
@@ -63,8 +56,17 @@ export function mergeKinds(a: FieldKind | undefined, b: FieldKind | undefined): 
   return 'json';
 }
 
+/** `{}`: no fields, values or locales. */
+export const isEmptyObject = (value: unknown): boolean => isObject(value) && Object.keys(value).length === 0;
+
+/** A value that holds nothing: `null`, absent, or `{}`. */
+export const isEmpty = (value: unknown): boolean => value === null || value === undefined || isEmptyObject(value);
+
+/** Which keys are locale keys: the repository's, or (while it lists none) those of their form (`localeShaped`). */
+export type LocaleKeys = { has(key: string): boolean };
+
 /** A localized value under `locale=all`: an object whose keys are all locale keys of the repository. */
-export function isLocaleMap(value: unknown, locales: { has(key: string): boolean }): value is Record<string, unknown> {
+export function isLocaleMap(value: unknown, locales: LocaleKeys): value is Record<string, unknown> {
   // A location's `lat` and `lng` look like locale keys when the locales are guessed from the data.
   if (!isObject(value) || isApiReference(value) || kindOfValue(value) === 'location') return false;
   const keys = Object.keys(value);

@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import pLimit from 'p-limit';
 import { fetch } from 'undici';
 import { assetFilePath } from '../wire/snapshot.ts';
-import type { SnapshotRecord } from './records.ts';
+import type { SnapshotRecord } from '../wire/snapshot-format.ts';
 
 /**
  * `pull --assets`: each asset's file downloaded beside the snapshot and its `fields.file.url`

@@ -1,13 +1,13 @@
 import {
   apiIdPattern,
   type ContentTypeDefinition,
-  datePattern,
   type FieldDefinition,
   type FieldType,
+  isUtcDate,
   localizableTypes,
 } from '../wire/snapshot-format.ts';
 import { isSection } from '../model/sections.ts';
-import { type FieldKind, isLocaleMap, kindOfValue, mergeKinds } from '../model/shapes.ts';
+import { type FieldKind, isEmptyObject, isLocaleMap, kindOfValue, mergeKinds } from '../model/shapes.ts';
 
 /**
  * Content types inferred from the documents of a pull, since the Read API does not describe
@@ -58,7 +58,7 @@ const newSighting = (): Sighting => ({
 
 function kindOf(value: unknown): FieldKind | undefined {
   const kind = kindOfValue(value);
-  if (kind === 'date' && !datePattern.test(value as string)) return 'text';
+  if (kind === 'date' && !isUtcDate(value as string)) return 'text';
   return kind;
 }
 
@@ -69,9 +69,6 @@ function see(field: Sighting, value: unknown): void {
     field.clash ??= [field.kind, kind];
   field.kind = merged;
 }
-
-const isEmptyObject = (value: unknown): boolean =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
 
 /** A value of a field (at the top, or inside an object that may be a section when `depth` is 0). */
 function seeValue(field: Sighting, value: unknown, locales: ReadonlySet<string>, depth: number): void {

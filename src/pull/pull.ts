@@ -1,25 +1,24 @@
 import { rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createClient } from '../api/client.ts';
+import {
+  countLocales,
+  guessedLocalesWarning,
+  guessLocales,
+  type Locales,
+  repositoryLocales,
+} from '../model/locales.ts';
 import { scrub } from '../api/errors.ts';
 import { localFilePath, mapImageSources, parseSnapshot } from '../wire/snapshot.ts';
-import type { Snapshot } from '../wire/snapshot-format.ts';
+import type { Snapshot, SnapshotRecord } from '../wire/snapshot-format.ts';
 import type { SyncConfig } from '../sync/config.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import { type FileOutcome, filePaths, syncFiles } from './files.ts';
 import { contentTypesOf, sightFields } from './infer.ts';
-import { byId, type SnapshotRecord, snapshotDocument } from './records.ts';
+import { byId, snapshotDocument } from './records.ts';
 import { confirmSections } from './sections.ts';
 import { newLocalKey, readPrevious, snapshotText, stageFile } from './snapshot-file.ts';
-import {
-  PullError,
-  aliasTargets,
-  guessLocales,
-  listedLocales,
-  memberLists,
-  referencedAssets,
-  unchangedWhilePulled,
-} from './reads.ts';
+import { PullError, aliasTargets, memberLists, referencedAssets, unchangedWhilePulled } from './reads.ts';
 
 /**
  * `comfortable-loader pull`: a repository copied into a snapshot file (spec §1) that the local
@@ -86,7 +85,8 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   const previous = await readPrevious(file, options.assets === true);
 
   const { meta } = await client.repository();
-  const listed = listedLocales(meta);
+  const listed = repositoryLocales(meta);
+  const listedKeys = listed && new Set(listed.locales.map((l) => l.key));
   let documents: SnapshotRecord[] = [];
   const embedded = new Map<string, ApiRecord>();
   const raw: ApiRecord[] = [];
@@ -105,12 +105,12 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   for await (const page of client.pages('documents', { locale: 'all', embedAssets: true, pageSize: config.pageSize })) {
     totals.add(page.meta.total);
     // With the locales known, each page is taken while the next ones arrive.
-    if (listed) for (const record of page.data) take(record, listed.keys);
+    if (listedKeys) for (const record of page.data) take(record, listedKeys);
     else raw.push(...page.data);
     options.progress?.('documents', documents.length + raw.length, page.meta.total);
   }
-  const locales = listed ?? guessLocales(meta, raw, warn);
-  const localeKeys = new Set(locales.locales.map((l) => l.key));
+  const locales = listed ?? guessed(meta.defaultLocale, raw, warn);
+  const localeKeys = listedKeys ?? new Set(locales.locales.map((l) => l.key));
   for (const record of raw) take(record, localeKeys);
   documents = documents.sort(byId);
   unchangedWhilePulled(documents, totals);
@@ -248,3 +248,12 @@ async function pruneFiles(
 }
 
 export type { Snapshot };
+
+/** When the repository lists no locales: the keys seen in localized values (the most common the default), with a warning. */
+function guessed(defaultLocale: string | undefined, records: ApiRecord[], warn: (m: string) => void): Locales {
+  const counts = new Map<string, number>();
+  for (const record of records) countLocales(record.fields, counts);
+  const locales = guessLocales(counts, { defaultLocale });
+  warn(guessedLocalesWarning(locales, 'the snapshot has'));
+  return locales;
+}

@@ -1,7 +1,8 @@
 import type { ReadApiClient } from '../api/client.ts';
 import { NotFoundError } from '../api/errors.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
-import { byId, type SnapshotRecord, snapshotAsset } from './records.ts';
+import type { SnapshotRecord } from '../wire/snapshot-format.ts';
+import { byId, snapshotAsset } from './records.ts';
 
 /** What the pull reads of the CMS beside the documents: member lists, alias targets, referenced assets, locales. */
 
@@ -28,54 +29,6 @@ export function unchangedWhilePulled(documents: SnapshotRecord[], totals: Set<nu
       `The repository's documents changed while they were listed (${what}): pull again when it is not being edited`,
     );
   }
-}
-
-type Locales = { defaultLocale: string; locales: { key: string; fallback?: string }[] };
-type RepositoryMeta = {
-  defaultLocale?: string | undefined;
-  locales?: { key: string; fallback?: string | null | undefined }[] | undefined;
-};
-
-/** The locales the repository lists, if it does. */
-export function listedLocales(meta: RepositoryMeta): (Locales & { keys: Set<string> }) | undefined {
-  if (!meta.defaultLocale || !meta.locales?.length) return undefined;
-  const locales = meta.locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key }));
-  return { defaultLocale: meta.defaultLocale, locales, keys: new Set(locales.map((l) => l.key)) };
-}
-
-/**
- * When the repository lists no locales: the keys seen in localized values (the most common the default), with a
- * warning.
- */
-export function guessLocales(meta: RepositoryMeta, records: ApiRecord[], warn: (m: string) => void): Locales {
-  const counts = new Map<string, number>();
-  const shape = /^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/;
-  const count = (value: unknown, depth: number): void => {
-    if (
-      typeof value !== 'object' ||
-      value === null ||
-      Array.isArray(value) ||
-      'meta' in value ||
-      'html' in value ||
-      'lat' in value
-    )
-      return;
-    const keys = Object.keys(value);
-    if (keys.length > 0 && keys.every((k) => shape.test(k)))
-      for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
-    else if (depth === 0)
-      // the localized fields of a section
-      for (const inner of Object.values(value)) count(inner, 1);
-  };
-  for (const record of records) for (const value of Object.values(record.fields)) count(value, 0);
-  const keys = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([k]) => k);
-  const defaultLocale = meta.defaultLocale ?? keys[0] ?? 'en_US';
-  const all = [...new Set([defaultLocale, ...keys])];
-  warn(
-    "The server did not list the repository's locales; the snapshot has the locale keys seen in the data " +
-      `(${all.join(', ')}), default ${defaultLocale}, without fallbacks`,
-  );
-  return { defaultLocale, locales: all.map((key) => ({ key })) };
 }
 
 /**

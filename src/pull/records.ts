@@ -1,6 +1,7 @@
-import type { ApiRecord } from '../wire/schemas.ts';
+import { type ApiRecord, isApiReference, isObject } from '../wire/schemas.ts';
+import { type SnapshotRecord, timestampPattern } from '../wire/snapshot-format.ts';
 import { isSection, sectionByField } from '../model/sections.ts';
-import { isApiReference as isReference, isLocaleMap, isObject } from '../model/shapes.ts';
+import { isLocaleMap } from '../model/shapes.ts';
 
 /**
  * Wire records as a snapshot holds them: references reduced to `{ meta: { id, contentType } }`
@@ -8,16 +9,9 @@ import { isApiReference as isReference, isLocaleMap, isObject } from '../model/s
  * snapshot's order without the repository (the server fills it in), timestamps in UTC.
  */
 
-export interface SnapshotRecord {
-  fields: Record<string, unknown>;
-  meta: { id: string; contentType: string; revision: number; tags: string[]; createdAt: string; updatedAt: string };
-}
-
-const utc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
-
 /** A timestamp as the snapshot format has it: kept when it is one, else read and written in UTC. */
 function timestamp(value: string | undefined, fallback: string): string {
-  if (value && utc.test(value)) return value;
+  if (value && timestampPattern.test(value)) return value;
   const parsed = value ? Date.parse(value) : Number.NaN;
   return Number.isNaN(parsed) ? fallback : new Date(parsed).toISOString();
 }
@@ -46,7 +40,7 @@ export function snapshotDocument(
   asset: (id: string, embedded: ApiRecord | undefined) => void,
 ): SnapshotRecord {
   const reduce = (value: unknown): unknown => {
-    if (isReference(value)) {
+    if (isApiReference(value)) {
       const { id, contentType } = value.meta;
       if (contentType === '_asset') asset(id, value.fields ? (value as ApiRecord) : undefined);
       return value.fields || Object.keys(value).length > 1 || Object.keys(value.meta).length > 2
@@ -54,7 +48,7 @@ export function snapshotDocument(
         : value;
     }
     if (Array.isArray(value)) {
-      for (let i = 0; i < value.length; i++) if (isReference(value[i])) value[i] = reduce(value[i]);
+      for (let i = 0; i < value.length; i++) if (isApiReference(value[i])) value[i] = reduce(value[i]);
     }
     return value;
   };

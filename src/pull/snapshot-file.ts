@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { SnapshotRecord } from './records.ts';
+import type { SnapshotRecord } from '../wire/snapshot-format.ts';
 
 /**
  * The snapshot file a pull writes: read back for what the previous pull left (its local key,

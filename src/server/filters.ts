@@ -1,15 +1,13 @@
-import { type FilterOperator, filterOperators } from '../wire/schemas.ts';
+import { type FilterOperator, filterOperators, isObject } from '../wire/schemas.ts';
 import { badRequest, quote, sectionHint } from './errors.ts';
 import { compileLike, foldCase } from './like.ts';
-import { kept } from './indexes.ts';
+import { column, kept, kindFor } from './indexes.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
 import {
-  column,
   compare,
   type Comparable,
   isEmptyValue,
   type Kind,
-  kindFor,
   kindOf,
   metaKind,
   type Normalized,
@@ -63,13 +61,10 @@ export function parseFilterPath(path: string, option = 'filters'): FilterPath {
   return { contentType, scope, name };
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** Turns `filters` as sent (a JSON array, or the bracket form's object keyed by index) into a list of entries. */
 function entriesOf(filters: unknown): unknown[] {
   if (Array.isArray(filters)) return filters;
-  if (isPlainObject(filters)) {
+  if (isObject(filters)) {
     const keys = Object.keys(filters);
     if (keys.length > 0 && keys.every((k) => /^\d+$/.test(k))) {
       return keys.sort((a, b) => a.length - b.length || (a < b ? -1 : 1)).map((k) => filters[k]);
@@ -96,7 +91,7 @@ export function compileFilters(
   if (entries.length > maxConditions) throw tooMany();
   let conditions = 0;
   for (const entry of entries) {
-    if (!isPlainObject(entry))
+    if (!isObject(entry))
       throw badRequest(`Invalid filter ${quote(entry)}: expected an object such as {"*.fields.title":{"equal":"x"}}`);
     const keys = Object.keys(entry);
     let join: 'and' | 'or' = 'and';
@@ -104,14 +99,14 @@ export function compileFilters(
     if (keys.length === 1 && /^(and|or)$/i.test(keys[0]!)) {
       join = keys[0]!.toLowerCase() as 'and' | 'or';
       const inner = entry[keys[0]!];
-      if (!isPlainObject(inner))
+      if (!isObject(inner))
         throw badRequest(`Invalid filter ${quote(entry)}: "${keys[0]}" must wrap a condition object`);
       condition = inner;
     } else if (keys.some((k) => /^(and|or)$/i.test(k))) {
       throw badRequest(`Invalid filter ${quote(entry)}: "and"/"or" must be the only key of its entry`);
     }
     if (Object.keys(condition).length === 0) throw badRequest(`Invalid filter ${quote(entry)}: the condition is empty`);
-    for (const tests of Object.values(condition)) conditions += isPlainObject(tests) ? Object.keys(tests).length : 1;
+    for (const tests of Object.values(condition)) conditions += isObject(tests) ? Object.keys(tests).length : 1;
     if (conditions > maxConditions) throw tooMany();
     const predicate = compileCondition(repository, condition, locale);
     if (join === 'or' || branches.length === 0) branches.push([predicate]);
@@ -150,7 +145,7 @@ function compileCondition(
   const parts: Predicate[] = [];
   for (const [path, tests] of Object.entries(condition)) {
     const source = parseFilterPath(path);
-    if (!isPlainObject(tests) || Object.keys(tests).length === 0) {
+    if (!isObject(tests) || Object.keys(tests).length === 0) {
       throw badRequest(`Invalid filter on ${quote(path)}: expected {"<operator>": <value>}, such as {"equal": "x"}`);
     }
     for (const [operator, given] of Object.entries(tests)) {

@@ -8,14 +8,15 @@ import { ApiError } from './errors.ts';
  * a request. What a request asks for is none of its business.
  */
 
-export interface Timeouts {
+/** How long the server waits for a request (the client's `Timeouts` are how long it waits for an answer). */
+export interface RequestTimeouts {
   /** Time for a request's line and headers to arrive; default 30 s. */
   headersMs: number;
   /** Time for a request's body to arrive once its headers have; default 30 s. */
   bodyMs: number;
 }
 
-export const defaultTimeouts: Timeouts = { headersMs: 30_000, bodyMs: 30_000 };
+export const defaultRequestTimeouts: RequestTimeouts = { headersMs: 30_000, bodyMs: 30_000 };
 
 /** A POST body larger than this is answered 413 (spec §9). */
 export const maxBodyBytes = 1024 * 1024;
@@ -66,7 +67,7 @@ function writeRaw(socket: Duplex, status: number, reason: string, error: ApiErro
  */
 export function createHttpServer(
   handle: (request: IncomingMessage, response: ServerResponse) => Promise<void>,
-  timeouts: Timeouts,
+  timeouts: RequestTimeouts,
   log: (line: string) => void,
 ): Server {
   const server = createServer(
@@ -151,7 +152,7 @@ export function sendJson(request: IncomingMessage, response: ServerResponse, err
  * to be larger (declared or sent) and goes on reading, and dropping, up to `maxDrainBytes` more;
  * rejects with a 408 when the body has not arrived within `bodyMs`.
  */
-export function readBody(request: IncomingMessage, timeouts: Timeouts): Promise<string> {
+export function readBody(request: IncomingMessage, timeouts: RequestTimeouts): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -1,3 +1,4 @@
+import { isObject } from '../wire/schemas.ts';
 import { badRequest, quote, sectionHint } from './errors.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
 
@@ -30,8 +31,7 @@ export function parseIncludes(value: unknown): IncludePlan | undefined {
     }
     return level === 0 ? undefined : { level };
   }
-  if (typeof value === 'object' && value !== null && !Array.isArray(value))
-    return { fields: parseFieldMap(value as Record<string, unknown>, 1, { left: maxIncludeFields }) };
+  if (isObject(value)) return { fields: parseFieldMap(value, 1, { left: maxIncludeFields }) };
   throw badRequest(`Invalid includes ${quote(value)}: expected a level from 0 to ${maxIncludeDepth} or a field map`);
 }
 
@@ -50,8 +50,7 @@ function parseFieldMap(map: Record<string, unknown>, depth: number, budget: { le
       );
     }
     let children: IncludeNode[] = [];
-    if (typeof child === 'object' && child !== null && !Array.isArray(child))
-      children = parseFieldMap(child as Record<string, unknown>, depth + 1, budget);
+    if (isObject(child)) children = parseFieldMap(child, depth + 1, budget);
     else if (!(child === 1 || child === '1' || child === true || child === 'true')) {
       throw badRequest(`Invalid includes value ${quote(child)} for ${quote(path)}: expected 1 or a nested field map`);
     }

@@ -1,37 +1,54 @@
-import type { LocaleView, PreparedRecord } from './prepared-repository.ts';
-import type { Normalized, ValueSource } from './values.ts';
-
-/** A value worked out for a field or meta name in a locale view, with what it was made from. */
-export interface ForSource<T> {
-  source: ValueSource;
-  /** The locale view the value was made for (meta names have one value for every view). */
-  view: LocaleView;
-  value: T;
-}
+import type { ForSource, LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
+import {
+  type Kind,
+  kindOf,
+  type MetaName,
+  metaKind,
+  type Normalized,
+  normalizeStored,
+  type ValueSource,
+} from './values.ts';
 
 /**
- * What the server works out from one snapshot when a request first needs it, kept while the
- * snapshot is live: collections in their order, columns of values, sort ranks, `like` texts,
- * the id index and the asset files. Each is filled by the function that needs it (see
- * `collectionMembers`, `column`, `ranks`, `likeTexts`, `idIndex`, `sortedDocuments`); `warmFrom`
- * in `warm.ts` does on a reloaded snapshot what the one it replaces had worked out (but the
- * orders, quick to make again from the ranks).
+ * Filling the indexes of a prepared repository (`SnapshotIndexes`): what a request works out
+ * once and the next ones use again.
  */
-export class SnapshotIndexes {
-  /** The members of a collection in its order, by `<apiId>:<view>`. */
-  readonly collections = new Map<string, { apiId: string; view: LocaleView; members: PreparedRecord[] }>();
-  /** Each document's normalised value, by record index; by `<scope>.<name>:<view>`. */
-  readonly columns = new Map<string, ForSource<Normalized[]>>();
-  /** Each document's rank for a sort key (-1 when it has no value), by record index; keyed as `columns`. */
-  readonly sortRanks = new Map<string, ForSource<Int32Array>>();
-  /** Each document's texts a `like` filter matches, case-folded, by record index; keyed as `columns`. */
-  readonly likeTexts = new Map<string, ForSource<(string[] | undefined)[]>>();
-  /** The documents of each `meta.id`, as the id column reads it. */
-  ids: Map<bigint, PreparedRecord[]> | undefined;
-  /** The relative paths of the asset files, the only files `/files/<repo>/` serves. */
-  localFiles: Set<string> | undefined;
-  /** Every document in the order of a sorting, for the last few sortings and locales asked (see `sortedDocuments`). */
-  readonly orders = new Map<string, PreparedRecord[]>();
+
+/**
+ * Every document's normalised value of a field (or meta name) in a locale, by record index,
+ * computed on first use and kept for the snapshot's lifetime.
+ */
+export function column(repository: PreparedRepository, source: ValueSource, locale: LocaleView): Normalized[] {
+  const view = source.scope === 'meta' ? '' : locale === 'all' ? repository.defaultLocale : locale;
+  return kept(repository.indexes.columns, source, view, () =>
+    repository.documents.map((record) => {
+      if (source.scope === 'meta') {
+        const value = record.meta[source.name as MetaName];
+        // Dates and ids a prepared record has parsed already (a new snapshot's first "changed since" scans them all).
+        if (
+          typeof value === 'string' &&
+          (source.name === 'updatedAt' || source.name === 'createdAt' || source.name === 'id')
+        ) {
+          return source.name === 'id'
+            ? record.idBig
+            : source.name === 'updatedAt'
+              ? record.updatedAt
+              : record.createdAt;
+        }
+        return normalizeStored(value, metaKind(source.name)!);
+      }
+      const field = record.type.fields.get(source.name);
+      const kind = field && kindOf(field.type);
+      return kind ? normalizeStored(record.value(source.name, view), kind, field.type) : undefined;
+    }),
+  );
+}
+
+/** The kind of a field for a document's content type, or of a meta name. */
+export function kindFor(record: PreparedRecord, source: ValueSource): Kind | undefined {
+  if (source.scope === 'meta') return metaKind(source.name);
+  const field = record.type.fields.get(source.name);
+  return field && kindOf(field.type);
 }
 
 /** The key of a source's value in a view, in the maps of `SnapshotIndexes`: one for every view of a meta name. */

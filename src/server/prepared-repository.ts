@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { SnapshotIndexes } from './indexes.ts';
+import { fallbackChains, localeWithValue } from '../wire/locales.ts';
+import { isApiReference } from '../wire/schemas.ts';
 import { assetFilePath, localFilePath, mapImageSources } from '../wire/snapshot.ts';
 import {
   assetContentType,
@@ -7,7 +8,9 @@ import {
   type FieldDefinition,
   type Snapshot,
   type SnapshotRecord,
+  valueIn,
 } from '../wire/snapshot-format.ts';
+import type { Normalized, ValueSource } from './values.ts';
 
 /**
  * A snapshot prepared for serving: records by id, aliases, fallback chains, and per-locale
@@ -15,7 +18,6 @@ import {
  * by every request. A prepared repository never changes; a reload builds a new one.
  */
 
-export type Reference = { meta: { id: string; contentType: string } };
 export type LocaleView = string; // a locale key, or 'all'
 
 export interface TypeInfo {
@@ -28,29 +30,41 @@ export interface TypeInfo {
   referenceFields: FieldDefinition[];
 }
 
-/**
- * A field's value in a record's fields (or a view of them): under its section's key when it stands in one; own keys
- * only.
- */
-export function valueIn(fields: Record<string, unknown>, field: FieldDefinition): unknown {
-  const holder =
-    field.section === undefined ? fields : Object.hasOwn(fields, field.section) ? fields[field.section] : undefined;
-  if (typeof holder !== 'object' || holder === null) return undefined;
-  // Own keys only: a field named constructor is not Object's.
-  return Object.hasOwn(holder, field.apiId) ? (holder as Record<string, unknown>)[field.apiId] : undefined;
-}
-
 /** A field's values in a view: its value, or for `all` each locale's value of a localized field. */
 const valuesIn = (field: FieldDefinition, value: unknown, locale: LocaleView): unknown[] =>
   locale === 'all' && field.localized && value && typeof value === 'object' ? Object.values(value) : [value];
 
-export function isReference(value: unknown): value is Reference {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    !Array.isArray(value) &&
-    typeof (value as Reference).meta?.id === 'string'
-  );
+/** A value worked out for a field or meta name in a locale view, with what it was made from. */
+export interface ForSource<T> {
+  source: ValueSource;
+  /** The locale view the value was made for (meta names have one value for every view). */
+  view: LocaleView;
+  value: T;
+}
+
+/**
+ * What the server works out from one snapshot when a request first needs it, kept while the
+ * snapshot is live: collections in their order, columns of values, sort ranks, `like` texts,
+ * the id index and the asset files. Each is filled by the function that needs it (see
+ * `collectionMembers`, `column`, `ranks`, `likeTexts`, `idIndex`, `sortedDocuments`); `warmFrom`
+ * in `warm.ts` does on a reloaded snapshot what the one it replaces had worked out (but the
+ * orders, quick to make again from the ranks).
+ */
+export class SnapshotIndexes {
+  /** The members of a collection in its order, by `<apiId>:<view>`. */
+  readonly collections = new Map<string, { apiId: string; view: LocaleView; members: PreparedRecord[] }>();
+  /** Each document's normalised value, by record index; by `<scope>.<name>:<view>`. */
+  readonly columns = new Map<string, ForSource<Normalized[]>>();
+  /** Each document's rank for a sort key (-1 when it has no value), by record index; keyed as `columns`. */
+  readonly sortRanks = new Map<string, ForSource<Int32Array>>();
+  /** Each document's texts a `like` filter matches, case-folded, by record index; keyed as `columns`. */
+  readonly likeTexts = new Map<string, ForSource<(string[] | undefined)[]>>();
+  /** The documents of each `meta.id`, as the id column reads it. */
+  ids: Map<bigint, PreparedRecord[]> | undefined;
+  /** The relative paths of the asset files, the only files `/files/<repo>/` serves. */
+  localFiles: Set<string> | undefined;
+  /** Every document in the order of a sorting, for the last few sortings and locales asked (see `sortedDocuments`). */
+  readonly orders = new Map<string, PreparedRecord[]>();
 }
 
 export class PreparedRecord {
@@ -117,13 +131,8 @@ export class PreparedRecord {
     if (field.localized && value !== null) {
       const byLocale = value as Record<string, unknown>;
       if (chain) {
-        value = null;
-        for (const key of chain) {
-          if (byLocale[key] !== undefined && byLocale[key] !== null) {
-            value = byLocale[key];
-            break;
-          }
-        }
+        const from = localeWithValue(byLocale, chain);
+        value = from === undefined ? null : byLocale[from];
       } else {
         value = Object.fromEntries(Object.entries(byLocale).filter(([, v]) => v !== undefined && v !== null));
       }
@@ -143,7 +152,7 @@ export class PreparedRecord {
     const ids: string[] = [];
     for (const v of valuesIn(field, value, locale)) {
       for (const ref of Array.isArray(v) ? v : [v])
-        if (isReference(ref) && !ids.includes(ref.meta.id)) ids.push(ref.meta.id);
+        if (isApiReference(ref) && !ids.includes(ref.meta.id)) ids.push(ref.meta.id);
     }
     return ids;
   }
@@ -198,7 +207,7 @@ export class PreparedRepository {
   readonly apiKeys: Set<string>;
   readonly defaultLocale: string;
   /** Locale key → the keys to try in order: the locale, its fallback, …, the default locale. */
-  readonly chains = new Map<string, string[]>();
+  readonly chains: Map<string, string[]>;
   readonly types = new Map<string, TypeInfo>();
   /** Field name → content type → definition, for filters and sorting on `*`. */
   readonly fieldsByName = new Map<string, Map<string, FieldDefinition>>();
@@ -219,14 +228,9 @@ export class PreparedRepository {
     this.snapshot = snapshot;
     const { id, apiId, name, defaultLocale, locales, apiKeys } = snapshot.repository;
     this.apiId = apiId;
-    this.info = {
-      id,
-      apiId,
-      name,
-      defaultLocale,
-      locales: locales.map((l) => (l.fallback ? { key: l.key, fallback: l.fallback } : { key: l.key })),
-    };
+    this.info = { id, apiId, name, defaultLocale, locales };
     this.apiKeys = new Set(apiKeys);
+    this.chains = fallbackChains(snapshot.repository);
     this.defaultLocale = defaultLocale;
     this.#filesOrigin = filesOrigin.replace(/\/$/, '');
     this.version = createHash('sha1')
@@ -235,15 +239,6 @@ export class PreparedRepository {
       .digest('base64url')
       .slice(0, 16);
 
-    for (const locale of locales) {
-      const chain = [locale.key];
-      let next = locale.fallback;
-      while (next !== undefined) {
-        chain.push(next);
-        next = locales.find((l) => l.key === next)?.fallback;
-      }
-      this.chains.set(locale.key, chain);
-    }
     for (const definition of [...snapshot.contentTypes, assetContentType]) {
       const fields = new Map(definition.fields.map((f) => [f.apiId, f]));
       const referenceFields = definition.fields.filter((f) => f.type === 'relation' || f.type === 'asset');
@@ -346,7 +341,7 @@ export class PreparedRepository {
     const embed = (refs: unknown): unknown =>
       Array.isArray(refs)
         ? refs.map((ref) => {
-            const asset = isReference(ref) ? this.byId.get(ref.meta.id) : undefined;
+            const asset = isApiReference(ref) ? this.byId.get(ref.meta.id) : undefined;
             return asset && asset.contentType === '_asset' ? asset.toObject(locale) : ref;
           })
         : refs;

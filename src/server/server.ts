@@ -6,13 +6,13 @@ import { ApiError } from './errors.ts';
 import { serveFile } from './files.ts';
 import {
   createHttpServer,
-  defaultTimeouts,
+  defaultRequestTimeouts,
   inTurn,
   largeBody,
   readBody,
   send,
   sendJson,
-  type Timeouts,
+  type RequestTimeouts,
 } from './http.ts';
 import { findMissingFiles, type MissingFile, missingFilesWarning } from './missing-files.ts';
 import { redactKey } from './query-string.ts';
@@ -54,7 +54,7 @@ export interface ServerOptions {
   /** Let the process exit while the server listens (an in-process server of a build tool). Default false. */
   unref?: boolean;
   /** How long a request's headers and its body may take to arrive (default 30 s each); later, 408. */
-  timeouts?: Partial<Timeouts>;
+  timeouts?: Partial<RequestTimeouts>;
 }
 
 export interface ReadApiServer {
@@ -80,7 +80,7 @@ export interface ReadApiServer {
 export async function startServer(options: ServerOptions = {}): Promise<ReadApiServer> {
   const log = options.log ?? (() => {});
   const warn = options.warn ?? log;
-  const timeouts: Timeouts = { ...defaultTimeouts, ...options.timeouts };
+  const timeouts: RequestTimeouts = { ...defaultRequestTimeouts, ...options.timeouts };
   const events = new EventEmitter();
   const repositories = new Repositories();
   const files = await SnapshotFiles.expand(options.paths ?? []);

@@ -1,7 +1,7 @@
 import { badRequest, quote, sectionHint } from './errors.ts';
-import { kept, recent } from './indexes.ts';
+import { column, kept, kindFor, recent } from './indexes.ts';
 import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
-import { column, compare, type Comparable, type Kind, kindFor, kindOf, metaKind, type ValueSource } from './values.ts';
+import { compare, type Comparable, type Kind, kindOf, metaKind, type ValueSource } from './values.ts';
 
 /**
  * Sorting (spec §5). Each sort key is turned, once per snapshot and locale, into a rank per

@@ -1,7 +1,5 @@
 import { badRequest, quote } from './errors.ts';
-import type { FieldType } from '../wire/snapshot-format.ts';
-import { kept } from './indexes.ts';
-import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-repository.ts';
+import { type FieldType, isoDatePattern } from '../wire/snapshot-format.ts';
 
 /**
  * How filters and sorting read a field: the value of a document, normalised once per snapshot
@@ -60,7 +58,7 @@ export function isEmptyValue(value: unknown, type?: FieldType): boolean {
   return false;
 }
 
-function normalizeStored(value: unknown, kind: Kind, type?: FieldType): Normalized {
+export function normalizeStored(value: unknown, kind: Kind, type?: FieldType): Normalized {
   if (value === undefined || value === null) return undefined;
   switch (kind) {
     case 'text':
@@ -90,44 +88,6 @@ export interface ValueSource {
   name: string;
 }
 
-/**
- * Every document's normalised value of a field (or meta name) in a locale, by record index,
- * computed on first use and kept for the snapshot's lifetime.
- */
-export function column(repository: PreparedRepository, source: ValueSource, locale: LocaleView): Normalized[] {
-  const view = source.scope === 'meta' ? '' : locale === 'all' ? repository.defaultLocale : locale;
-  return kept(repository.indexes.columns, source, view, () =>
-    repository.documents.map((record) => {
-      if (source.scope === 'meta') {
-        const value = record.meta[source.name as MetaName];
-        // Dates and ids a prepared record has parsed already (a new snapshot's first "changed since" scans them all).
-        if (
-          typeof value === 'string' &&
-          (source.name === 'updatedAt' || source.name === 'createdAt' || source.name === 'id')
-        ) {
-          return source.name === 'id'
-            ? record.idBig
-            : source.name === 'updatedAt'
-              ? record.updatedAt
-              : record.createdAt;
-        }
-        return normalizeStored(value, metaKind(source.name)!);
-      }
-      const field = record.type.fields.get(source.name);
-      const kind = field && kindOf(field.type);
-      return kind ? normalizeStored(record.value(source.name, view), kind, field.type) : undefined;
-    }),
-  );
-}
-
-/** The kind of a field for a document's content type, or of a meta name. */
-export function kindFor(record: PreparedRecord, source: ValueSource): Kind | undefined {
-  if (source.scope === 'meta') return metaKind(source.name);
-  const field = record.type.fields.get(source.name);
-  return field && kindOf(field.type);
-}
-
-const dateLike = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 // No two quantifiers compete for the same digits (`\d+\.?\d*` did, which made a long number
 // followed by a letter quadratic to refuse).
 const numberLike = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
@@ -151,7 +111,7 @@ export function readGiven(given: unknown, kind: Kind, what: string): Comparable 
       return fail();
     }
     case 'date': {
-      if (typeof given !== 'string' || !dateLike.test(given)) return fail();
+      if (typeof given !== 'string' || !isoDatePattern.test(given)) return fail();
       const ms = Date.parse(given.length === 10 ? `${given}T00:00:00Z` : given);
       return Number.isNaN(ms) ? fail() : ms;
     }

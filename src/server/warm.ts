@@ -3,7 +3,7 @@ import { refusalOf } from './errors.ts';
 import { idIndex, likeTexts } from './filters.ts';
 import type { PreparedRepository } from './prepared-repository.ts';
 import { ranks } from './sorting.ts';
-import { column } from './values.ts';
+import { column } from './indexes.ts';
 
 /**
  * Works out on `next`, a reloaded snapshot about to go live, what requests had worked out on

@@ -1,5 +1,5 @@
-import { hash as oneShotHash } from 'node:crypto';
 import { z } from 'zod';
+import { fingerprintOf } from '../model/digests.ts';
 import { defaultBaseUrl } from '../api/client.ts';
 import { andFilters, type FilterEntry, filterOperators, type IncludeMap, type ListOptions } from '../api/query.ts';
 import type { Changeset } from './changeset.ts';
@@ -270,10 +270,6 @@ function canonicalJson(value: unknown): string {
   return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`;
 }
 
-export function hash(value: unknown): string {
-  return oneShotHash('sha1', typeof value === 'string' ? value : JSON.stringify(value), 'base64url').slice(0, 20);
-}
-
 /** The sources of a config, each with its effective options. */
 export function configSources(config: SyncConfig): SyncSource[] {
   return sourceSpecs(config).map(({ kind, name, options }) => {
@@ -284,7 +280,13 @@ export function configSources(config: SyncConfig): SyncSource[] {
       const only = { '*.meta.contentType': { equal: contentType } };
       effective.filters = andFilters([only], rest.filters as FilterEntry[] | undefined) as SourceOptions['filters'];
     }
-    return { key: `${kind}:${name}`, kind, name, options: effective, fingerprint: hash(canonicalOptions(effective)) };
+    return {
+      key: `${kind}:${name}`,
+      kind,
+      name,
+      options: effective,
+      fingerprint: fingerprintOf(canonicalOptions(effective)),
+    };
   });
 }
 

@@ -3,7 +3,7 @@ import { NetworkError, RateLimitedError, ServerError, TimeoutError } from '../ap
 import { CacheError, cacheErrorOf, type CacheReader, CacheTransaction, clearCache, openCache } from '../cache/index.ts';
 import { type Changeset, emptyChanges } from './changeset.ts';
 import { parseSyncConfig, configSources, type SyncConfig, type SyncConfigInput } from './config.ts';
-import { fingerprintOf, type RunContext, run, type SyncHints, type SyncLogger, type SyncResult } from './run.ts';
+import { cacheFingerprint, type RunContext, run, type SyncHints, type SyncLogger, type SyncResult } from './run.ts';
 
 export type { SyncHints, SyncLogger, SyncResult } from './run.ts';
 
@@ -107,7 +107,7 @@ async function syncOnce(dir: string, config: SyncConfig, { logger, warn, hints }
     const error = cacheErrorOf(thrown, dir);
     if (transient(error) && config.onError === 'use-cache' && tx.head) {
       const cache = openCache(dir);
-      if (cache && cache.head.fingerprint === fingerprintOf(config)) {
+      if (cache && cache.head.fingerprint === cacheFingerprint(config)) {
         const stale = configSources(config).map((source) => source.key);
         const lacking = lackingSources(cache, config);
         if (lacking.length > 0) {
@@ -128,7 +128,7 @@ async function syncOnce(dir: string, config: SyncConfig, { logger, warn, hints }
     if (transient(error)) {
       // Falling back was allowed, but there is nothing to fall back on (a first sync of this server, or one of another
       // version).
-      const none = config.onError === 'use-cache' && tx.head?.fingerprint !== fingerprintOf(config);
+      const none = config.onError === 'use-cache' && tx.head?.fingerprint !== cacheFingerprint(config);
       const left = none
         ? `; the cache in ${dir} holds no content of ${config.baseUrl} yet, so there is no last good ` +
           `content to use: sync once with the server reachable`
@@ -156,7 +156,7 @@ async function offline(dir: string, config: SyncConfig, logger: SyncLogger, warn
       );
     throw error;
   }
-  if (!cache || cache.head.fingerprint !== fingerprintOf(config)) {
+  if (!cache || cache.head.fingerprint !== cacheFingerprint(config)) {
     throw new SyncError(
       'offline_without_cache',
       `Offline mode needs a cache of ${config.repository}, and there is none in ${dir}: run a sync online ` +

@@ -1,19 +1,16 @@
 import type { Records } from '../cache/index.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import {
-  digestOf,
   embeddedIn,
-  isLocaleMap,
   mergePartial,
   type Model,
   normalizeRecord,
   referenceList,
   type StoredRecord,
 } from '../model/records.ts';
-import { isSection } from '../model/sections.ts';
-
-/** Which keys are locale keys: the repository's, or (when it does not list them) anything shaped like one. */
-export type LocaleKeys = { has(key: string): boolean };
+import { digest } from '../model/digests.ts';
+import { countLocales, localeShaped } from '../model/locales.ts';
+import type { LocaleKeys } from '../model/shapes.ts';
 
 /** A page of a list answer, or an alias or record answer with its includes. */
 export interface AnsweredPage {
@@ -42,22 +39,15 @@ export class Intake {
   readonly #records: Records;
   readonly #model: Model;
   readonly #refetch: ReadonlySet<string>;
-  #locales: LocaleKeys;
+  /** Keys of the form of locale keys until the repository's are known (`useLocales`). */
+  #locales: LocaleKeys = localeShaped;
   /** How often each locale key was seen, while the repository's locales are not known. */
   readonly localeCounts = new Map<string, number>();
-  #countLocales: boolean;
 
-  constructor(
-    records: Records,
-    model: Model,
-    locales: LocaleKeys,
-    options: { refetch: ReadonlySet<string>; countLocales: boolean },
-  ) {
+  constructor(records: Records, model: Model, refetch: ReadonlySet<string>) {
     this.#records = records;
     this.#model = model;
-    this.#locales = locales;
-    this.#refetch = options.refetch;
-    this.#countLocales = options.countLocales;
+    this.#refetch = refetch;
   }
 
   /** Takes in every record of a page; `masked` when the source has a fields mask. Returns the ids of its data. */
@@ -90,13 +80,13 @@ export class Intake {
   /** Normalises an answered record, and the records embedded in it, into the cache. */
   accept(answer: ApiRecord, masked: boolean): void {
     const embedded: ApiRecord[] = [];
-    if (this.#countLocales) this.#count(answer);
+    if (this.#locales === localeShaped) countLocales(answer.fields, this.localeCounts);
     let record = normalizeRecord(answer, this.#locales, this.#model, (child) => embedded.push(child));
     let partial = false;
     if (masked) ({ record, partial } = this.#mergeMasked(record));
     const json = JSON.stringify(record);
     this.taken.add(record.id);
-    const put = this.#records.put(record, json, digestOf(record, json), partial, referenceList(record));
+    const put = this.#records.put(record, json, digest(json), partial, referenceList(record));
     if (put.changed) {
       this.written++;
       this.version++;
@@ -123,7 +113,6 @@ export class Intake {
   /** The repository's locale keys, once known: locales are no longer guessed from the data. */
   useLocales(keys: LocaleKeys): void {
     this.#locales = keys;
-    this.#countLocales = false;
   }
 
   #sameStamps(answer: ApiRecord): boolean {
@@ -141,16 +130,5 @@ export class Intake {
     const base =
       stored && stored.updatedAt === answer.updatedAt && stored.revision === answer.revision ? stored : undefined;
     return { record: mergePartial(base, answer), partial: !base || info?.partial === true };
-  }
-
-  #count(answer: ApiRecord): void {
-    const count = (fields: Record<string, unknown>): void => {
-      for (const value of Object.values(fields)) {
-        if (isLocaleMap(value, this.#locales))
-          for (const key of Object.keys(value)) this.localeCounts.set(key, (this.localeCounts.get(key) ?? 0) + 1);
-        else if (isSection(value, this.#locales)) count(value); // the localized fields of a section
-      }
-    };
-    count(answer.fields);
   }
 }

@@ -1,4 +1,5 @@
-import type { DanglingReference, Node, Reference } from '../cache/index.ts';
+import type { DanglingReference, Node } from '../cache/index.ts';
+import type { Reference } from '../model/records.ts';
 import type { IncludeMap } from '../api/query.ts';
 import { ownName } from '../model/sections.ts';
 
@@ -36,7 +37,7 @@ export function reach(starts: readonly string[], options: IncludeOptions, read: 
     missing.set(`${from}\u0000${field}\u0000${id}`, { from, field, id });
 
   /** Reads the records of `ids` not read yet, adds them with their assets, and returns those that exist. */
-  const visit = (links: Link[]): Node[] => {
+  const visit = (links: Target[]): Node[] => {
     const unread: string[] = [];
     for (const link of links) if (!nodes.has(link.id)) unread.push(link.id);
     const read_ = unread.length > 0 ? read(unread) : new Map<string, Node>();
@@ -90,14 +91,14 @@ export function reach(starts: readonly string[], options: IncludeOptions, read: 
 }
 
 /** A record to read: a member (from no record), or the target of a reference. */
-type Link = { from?: string; field?: string; id: string };
+type Target = { from?: string; field?: string; id: string };
 
 /**
  * A link for each reference of `from` that `keep` accepts, in order (a loop: this runs for every record of a first
  * sync).
  */
-function linksOf(from: Iterable<Node>, keep: (ref: Reference) => boolean): Required<Link>[] {
-  const links: Required<Link>[] = [];
+function linksOf(from: Iterable<Node>, keep: (ref: Reference) => boolean): Required<Target>[] {
+  const links: Required<Target>[] = [];
   for (const node of from)
     for (const ref of node.references) if (keep(ref)) links.push({ from: node.id, field: ref.field, id: ref.id });
   return links;

@@ -4,11 +4,12 @@ import type { EtagStore } from '../api/transport.ts';
 import type { CacheHead, CacheTransaction, Etags } from '../cache/index.ts';
 import { checkAhead, completeClosures } from './closures.ts';
 import { commitRun } from './commit.ts';
-import { hash, configSources, type SyncConfig } from './config.ts';
+import { configSources, type SyncConfig } from './config.ts';
+import { fingerprintOf } from '../model/digests.ts';
 import { assetStampsMask, Fetcher, listing, settleAll } from './fetch.ts';
-import { Intake, type LocaleKeys } from './intake.ts';
+import { Intake } from './intake.ts';
 import { type Listed, listSource } from './list.ts';
-import { type Locales, repositoryLocales } from '../model/locales.ts';
+import { guessedLocalesWarning, guessLocales, type Locales, repositoryLocales } from '../model/locales.ts';
 import { planSources } from './plan.ts';
 import type { Changeset } from './changeset.ts';
 import type { CacheReader, DanglingReference } from '../cache/index.ts';
@@ -55,11 +56,14 @@ export interface SyncHints {
 }
 
 export const packageVersion: string = packageJson.version;
-const localeLike = /^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$/;
 
 /** What makes a cache this config's: base URL, repository, package version (never the key). */
-export const fingerprintOf = (config: SyncConfig) =>
-  hash({ baseUrl: config.baseUrl.replace(/\/+$/, ''), repository: config.repository, package: packageVersion });
+export const cacheFingerprint = (config: SyncConfig) =>
+  fingerprintOf({
+    baseUrl: config.baseUrl.replace(/\/+$/, ''),
+    repository: config.repository,
+    package: packageVersion,
+  });
 
 /**
  * ETags of the repository, alias and asset answers, with their bodies, kept in the cache (never
@@ -99,7 +103,7 @@ export async function run(
   { logger, warn, hints }: RunContext,
 ): Promise<SyncResult> {
   const started = Date.now();
-  const fingerprint = fingerprintOf(config);
+  const fingerprint = cacheFingerprint(config);
   let head = tx.head;
   if (head && head.fingerprint !== fingerprint) {
     warn(`The cache in ${dir} was made for ${head.baseUrl} / ${head.repository} by ${head.package}; rebuilding it`);
@@ -125,7 +129,7 @@ export async function run(
   });
   const model = structuredClone(head?.model ?? {});
   const refetch = new Set(hints.refetch);
-  const intake = new Intake(tx.records, model, { has: (key) => localeLike.test(key) }, { refetch, countLocales: true });
+  const intake = new Intake(tx.records, model, refetch);
   const fetcher = new Fetcher(client, intake, config.pageSize);
 
   const syncedAt = new Date().toISOString();
@@ -136,7 +140,7 @@ export async function run(
   // The repository's locales are what records are normalised with: what fetches records waits for them.
   const localesKnown = client.repository().then((info) => {
     locales = repositoryLocales(info.meta);
-    if (locales) intake.useLocales(new Set(locales.locales.map((l) => l.key)) as LocaleKeys);
+    if (locales) intake.useLocales(new Set(locales.locales.map((l) => l.key)));
   });
   localesKnown.catch(() => {}); // awaited below
 
@@ -192,7 +196,15 @@ export async function run(
     },
   });
 
-  locales ??= guessLocales(head, intake, warn);
+  if (!locales) {
+    // Starting from those guessed before, which a sync that downloads nothing would lose.
+    const before = head?.locales.source === 'data' ? head.locales : undefined;
+    locales = guessLocales(intake.localeCounts, {
+      defaultLocale: before?.defaultLocale,
+      keys: before?.locales.map((l) => l.key),
+    });
+    warn(guessedLocalesWarning(locales, 'using'));
+  }
   const newHead: Omit<CacheHead, 'records'> = {
     fingerprint,
     repository: config.repository,
@@ -234,21 +246,4 @@ export async function run(
       `(${stats.notModified} not modified), ${(stats.bytes / 1024).toFixed(0)} KiB`,
   );
   return { changeset, cacheDir: dir, cache, stale: [], dangling, warnings: [], stats };
-}
-
-/** Locales from the keys seen in the data, when the server does not list them (starting from those guessed before). */
-function guessLocales(head: CacheHead | undefined, intake: Intake, warn: (message: string) => void): Locales {
-  const before = head?.locales.source === 'data' ? head.locales : undefined;
-  const seen = [...intake.localeCounts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([key]) => key);
-  const keys = [...new Set([...(before?.locales.map((l) => l.key) ?? []), ...seen])];
-  const locales: Locales = {
-    defaultLocale: before?.defaultLocale ?? keys[0] ?? 'en_US',
-    locales: keys.map((key) => ({ key })),
-    source: 'data',
-  };
-  warn(
-    `The server did not list the repository's locales; using the locale keys seen in the data ` +
-      `(${keys.join(', ') || 'none'}), default ${locales.defaultLocale}, without fallbacks`,
-  );
-  return locales;
 }

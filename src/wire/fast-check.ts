@@ -1,4 +1,4 @@
-import { type ContentTypeDefinition, datePattern, type FieldType, slotsOf } from './snapshot-format.ts';
+import { type ContentTypeDefinition, type FieldType, isUtcDate, slotsOf } from './snapshot-format.ts';
 
 /**
  * The field checks of `parseSnapshot` as plain functions, compiled once per content type: a
@@ -64,7 +64,7 @@ const valueTests: Record<FieldType, Test> = {
   richtext: (value) =>
     isPlain(value) && hasKeys(value, 2, richtextKeys) && isString(value.html) && isString(value.plain),
   number: isNumber,
-  date: (value) => isString(value) && datePattern.test(value) && !Number.isNaN(Date.parse(value)),
+  date: (value) => isString(value) && isUtcDate(value) && !Number.isNaN(Date.parse(value)),
   boolean: (value) => typeof value === 'boolean',
   location: (value) =>
     isPlain(value) &&

@@ -23,9 +23,19 @@ export const filterOperators = [
 ] as const;
 export type FilterOperator = (typeof filterOperators)[number];
 
+/** A reference as the Read API answers it; an embedded record (`embedAssets`) carries its `fields` too. */
 export const apiReferenceSchema = z.looseObject({
   meta: z.looseObject({ id: z.string(), contentType: z.string() }),
 });
+
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Whether a value is a reference on the wire (what `apiReferenceSchema` accepts, without zod's copy). */
+export function isApiReference(value: unknown): value is ApiReference {
+  const meta = isObject(value) ? value.meta : undefined;
+  return isObject(meta) && typeof meta.id === 'string' && typeof meta.contentType === 'string';
+}
 
 export const metaSchema = z.looseObject({
   id: z.string(),

@@ -1,9 +1,11 @@
 import { z } from 'zod';
+import { localeKeyPattern } from './locales.ts';
+import { isObject } from './schemas.ts';
 
 /**
  * The repository snapshot format of `spec/read-api.md` §1, as zod schemas.
  * Structure is checked by `snapshotSchema`; field values are checked per content type by
- * `fieldsSchema`, and the cross-references (ids, locales, aliases) by `parseSnapshot`
+ * `recordFieldsSchema`, and the cross-references (ids, locales, aliases) by `parseSnapshot`
  * (snapshot.ts). The server serves this format and `pull` writes it.
  */
 
@@ -35,22 +37,30 @@ export const localizableTypes: ReadonlySet<FieldType> = new Set([
 ]);
 /** An API id (of a content type, a field, a section, a collection…). */
 export const apiIdPattern = /^[A-Za-z0-9_-]{1,100}$/;
-/** A date field's value: an ISO 8601 UTC date or timestamp, no offset. */
-export const datePattern = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?Z)?$/;
+/**
+ * What reads as a date: an ISO 8601 date, or date and time with an optional offset, to the
+ * nanosecond (`2024-01-31`, `2024-01-31T12:00`, `2024-01-31T12:00:00.123+02:00`). The model
+ * reads a value of this form as a date, and the server takes it as a date filter's value.
+ */
+export const isoDatePattern = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+/** A record's `createdAt` and `updatedAt` (spec §1): UTC, with seconds and at most milliseconds. */
+export const timestampPattern = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
+/** A date field's value in a snapshot: a date, or a date and time in UTC (`Z`, no other offset). */
+export const isUtcDate = (value: string): boolean =>
+  isoDatePattern.test(value) && (value.length === 10 || value.endsWith('Z'));
 
 const apiId = z.string().regex(apiIdPattern, 'must be 1-100 letters, digits, "_" or "-"');
 const documentId = z.string().regex(/^\d{1,20}$/, 'must be a string of 1-20 digits');
-const localeKey = z.string().regex(/^[A-Za-z]{2,3}(_[A-Za-z0-9]{2,4})?$/, 'must be a language key such as en_US or de');
+const localeKey = z
+  .string()
+  .regex(new RegExp(localeKeyPattern.source, 'i'), 'must be a language key such as en_US or de');
 const timestamp = z
   .string()
-  .regex(
-    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/,
-    'must be an ISO 8601 UTC timestamp such as 2024-01-31T12:00:00.000Z',
-  )
+  .regex(timestampPattern, 'must be an ISO 8601 UTC timestamp such as 2024-01-31T12:00:00.000Z')
   .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
 const date = z
   .string()
-  .regex(datePattern, 'must be an ISO 8601 UTC date or timestamp')
+  .refine(isUtcDate, 'must be an ISO 8601 UTC date or timestamp')
   .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
 
 const fieldSchema = z.strictObject({
@@ -78,13 +88,10 @@ const metaSchema = z.strictObject({
 });
 
 /**
- * A plain object; its values are checked per content type by `fieldsSchema` (a record schema here would cost a copy of
+ * A plain object; its values are checked per content type by `recordFieldsSchema` (a record schema here would cost a copy of
  * every record).
  */
-const fieldsObject = z.custom<Record<string, unknown>>(
-  (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
-  'expected an object of fields',
-);
+const fieldsObject = z.custom<Record<string, unknown>>(isObject, 'expected an object of fields');
 
 const recordSchema = z.strictObject({
   fields: fieldsObject,
@@ -180,6 +187,17 @@ export function slotsOf(type: ContentTypeDefinition): Slot[] {
   return slots;
 }
 
+/**
+ * A field's value in a record's fields (or a view of them, as the server answers them): under its section's key when it stands in one; own keys
+ * only.
+ */
+export function valueIn(fields: Record<string, unknown>, field: FieldDefinition): unknown {
+  const holder =
+    field.section === undefined ? fields : Object.hasOwn(fields, field.section) ? fields[field.section] : undefined;
+  // Own keys only: a field named constructor is not Object's.
+  return isObject(holder) && Object.hasOwn(holder, field.apiId) ? holder[field.apiId] : undefined;
+}
+
 /** The asset record's fields, as if `_asset` were a content type. */
 export const assetContentType: ContentTypeDefinition = {
   apiId: '_asset',
@@ -190,7 +208,7 @@ export const assetContentType: ContentTypeDefinition = {
   ],
 };
 
-export function fieldsSchema(type: ContentTypeDefinition, locales: string[]): z.ZodType {
+export function recordFieldsSchema(type: ContentTypeDefinition, locales: string[]): z.ZodType {
   const schemaOf = (field: FieldDefinition) => {
     const value = type.apiId === '_asset' && field.apiId === 'file' ? fileSchema : valueSchemas[field.type];
     // A localized value: an object of the repository's locales (an object schema checks one several times faster than a

@@ -1,15 +1,17 @@
 import { readFile } from 'node:fs/promises';
 import type { z } from 'zod';
 import { fastFieldsTest } from './fast-check.ts';
+import { isObject } from './schemas.ts';
 import {
   assetContentType,
-  fieldsSchema,
+  recordFieldsSchema,
   localizableTypes,
   slotsOf,
   snapshotSchema,
   type ContentTypeDefinition,
   type Snapshot,
   type SnapshotRecord,
+  valueIn,
 } from './snapshot-format.ts';
 
 /**
@@ -152,10 +154,9 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
         ownOnly(value, top);
         for (const { section, names } of inSections) {
           const held = Object.hasOwn(value, section) ? value[section] : undefined;
-          if (typeof held === 'object' && held !== null && !Array.isArray(held))
-            ownOnly(held as Record<string, unknown>, names);
+          if (isObject(held)) ownOnly(held, names);
         }
-        if (!fast(value)) check((schema ??= fieldsSchema(type, localeKeys)), value, file, [...at, 'fields']);
+        if (!fast(value)) check((schema ??= recordFieldsSchema(type, localeKeys)), value, file, [...at, 'fields']);
       };
       fieldChecks.set(type.apiId, checkOf);
     }
@@ -192,11 +193,7 @@ export function parseSnapshot(raw: unknown, file: string): Snapshot {
   );
   snapshot.documents.forEach((record, i) => {
     for (const field of referenceFields.get(record.meta.contentType)!) {
-      const holder =
-        field.section === undefined
-          ? record.fields
-          : (record.fields[field.section] as Record<string, unknown> | null | undefined);
-      const raw = holder?.[field.apiId];
+      const raw = valueIn(record.fields, field);
       if (!raw) continue;
       const byLocale = field.localized && typeof raw === 'object' && !Array.isArray(raw);
       for (const locale of byLocale ? Object.keys(raw) : ['']) {

@@ -2,12 +2,11 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openCache } from '../../src/cache/index.ts';
-import type { Reference } from '../../src/cache/records.ts';
 import { DatabaseSync, withoutSqliteWarning } from '../../src/cache/sqlite.ts';
 import type { CacheHead } from '../../src/cache/head.ts';
 import { CacheTransaction } from '../../src/cache/transaction.ts';
 import { sync } from '../../src/sync/engine.ts';
-import type { StoredRecord } from '../../src/model/records.ts';
+import type { Reference, StoredRecord } from '../../src/model/records.ts';
 import { configFor, recorder, serve, sorted, tempDir } from '../helpers/magazine.ts';
 
 /**
@@ -56,9 +55,9 @@ const head: CacheHead = {
 async function small(dir: string): Promise<void> {
   const tx = await CacheTransaction.begin(dir, events());
   // Digests as `put` sends them (of the JSON), so a read checks out.
-  const { digestOfJson } = await import('../../src/model/records.ts');
+  const { digest } = await import('../../src/model/digests.ts');
   const save = (stored: StoredRecord, refs: Reference[] = []) =>
-    tx.records.put(stored, JSON.stringify(stored), digestOfJson(JSON.stringify(stored)), false, refs);
+    tx.records.put(stored, JSON.stringify(stored), digest(JSON.stringify(stored)), false, refs);
   save(
     record('1', 'article', { author: { id: '2', contentType: 'author' }, cover: [{ id: '3', contentType: '_asset' }] }),
     [
