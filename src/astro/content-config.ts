@@ -16,16 +16,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
  * references from a guess (see docs/decisions.md).
  */
 
-/** The collections of Astro's content config whose loader is a `comfortableLoader()`. */
-export interface AstroCollections {
-  /** A hash of the config file's text, as Astro keeps it: it changes when, and only when, Astro syncs again. */
-  digest: string;
-  /** Collection → the name of its loader. */
-  loaders: ReadonlyMap<string, string>;
-}
+/** The collections of Astro's content config whose loader is a `comfortableLoader()`, with their loaders' names. */
+export type AstroCollections = ReadonlyMap<string, string>;
 
 type ObserverState =
-  | { status: 'loaded'; config: { digest?: string; collections: Record<string, { loader?: unknown }> } }
+  | { status: 'loaded'; config: { collections: Record<string, { loader?: unknown }> } }
   | { status: 'init' | 'loading' | 'does-not-exist' | 'error' };
 
 /** What this package reads of Astro's content config observer. */
@@ -45,7 +40,7 @@ export function collectionsOf(state: ObserverState): AstroCollections | undefine
     const name = (config?.loader as { name?: unknown } | undefined)?.name;
     if (typeof name === 'string' && name.startsWith(loaderNamePrefix)) loaders.set(collection, name);
   }
-  return { digest: state.config.digest ?? '', loaders };
+  return loaders;
 }
 
 /**

@@ -128,7 +128,7 @@ export class LoaderRegistry {
     const collections = collectionsOf(this.#observer.get());
     if (collections) this.#lastCollections = collections;
     // Before Astro has loaded the content config (the integration's own setup), none.
-    return this.#lastCollections ?? { digest: '', loaders: new Map() };
+    return this.#lastCollections ?? new Map();
   }
 
   /**
@@ -139,7 +139,7 @@ export class LoaderRegistry {
    */
   sources(): SourceSpec[] {
     const sources: SourceSpec[] = [];
-    const { loaders } = this.collections();
+    const loaders = this.collections();
     for (const [collection, name] of loaders) {
       const declaration = this.#byName.get(name);
       if (declaration?.problem) throw declaration.problem(collection);
@@ -186,7 +186,7 @@ export class LoaderRegistry {
 
   /** A new round: of the collections of Astro's config, or of those whose loaders a refresh names. */
   #open(refreshed: readonly string[] | undefined): Round {
-    const { loaders } = this.collections();
+    const loaders = this.collections();
     const expected = [...loaders].filter(([, name]) => refreshed === undefined || refreshed.includes(name));
     this.#round = new Round(new Set(expected.map(([collection]) => collection)), refreshed, (bound) => {
       const mapping = refreshed ? this.#overlay(bound) : new CollectionMap(new Map(bound), this.#site);
@@ -198,7 +198,7 @@ export class LoaderRegistry {
 
   /** The last round's mapping, but for collections Astro's config no longer has, with `bound` over it. */
   #overlay(bound: ReadonlyMap<string, LoaderDeclaration>): CollectionMap {
-    const { loaders } = this.collections();
+    const loaders = this.collections();
     const kept = [...(this.#current?.loaders ?? [])].filter(([collection]) => loaders.has(collection));
     return new CollectionMap(new Map([...kept, ...bound]), this.#site);
   }
