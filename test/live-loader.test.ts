@@ -235,6 +235,29 @@ describe('loadCollection', () => {
     expect(second).toEqual(all.slice(2, 4));
   });
 
+  it("tags a list with its source's tags, and a missing entry names the source, for each kind of source", async () => {
+    const sources: [Partial<ComfortableLiveLoaderOptions>, string[], string][] = [
+      [{}, ['contentType:post'], 'content type "post"'],
+      [
+        { contentType: undefined, collection: 'featuredPosts' },
+        ['collection:featuredPosts'],
+        'the collection "featuredPosts"',
+      ],
+      [
+        { contentType: undefined, aliases: ['home', 'about'] },
+        ['alias:home', 'alias:about'],
+        'the aliases "home", "about"',
+      ],
+    ];
+    for (const [options, tags, among] of sources) {
+      const { cacheHint } = await collection(options, { limit: 1 });
+      expect(cacheHint.tags).toEqual(['comfortable:demo', ...tags.map((tag) => `comfortable:demo:${tag}`)]);
+      expect((await entry(options, { id: 'en_US/100000000000000999' })).error.message).toBe(
+        `Entry posts → document 100000000000000999 in en_US (among the documents of ${among} of the repository "demo") was not found.`,
+      );
+    }
+  });
+
   it("gives every locale of the loader without a locale, with the source's cache tag on the list", async () => {
     const result = await collection({ locales: ['en_US', 'de_CH'] }, { limit: 2 });
     expect(result.entries.map((e: Json) => e.data.locale)).toEqual(['en_US', 'de_CH', 'en_US', 'de_CH']);

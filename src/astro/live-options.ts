@@ -192,17 +192,10 @@ const optionsSchema = z.strictObject({
 });
 
 /**
- * The loader's source, in the sync's words: a collection, a query of every document of a content
- * type (the `contentType` option), or aliases.
+ * The options, checked. Exactly one of `collection`, `contentType` and `aliases` is set, and it is
+ * the source: only the loader's own requests and messages read it, so no shape restates it.
  */
-export type LiveSource =
-  | { kind: 'collection'; name: string }
-  | { kind: 'query'; contentType: string }
-  | { kind: 'alias'; names: string[] };
-
-export type LiveOptions = Omit<z.output<typeof optionsSchema>, 'collection' | 'contentType' | 'aliases'> & {
-  source: LiveSource;
-};
+export type LiveOptions = z.output<typeof optionsSchema>;
 
 /** The options once the repository is known: the option's, or `CMFT_REPOSITORY` where the server runs. */
 export type ConnectedOptions = LiveOptions & { repository: string };
@@ -216,20 +209,15 @@ export function parseLiveOptions<Fields extends Record<string, unknown>>(
   where = '',
 ): LiveOptions {
   const place = ` of comfortableLiveLoader()${where}`;
-  const { collection, contentType, aliases, ...options } = checkOptions(optionsSchema, input ?? {}, { place });
-  if ([collection, contentType, aliases].filter((value) => value !== undefined).length !== 1) {
+  const options = checkOptions(optionsSchema, input ?? {}, { place });
+  if ([options.collection, options.contentType, options.aliases].filter((value) => value !== undefined).length !== 1) {
     throw new ConfigError(
       'collection',
       `Invalid options${place}: give exactly one of collection, contentType or aliases, for example ` +
         'comfortableLiveLoader({ apiKey, collection: "posts" })',
     );
   }
-  const source: LiveSource = collection
-    ? { kind: 'collection', name: collection }
-    : contentType
-      ? { kind: 'query', contentType }
-      : { kind: 'alias', names: aliases! };
-  return { ...options, source };
+  return options;
 }
 
 const locale = z.string().min(1).optional();
@@ -244,8 +232,8 @@ const collectionFilterSchema = z.strictObject({
 /** A collection filter with builders resolved and `page` turned into `offset`. */
 export type CollectionRequest = Omit<z.output<typeof collectionFilterSchema>, 'page'>;
 
-/** Checks a `getLiveCollection()` filter for a loader of `source`; throws a ConfigError naming the member. */
-export function parseCollectionFilter(input: unknown, source: LiveSource): CollectionRequest {
+/** Checks a `getLiveCollection()` filter for a loader with these options; throws a ConfigError naming the member. */
+export function parseCollectionFilter(input: unknown, { aliases }: LiveOptions): CollectionRequest {
   const invalid = (option: string, message: string) =>
     new ConfigError(option, `Invalid filter of getLiveCollection(): ${message}`);
   const result = collectionFilterSchema.safeParse(input ?? {}, { reportInput: true });
@@ -257,7 +245,7 @@ export function parseCollectionFilter(input: unknown, source: LiveSource): Colle
     );
   }
   const { page, ...filter } = result.data;
-  if (source.kind === 'alias') {
+  if (aliases) {
     const unsupported = (['filters', 'sorting', 'search', 'includeTags', 'excludeTags'] as const).find(
       (name) => filter[name] !== undefined,
     );

@@ -39,8 +39,8 @@ export class LiveRequests {
 
   /** A list of the source, as `getLiveCollection()` asks for it. */
   async list(request: CollectionRequest): Promise<LiveAnswer> {
-    const { source, sorting } = this.#options;
-    if (source.kind === 'alias') {
+    const { aliases, collection, sorting } = this.#options;
+    if (aliases) {
       const answer = await this.#aliases(request.includes);
       const start = request.offset ?? 0;
       answer.documents = answer.documents.slice(start, request.limit === undefined ? undefined : start + request.limit);
@@ -57,8 +57,7 @@ export class LiveRequests {
       offset: request.offset,
     };
     // A collection's own definition may filter or sort on localized values too.
-    const localeSensitive =
-      source.kind === 'collection' || Boolean(options.filters || options.sorting || options.search);
+    const localeSensitive = Boolean(collection || options.filters || options.sorting || options.search);
     if (request.locale !== undefined && localeSensitive)
       return this.#byIds(await this.#ids({ ...options, locale: request.locale }), request.includes);
     return this.#list({ ...options, ...this.#full(request.includes) });
@@ -66,7 +65,7 @@ export class LiveRequests {
 
   /** The document with this id, if the source holds it. */
   async byId(id: string): Promise<LiveAnswer | undefined> {
-    if (this.#options.source.kind === 'alias') {
+    if (this.#options.aliases) {
       const { documents, included } = await this.#aliases();
       return found({ documents: documents.filter((document) => document.meta.id === id).slice(0, 1), included });
     }
@@ -85,10 +84,10 @@ export class LiveRequests {
 
   /** The document an alias points to, if the source holds it. */
   async byAlias(alias: string): Promise<LiveAnswer | undefined> {
-    const { source } = this.#options;
-    if (source.kind === 'alias' && !source.names.includes(alias)) return undefined;
+    const { aliases } = this.#options;
+    if (aliases && !aliases.includes(alias)) return undefined;
     const answer = await this.#single(() => this.#client().alias(alias, this.#full()));
-    if (!answer || source.kind === 'alias') return answer;
+    if (!answer || aliases) return answer;
     if (!this.#needsMembership) return this.#ofSource(answer) ? answer : undefined;
     const member = await this.#ids({ ...this.#constraints([byId(answer.documents[0]!.meta.id)]), limit: 1 });
     return member.length > 0 ? answer : undefined;
@@ -105,9 +104,9 @@ export class LiveRequests {
    * search, with `filters` ANDed to them.
    */
   #constraints(filters?: FilterEntry[]): Pick<ListOptions, 'filters' | 'search'> {
-    const { source, includeTags, excludeTags, search } = this.#options;
+    const { contentType, includeTags, excludeTags, search } = this.#options;
     const own: FilterEntry[] = [];
-    if (source.kind === 'query') own.push({ '*.meta.contentType': { equal: source.contentType } });
+    if (contentType) own.push({ '*.meta.contentType': { equal: contentType } });
     if (includeTags?.length) own.push({ '*.meta.tags': { in: includeTags } });
     if (excludeTags?.length) own.push({ '*.meta.tags': { notIn: excludeTags } });
     const all = andFilters(own, this.#options.filters, filters);
@@ -116,21 +115,19 @@ export class LiveRequests {
 
   /** Whether a document fetched alone must be checked against the source with a list request. */
   get #needsMembership(): boolean {
-    const { source, filters, includeTags, excludeTags, search } = this.#options;
-    return (
-      source.kind === 'collection' || Boolean(filters?.length || includeTags?.length || excludeTags?.length || search)
-    );
+    const { collection, filters, includeTags, excludeTags, search } = this.#options;
+    return Boolean(collection || filters?.length || includeTags?.length || excludeTags?.length || search);
   }
 
   #ofSource(answer: LiveAnswer): boolean {
-    const { source } = this.#options;
-    return source.kind !== 'query' || answer.documents[0]?.meta.contentType === source.contentType;
+    const { contentType } = this.#options;
+    return !contentType || answer.documents[0]?.meta.contentType === contentType;
   }
 
   /** Every page of a list of the source, as large as the API gives them, in order; or the first `limit` documents. */
   async #list(options: ListOptions): Promise<LiveAnswer> {
-    const { source } = this.#options;
-    const list: ListSource = source.kind === 'collection' ? { collection: source.name } : 'documents';
+    const { collection } = this.#options;
+    const list: ListSource = collection ? { collection } : 'documents';
     const pages: Answered[] = [];
     for await (const page of this.#client().pages(list, { ...options, pageSize: options.limit ?? maxPageSize })) {
       pages.push(page);
@@ -163,8 +160,7 @@ export class LiveRequests {
 
   /** The documents of every alias of an aliases source, in the order of the option. */
   async #aliases(includes?: Includes): Promise<LiveAnswer> {
-    const { source } = this.#options;
-    const names = source.kind === 'alias' ? source.names : [];
+    const names = this.#options.aliases ?? [];
     const answers = await Promise.all(names.map((name) => this.#client().alias(name, this.#full(includes))));
     return answerOf(answers.map(({ includes, ...document }) => ({ data: [document], includes })));
   }

@@ -105,7 +105,7 @@ interface Connection {
 }
 
 function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions): ComfortableLiveLoader<Fields> {
-  const { source, apiKey } = options;
+  const { apiKey } = options;
   const baseUrl = options.baseUrl ?? defaultBaseUrl;
   let connection: Connection | undefined;
   // Made on the first request: the repository and the key may be set only where the site runs, not where it is built.
@@ -150,7 +150,7 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
       baseUrl,
       repository: connection?.options.repository ?? options.repository,
       apiKey,
-      aliases: source.kind === 'alias',
+      aliases: options.aliases !== undefined,
     }),
   });
 
@@ -159,20 +159,20 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
 
     async loadCollection({ filter, collection }) {
       try {
-        const request = parseCollectionFilter(filter, source);
-        const { options, locales, requests, shape } = await connect();
+        const request = parseCollectionFilter(filter, options);
+        const { options: connected, locales, requests, shape } = await connect();
         const known = await locales();
-        const { held, astro } = await heldLocales(options, known, collection);
+        const { held, astro } = await heldLocales(connected, known, collection);
         if (request.locale && astro) request.locale = astro.cmsLocale(request.locale);
         // A locale from the URL that has no entries is a page that does not exist, not a broken config.
         const missing =
-          request.locale && missingLocale(request.locale, held, options, known, 'getLiveCollection()', astro?.map);
+          request.locale && missingLocale(request.locale, held, connected, known, 'getLiveCollection()', astro?.map);
         if (missing)
           return { error: entryNotFound(collection, `entries in ${request.locale} (${missing})`) } as Failure;
         const shaped = shape(await requests.list(request), known, request.locale ? [request.locale] : held, astro?.map);
         return {
           entries: await checkFields(shaped, fields),
-          cacheHint: { tags: [cacheTag(options.repository), ...sourceTags(options)] },
+          cacheHint: { tags: [cacheTag(connected.repository), ...sourceTags(connected)] },
         };
       } catch (error) {
         return failure(error, collection);
@@ -218,7 +218,7 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
     known: Locales,
     astro: AstroLocales,
   ) {
-    if (request.by === 'field' && source.kind === 'alias') {
+    if (request.by === 'field' && options.aliases) {
       // A handful of aliases: their documents are compared in the locale here.
       const entries = shape(await requests.list({}), known, [locale], astro);
       return entries.find((entry) => valueNamed(entry.data.fields, request.field) === request.value);
@@ -318,10 +318,10 @@ function missingLocale(
  * `…:contentType:<type>`, `…:alias:<apiId>`): a list carries them, so that a new document, in no
  * cached list yet, can purge the lists it joins.
  */
-function sourceTags({ repository, source }: ConnectedOptions): string[] {
-  if (source.kind === 'collection') return [`${cacheTag(repository)}:collection:${source.name}`];
-  if (source.kind === 'query') return [`${cacheTag(repository)}:contentType:${source.contentType}`];
-  return source.names.map((alias) => `${cacheTag(repository)}:alias:${alias}`);
+function sourceTags({ repository, collection, contentType, aliases }: ConnectedOptions): string[] {
+  if (collection) return [`${cacheTag(repository)}:collection:${collection}`];
+  if (contentType) return [`${cacheTag(repository)}:contentType:${contentType}`];
+  return aliases!.map((alias) => `${cacheTag(repository)}:alias:${alias}`);
 }
 
 function lookupText(request: EntryRequest): string {
@@ -330,12 +330,11 @@ function lookupText(request: EntryRequest): string {
   return `${request.field} ${JSON.stringify(request.value)}`;
 }
 
-function sourceText({ source, repository }: ConnectedOptions): string {
-  const among =
-    source.kind === 'collection'
-      ? `the collection "${source.name}"`
-      : source.kind === 'query'
-        ? `content type "${source.contentType}"`
-        : `the aliases ${source.names.map((alias) => `"${alias}"`).join(', ')}`;
+function sourceText({ collection, contentType, aliases, repository }: ConnectedOptions): string {
+  const among = collection
+    ? `the collection "${collection}"`
+    : contentType
+      ? `content type "${contentType}"`
+      : `the aliases ${aliases!.map((alias) => `"${alias}"`).join(', ')}`;
   return `among the documents of ${among} of the repository "${repository}"`;
 }
