@@ -53,7 +53,7 @@ export class LocaleMap {
     this.#explicit = explicit;
     this.#owner = owner;
     for (const [cms, astro] of Object.entries(explicit)) {
-      if (astro !== false && !this.#astro.some((a) => a.codes.some((code) => normal(code) === normal(astro)))) {
+      if (astro !== false && !this.#exact(astro)) {
         const names = this.#astro.map((a) => a.name);
         throw new ConfigError(
           `astroLocales.${cms}`,
@@ -127,26 +127,34 @@ export class LocaleMap {
   }
 
   /**
-   * The repository locale whose Astro locale is `given`: by its name, one of its codes or its path,
-   * as `Astro.currentLocale` or a `[locale]` route's param say it; undefined for none.
+   * The repository locale a filter's `given` locale stands for: itself, or the one whose Astro
+   * locale it names (by its name, one of its codes or its path, as `Astro.currentLocale` or a
+   * `[locale]` route's param say it); else `given`, which then names none.
    */
-  cmsLocaleOf(map: ReadonlyMap<string, string | false>, given: string): string | undefined {
-    const astro = this.#astro.find((a) => [a.name, ...a.codes].some((code) => normal(code) === normal(given)));
+  cmsLocaleOf(map: ReadonlyMap<string, string | false>, given: string): string {
+    // A repository locale that maps to nothing has no Astro locale of its code (else it would map
+    // to it): the search below gives it back as it is.
+    if (map.has(given)) return given;
+    const astro = this.#exact(given);
     for (const [cms, name] of map) if (astro && name === astro.name) return cms;
-    return undefined;
+    return given;
+  }
+
+  /** The Astro locale one of whose codes (its path among them) is this code, case and `_` aside. */
+  #exact(code: string): { name: string } | undefined {
+    return this.#astro.find((a) => a.codes.some((own) => normal(own) === normal(code)));
   }
 
   #map(repository: Locales): Map<string, string | false> {
     const keys = repository.locales.map((l) => l.key);
     const map = new Map<string, string | false>();
-    const exact = (cms: string) => this.#astro.find((a) => a.codes.some((code) => normal(code) === normal(cms)));
     for (const cms of keys) {
       const given = this.#explicit[cms];
       if (given !== undefined) {
-        const astro = given === false ? undefined : exact(given);
+        const astro = given === false ? undefined : this.#exact(given);
         map.set(cms, astro ? astro.name : false);
       } else {
-        const astro = exact(cms);
+        const astro = this.#exact(cms);
         if (astro) map.set(cms, astro.name);
       }
     }
