@@ -29,10 +29,10 @@ const found = (answer: LiveAnswer): LiveAnswer | undefined => (answer.documents.
 const byId = (id: string): FilterEntry => ({ '*.meta.id': { equal: id } });
 
 export class LiveRequests {
-  readonly #client: () => ReadApiClient;
+  readonly #client: ReadApiClient;
   readonly #options: LiveOptions;
 
-  constructor(client: () => ReadApiClient, options: LiveOptions) {
+  constructor(client: ReadApiClient, options: LiveOptions) {
     this.#client = client;
     this.#options = options;
   }
@@ -71,7 +71,7 @@ export class LiveRequests {
     }
     if (this.#needsMembership)
       return found(await this.#list({ ...this.#full(), ...this.#constraints([byId(id)]), limit: 1 }));
-    const answer = await this.#single(() => this.#client().document(id, this.#full()));
+    const answer = await this.#single(() => this.#client.document(id, this.#full()));
     return answer && this.#ofSource(answer) ? answer : undefined;
   }
 
@@ -79,14 +79,14 @@ export class LiveRequests {
   async byField(field: string, value: string | number | boolean, locale: string): Promise<LiveAnswer | undefined> {
     const filter = { [`*.fields.${field}`]: { equal: value } };
     const [id] = await this.#ids({ ...this.#constraints([filter]), locale, limit: 1 });
-    return id === undefined ? undefined : this.#single(() => this.#client().document(id, this.#full()));
+    return id === undefined ? undefined : this.#single(() => this.#client.document(id, this.#full()));
   }
 
   /** The document an alias points to, if the source holds it. */
   async byAlias(alias: string): Promise<LiveAnswer | undefined> {
     const { aliases } = this.#options;
     if (aliases && !aliases.includes(alias)) return undefined;
-    const answer = await this.#single(() => this.#client().alias(alias, this.#full()));
+    const answer = await this.#single(() => this.#client.alias(alias, this.#full()));
     if (!answer || aliases) return answer;
     if (!this.#needsMembership) return this.#ofSource(answer) ? answer : undefined;
     const member = await this.#ids({ ...this.#constraints([byId(answer.documents[0]!.meta.id)]), limit: 1 });
@@ -129,7 +129,7 @@ export class LiveRequests {
     const { collection } = this.#options;
     const list: ListSource = collection ? { collection } : 'documents';
     const pages: Answered[] = [];
-    for await (const page of this.#client().pages(list, { ...options, pageSize: options.limit ?? maxPageSize })) {
+    for await (const page of this.#client.pages(list, { ...options, pageSize: options.limit ?? maxPageSize })) {
       pages.push(page);
       if (options.limit !== undefined) break;
     }
@@ -148,7 +148,7 @@ export class LiveRequests {
     // As many ids in one `in` filter as a page holds.
     for (let start = 0; start < ids.length; start += maxPageSize) chunks.push(ids.slice(start, start + maxPageSize));
     const filtered = (chunk: string[]) =>
-      this.#client().documents({
+      this.#client.documents({
         ...this.#full(includes),
         filters: [{ '*.meta.id': { in: chunk } }],
         limit: chunk.length,
@@ -161,7 +161,7 @@ export class LiveRequests {
   /** The documents of every alias of an aliases source, in the order of the option. */
   async #aliases(includes?: Includes): Promise<LiveAnswer> {
     const names = this.#options.aliases ?? [];
-    const answers = await Promise.all(names.map((name) => this.#client().alias(name, this.#full(includes))));
+    const answers = await Promise.all(names.map((name) => this.#client.alias(name, this.#full(includes))));
     return answerOf(answers.map(({ includes, ...document }) => ({ data: [document], includes })));
   }
 
