@@ -1,6 +1,6 @@
 import type { LiveDataEntry } from 'astro';
 import { z } from 'zod';
-import { type Entry, entryOf, mapRelations } from '../entries/entries.ts';
+import { type Entry, type EntryReference, entryOf, mapRelations } from '../entries/entries.ts';
 import type { Locales } from '../model/locales.ts';
 import { type Model, normalizeRecord, referenceList, type StoredRecord } from '../model/records.ts';
 import { valueAt } from '../model/sections.ts';
@@ -110,23 +110,22 @@ export function liveShaper({
       embedded.forEach(add);
     };
     [...answer.documents, ...answer.included].forEach(add);
-    const asset = (id: string) => (records.get(id)?.contentType === '_asset' ? records.get(id) : undefined);
-    // The id a reference carries: the entry id when its content type is mapped, else the document id.
-    const referenceId = (id: string, contentType: string, locale: string) =>
-      contentTypes[contentType] === undefined ? id : `${locale}/${id}`;
+    // A relation as an entry in `locale` holds it: by entry id into the live collection of its
+    // content type, or `{ collection: null, id, contentType }` when `contentTypes` maps none.
+    const reference = (ref: EntryReference, locale: string) => {
+      const collection = contentTypes[ref.contentType];
+      return collection === undefined ? { collection: null, ...ref } : { collection, id: `${locale}/${ref.id}` };
+    };
 
     /** A record in one locale, its relations as references; each made once. */
     const shaped = new Map<string, ComfortableLiveRecord>();
     const recordIn = (id: string, locale: string): ComfortableLiveRecord => {
       const made = shaped.get(`${locale}/${id}`);
       if (made) return made;
-      const entry = entryOf(records.get(id)!, locale, locales, asset, model);
-      const reference = (ref: { id: string; contentType: string }) =>
-        contentTypes[ref.contentType] === undefined
-          ? { collection: null, ...ref }
-          : { collection: contentTypes[ref.contentType], id: referenceId(ref.id, ref.contentType, locale) };
+      // An asset reference's id is its asset's: the record of that id, as the build-time loader reads it.
+      const entry = entryOf(records.get(id)!, locale, locales, (asset) => records.get(asset), model);
       const { contentType, fallbacks, meta } = entry;
-      const fields = mapRelations(entry.fields, model[contentType], reference);
+      const fields = mapRelations(entry.fields, model[contentType], (ref) => reference(ref, locale));
       const record: ComfortableLiveRecord = { id: entry.id, locale, contentType, fields, fallbacks, meta };
       if (astroLocales) {
         record.astroLocale = astroLocales.get(locale) || undefined;
@@ -139,16 +138,20 @@ export function liveShaper({
 
     return [...new Set(answer.documents.map((document) => document.meta.id))].flatMap((id) => {
       const reached = reachedFrom(id, records);
-      const tags = [cacheTag(repository), ...reached.map((other) => cacheTag(repository, other))];
       const lastModified = newest(reached.map((other) => records.get(other)!.updatedAt));
+      const cacheHint = {
+        tags: [cacheTag(repository), ...reached.map((other) => cacheTag(repository, other))],
+        ...(lastModified && { lastModified }),
+      };
       return entryLocales.map((locale) => {
         const own = recordIn(id, locale);
         const included: Record<string, ComfortableLiveRecord> = {};
         for (const other of reached.slice(1)) {
           const { contentType } = records.get(other)!;
-          if (contentType !== '_asset') included[referenceId(other, contentType, locale)] = recordIn(other, locale);
+          // By the id the references to it carry.
+          if (contentType !== '_asset')
+            included[reference({ id: other, contentType }, locale).id] = recordIn(other, locale);
         }
-        const cacheHint = { tags, ...(lastModified && { lastModified }) };
         return { id: `${locale}/${id}`, data: { ...own, included }, ...rendered(own), cacheHint };
       });
     });
