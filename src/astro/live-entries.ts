@@ -5,7 +5,7 @@ import type { Locales } from '../model/locales.ts';
 import { type Model, normalizeRecord, referenceList, type StoredRecord } from '../model/records.ts';
 import { valueAt } from '../model/sections.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
-import { astroFallbacksOf, langOf } from './i18n.ts';
+import { type AstroLocaleMap, astroFallbacksOf, langOf } from './i18n.ts';
 import type { ConnectedOptions } from './live-options.ts';
 import type { LiveAnswer } from './live-requests.ts';
 import { firstRichtextField, renderRichtext, richtextOf } from './rendered.ts';
@@ -64,9 +64,6 @@ export function cacheTag(repository: string, id?: string): string {
   return id === undefined ? `comfortable:${repository}` : `comfortable:${repository}:${id}`;
 }
 
-/** Each repository locale's Astro locale (false: left out), with `i18n` in astro.config. */
-export type AstroLocales = ReadonlyMap<string, string | false> | undefined;
-
 /**
  * Makes the entries of an answer: each document in each locale of `entryLocales`, in their order,
  * with their Astro locales when `astroLocales` is given.
@@ -75,7 +72,7 @@ export type LiveShaper = (
   answer: LiveAnswer,
   locales: Locales,
   entryLocales: readonly string[],
-  astroLocales?: AstroLocales,
+  astroLocales?: AstroLocaleMap,
 ) => LiveDataEntry<ComfortableLiveEntryData>[];
 
 export function liveShaper({

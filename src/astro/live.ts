@@ -3,15 +3,8 @@ import { createClient, defaultBaseUrl, type ReadApiClient } from '../api/client.
 import { ConfigError, didYouMean } from '../sync/config.ts';
 import { type Locales, repositoryLocales } from '../model/locales.ts';
 import { valueNamed } from '../model/sections.ts';
-import {
-  type AstroLocales,
-  cacheTag,
-  type ComfortableLiveEntryData,
-  checkFields,
-  type LiveShaper,
-  liveShaper,
-} from './live-entries.ts';
-import { LocaleMap } from './i18n.ts';
+import { cacheTag, type ComfortableLiveEntryData, checkFields, type LiveShaper, liveShaper } from './live-entries.ts';
+import { type AstroLocaleMap, LocaleMap } from './i18n.ts';
 import { type ComfortableLiveError, entryNotFound, liveError } from './live-errors.ts';
 import {
   type ComfortableLiveLoaderOptions,
@@ -119,7 +112,7 @@ interface Connection {
 interface RequestLocales {
   known: Locales;
   held: string[];
-  astro: AstroLocales;
+  astro: AstroLocaleMap | undefined;
   locale: string | undefined;
 }
 
