@@ -5,7 +5,7 @@ import { type Locales, repositoryLocales } from '../model/locales.ts';
 import { valueNamed } from '../model/sections.ts';
 import { cacheTag, type ComfortableLiveEntryData, checkFields, type LiveShaper, liveShaper } from './live-entries.ts';
 import { type AstroLocaleMap, LocaleMap } from './i18n.ts';
-import { type ComfortableLiveError, entryNotFound, liveError } from './live-errors.ts';
+import { type ComfortableLiveError, failure, notFound } from './live-errors.ts';
 import {
   type ComfortableLiveLoaderOptions,
   type ConnectedOptions,
@@ -20,7 +20,7 @@ import {
 } from './live-options.ts';
 import { LiveRequests } from './live-requests.ts';
 import { serverVariable, siteI18n } from './live-env.ts';
-import { type OptionsProblem, withProblem } from './live-problem.ts';
+import { withProblem } from './live-problem.ts';
 
 /**
  * A live loader of this package, as `defineLiveCollection({ loader })` takes it; `Fields` is the
@@ -32,8 +32,6 @@ export type ComfortableLiveLoader<Fields extends Record<string, unknown> = Recor
   LiveCollectionFilter,
   ComfortableLiveError
 >;
-
-type Failure = { error: ComfortableLiveError };
 
 /** How long the repository's locales are used before they are asked for again. */
 const localesMaxAgeMs = 60_000;
@@ -75,25 +73,18 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
       }
       return error;
     };
-    return misconfiguredLoader(problem, (input as { apiKey?: unknown } | undefined)?.apiKey);
+    // The key, if the options have one, is only scrubbed from the message.
+    const { apiKey } = (input ?? {}) as { apiKey?: unknown };
+    const failed = async ({ collection }: { collection: string }) =>
+      failure(problem(' in src/live.config.ts'), {
+        collection,
+        baseUrl: defaultBaseUrl,
+        apiKey: typeof apiKey === 'string' ? apiKey : undefined,
+        aliases: false,
+      });
+    return withProblem({ name: 'comfortable-live-loader', loadCollection: failed, loadEntry: failed }, problem);
   }
   return liveLoader(options);
-}
-
-/** The loader for options that are wrong; `apiKey` (if the options have one) is only scrubbed from messages. */
-function misconfiguredLoader<Fields extends Record<string, unknown>>(
-  problem: OptionsProblem,
-  apiKey: unknown,
-): ComfortableLiveLoader<Fields> {
-  const failure = async ({ collection }: { collection: string }) => ({
-    error: liveError(problem(' in src/live.config.ts'), {
-      collection,
-      baseUrl: defaultBaseUrl,
-      apiKey: typeof apiKey === 'string' ? apiKey : undefined,
-      aliases: false,
-    }),
-  });
-  return withProblem({ name: 'comfortable-live-loader', loadCollection: failure, loadEntry: failure }, problem);
 }
 
 /** What a loader needs of its repository, made at the first request, once the repository and the key are known. */
@@ -179,15 +170,14 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
   };
   // The schema the input typed as FieldsSchema<Fields>; parsing the options only checked it is one.
   const fields = options.fields as FieldsSchema<Fields> | undefined;
-  const failure = (error: unknown, collection: string): Failure => ({
-    error: liveError(error, {
+  const failed = (error: unknown, collection: string) =>
+    failure(error, {
       collection,
       baseUrl,
       repository: connection?.options.repository ?? options.repository,
       apiKey,
       aliases: options.aliases !== undefined,
-    }),
-  });
+    });
 
   return {
     name: 'comfortable-live-loader',
@@ -200,7 +190,7 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
         const { locale } = scope;
         // A locale from the URL that has no entries is a page that does not exist, not a broken config.
         const missing = locale && missingLocale(locale, 'getLiveCollection()', scope, connection.options);
-        if (missing) return { error: entryNotFound(collection, `entries in ${locale} (${missing})`) } as Failure;
+        if (missing) return notFound(collection, `entries in ${locale} (${missing})`);
         const answer = await connection.requests.list({ ...request, locale });
         return {
           entries: await checkFields(
@@ -210,7 +200,7 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
           cacheHint: { tags: [cacheTag(connection.options.repository), ...sourceTags(connection.options)] },
         };
       } catch (error) {
-        return failure(error, collection);
+        return failed(error, collection);
       }
     },
 
@@ -226,10 +216,10 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
         const entry = missing ? undefined : await findEntry(connection, request, locale, scope);
         // Astro's own error for a missing entry, saying what was looked for and where.
         const lookup = `${lookupText(request)} in ${locale} (${missing ?? sourceText(connection.options)})`;
-        if (!entry) return { error: entryNotFound(collection, lookup) } as Failure;
+        if (!entry) return notFound(collection, lookup);
         return (await checkFields([entry], fields))[0];
       } catch (error) {
-        return failure(error, collection);
+        return failed(error, collection);
       }
     },
   };
