@@ -18,36 +18,110 @@ import { astroLocalesSchema } from './i18n.ts';
  */
 export type FieldsSchema<Fields extends Record<string, unknown> = Record<string, unknown>> = z.ZodType<Fields, unknown>;
 
+/** Builders (`Filter`, `Sorting`, `Includes`) as their JSON; anything else as it is. */
+const json = (value: unknown): unknown =>
+  typeof (value as { toJSON?: unknown } | null)?.toJSON === 'function'
+    ? (value as { toJSON(): unknown }).toJSON()
+    : value;
+
 /**
  * The request options of a live loader, which hold for every list and lookup of its collection, and
  * of `getLiveCollection()`, whose own are ANDed with (filters, search, tags) or replace (sorting,
- * includes) the loader's.
+ * includes) the loader's: the build-time loader's, which take a builder too.
  */
-export interface LiveRequestOptions {
+const requestShape = sourceOptionsSchema.shape;
+const requestOptions = {
   /** Filters: a `Filter` or its JSON form. */
-  filters?: Filter | FilterEntry[];
+  filters: (z.preprocess(json, requestShape.filters) as z.ZodType<FilterEntry[], Filter | FilterEntry[]>).optional(),
   /** The order of lists: a `Sorting` or `{ 'fields.date': 'DESC' }`. */
-  sorting?: Sorting | SortingMap;
+  sorting: (z.preprocess(json, requestShape.sorting) as z.ZodType<SortingMap, Sorting | SortingMap>).optional(),
   /** Relations fetched with each document: a level from 0 to 5, or a field map (`Includes`). Default 1. */
-  includes?: number | IncludeMap | Includes;
+  includes: (
+    z.preprocess(json, requestShape.includes) as z.ZodType<number | IncludeMap, number | IncludeMap | Includes>
+  ).optional(),
   /** Only documents with one of these tags. */
-  includeTags?: string[];
+  includeTags: requestShape.includeTags,
   /** No documents with any of these tags. */
-  excludeTags?: string[];
+  excludeTags: requestShape.excludeTags,
   /** Every word must occur in the document's text. */
-  search?: string;
-}
+  search: requestShape.search,
+};
+const apiIds = (what: string) => z.array(z.string().min(1)).min(1, `expected at least one ${what}`);
 
-export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unknown> = Record<string, unknown>>
-  extends LiveRequestOptions {
+const optionsSchema = z.strictObject({
   /** The Read API base URL. Default `https://api.cmft.io/v1`. */
-  baseUrl?: string | undefined;
+  baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as https://api.cmft.io/v1' }).optional(),
   /**
    * The repository's API id, such as `demo`. Default: `CMFT_REPOSITORY`, read when the first
    * request comes as `getSecret` reads it (`.env` in `astro dev`, the environment of the built
    * server), so it need not be set where the site is built.
    */
-  repository?: string | undefined;
+  repository: z.string({ error: 'expected the repository API id, such as "demo"' }).min(1).optional(),
+  apiKey: z.string({ error: 'expected the API key (read it from an environment variable)' }).optional(),
+  /** The source: a collection of the repository, by API id. */
+  collection: z.string().min(1).optional(),
+  /** The source: every document of a content type. */
+  contentType: z.string().min(1).optional(),
+  /** The source: the documents of these aliases, by API id. */
+  aliases: apiIds('alias API id').optional(),
+  ...requestOptions,
+  /** Asset fields arrive as images with their documents. Default true. */
+  embedAssets: z.boolean().default(true),
+  /** Locales that get entries. Default: every locale of the repository. */
+  locales: apiIds('locale key').optional(),
+  /**
+   * With `i18n` in astro.config: the repository's locales → Astro's, where the codes do not match
+   * by themselves, as the integration's option of that name; `false` leaves a locale out.
+   * @example astroLocales: { en_GB: 'en', de_CH: false }
+   */
+  astroLocales: astroLocalesSchema.optional(),
+  /**
+   * Content type → the live collection in `src/live.config.ts` that holds it: a relation to a
+   * document of a mapped type becomes `{ collection, id: '<locale>/<document id>' }`, for
+   * `getLiveEntry(reference.collection, reference.id)`; others stay `{ id, contentType }`.
+   * @example { post: 'posts', author: 'authors' }
+   */
+  contentTypes: z.record(z.string().min(1), z.string().min(1)).default({}),
+  /**
+   * The richtext field rendered for `render(entry)` (inside a section by its path, `'content.body'`).
+   * Default: the content type's first; `false` renders none. Not a Markdown field: Astro gives live
+   * loaders no Markdown pipeline, so its source stays a string for the page to render (docs/live.md).
+   */
+  render: z.union([z.string().min(1), z.literal(false)]).optional(),
+  fields: z
+    .custom<z.ZodType>(
+      // A zod 4 schema, of this package's zod or of another copy (Astro's `astro/zod`).
+      (value) => typeof value === 'object' && value !== null && '_zod' in value,
+      'expected a zod schema of the fields, such as z.object({ title: z.string() }) with z from astro/zod',
+    )
+    .optional(),
+  // Request-time defaults: a page waits for every timeout and retry.
+  /** Timeouts of each request. Default: connect 5 s, headers 10 s, body 10 s (a page waits for them). */
+  timeouts: z
+    .strictObject({ connectMs: z.number().positive(), headersMs: z.number().positive(), bodyMs: z.number().positive() })
+    .partial()
+    .default({})
+    .transform((timeouts): Partial<Timeouts> => ({ connectMs: 5_000, headersMs: 10_000, bodyMs: 10_000, ...timeouts })),
+  /** Retries of 429, 5xx and network failures. Default: 3 attempts within 10 s (a page waits for them). */
+  retry: z
+    .strictObject({
+      attempts: z.number().int().min(1),
+      baseDelayMs: z.number().min(0),
+      maxDelayMs: z.number().min(0),
+      budgetMs: z.number().positive(),
+    })
+    .partial()
+    .default({})
+    .transform((retry): Partial<RetryPolicy> => ({ attempts: 3, budgetMs: 10_000, ...retry })),
+  /** Requests in flight at once to the server, shared with every other client of it. Default 8. */
+  concurrency: z.number().int().min(1).max(64).optional(),
+});
+
+/** The options of `comfortableLiveLoader()`; `Fields` is the output of the `fields` schema. */
+export type ComfortableLiveLoaderOptions<Fields extends Record<string, unknown> = Record<string, unknown>> = Omit<
+  z.input<typeof optionsSchema>,
+  'apiKey' | 'fields'
+> & {
   /**
    * A Read API key of the repository, read where the server runs: `getSecret('CMFT_API_KEY')`
    * with `getSecret` from `astro:env/server`, which reads `.env` in `astro dev` and the
@@ -57,29 +131,6 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
    * request without it is answered with an error that names this option.
    */
   apiKey: string | undefined;
-  /** The source: a collection of the repository, by API id. */
-  collection?: string;
-  /** The source: every document of a content type. */
-  contentType?: string;
-  /** The source: the documents of these aliases, by API id. */
-  aliases?: string[];
-  /** Asset fields arrive as images with their documents. Default true. */
-  embedAssets?: boolean;
-  /** Locales that get entries. Default: every locale of the repository. */
-  locales?: string[];
-  /**
-   * With `i18n` in astro.config: the repository's locales → Astro's, where the codes do not match
-   * by themselves, as the integration's option of that name; `false` leaves a locale out.
-   * @example astroLocales: { en_GB: 'en', de_CH: false }
-   */
-  astroLocales?: Record<string, string | false>;
-  /**
-   * Content type → the live collection in `src/live.config.ts` that holds it: a relation to a
-   * document of a mapped type becomes `{ collection, id: '<locale>/<document id>' }`, for
-   * `getLiveEntry(reference.collection, reference.id)`; others stay `{ id, contentType }`.
-   * @example { post: 'posts', author: 'authors' }
-   */
-  contentTypes?: Record<string, string>;
   /**
    * The fields of the entries, as a zod schema (from `astro/zod`): each entry's fields are checked
    * with it on every request and typed by it (`entry.data.fields.title` is a `string`), and what
@@ -92,104 +143,7 @@ export interface ComfortableLiveLoaderOptions<Fields extends Record<string, unkn
    * z.literal('authors'), id: z.string() }).nullish() })
    */
   fields?: FieldsSchema<Fields>;
-  /**
-   * The richtext field rendered for `render(entry)` (inside a section by its path, `'content.body'`).
-   * Default: the content type's first; `false` renders none. Not a Markdown field: Astro gives live
-   * loaders no Markdown pipeline, so its source stays a string for the page to render (docs/live.md).
-   */
-  render?: string | false;
-  /** Timeouts of each request. Default: connect 5 s, headers 10 s, body 10 s (a page waits for them). */
-  timeouts?: Partial<Timeouts>;
-  /** Retries of 429, 5xx and network failures. Default: 3 attempts within 10 s (a page waits for them). */
-  retry?: Partial<RetryPolicy>;
-  /** Requests in flight at once to the server, shared with every other client of it. Default 8. */
-  concurrency?: number;
-}
-
-/** What `getLiveCollection(name, filter)` accepts. */
-export interface LiveCollectionFilter extends LiveRequestOptions {
-  /**
-   * Only this locale's entries; filters, sorting and search then read this locale's values. A
-   * repository locale (`fr_FR`), or with `i18n` in astro.config the Astro locale it maps to
-   * (`Astro.currentLocale`).
-   */
-  locale?: string;
-  /** Documents at most, 1 to 1000. Default: every document. */
-  limit?: number;
-  /** Documents to skip. */
-  offset?: number;
-  /** The page of `limit` documents, from 1 (instead of `offset`). */
-  page?: number;
-}
-
-/**
- * What `getLiveEntry(name, filter)` accepts: an entry id, a field value or an alias, in a locale
- * (a repository locale, or with `i18n` in astro.config the Astro locale it maps to).
- */
-export type LiveEntryFilter =
-  /** `'<locale>/<document id>'`, or a document id with `locale`. */
-  | { id: string; locale?: string }
-  /** The document whose field (such as `slug`) has this value in the locale. */
-  | { field: string; value: string | number | boolean; locale?: string }
-  /** The document an alias points to. */
-  | { alias: string; locale?: string };
-
-/** Builders (`Filter`, `Sorting`, `Includes`) as their JSON; anything else as it is. */
-const json = (value: unknown): unknown =>
-  typeof (value as { toJSON?: unknown } | null)?.toJSON === 'function'
-    ? (value as { toJSON(): unknown }).toJSON()
-    : value;
-
-// The build-time loader's request options, builders resolved.
-const requestShape = sourceOptionsSchema.shape;
-const requestOptions = {
-  filters: (z.preprocess(json, requestShape.filters) as z.ZodType<FilterEntry[]>).optional(),
-  sorting: (z.preprocess(json, requestShape.sorting) as z.ZodType<SortingMap>).optional(),
-  includes: z.preprocess(json, requestShape.includes),
-  includeTags: requestShape.includeTags,
-  excludeTags: requestShape.excludeTags,
-  search: requestShape.search,
 };
-const apiIds = (what: string) => z.array(z.string().min(1)).min(1, `expected at least one ${what}`);
-
-const optionsSchema = z.strictObject({
-  baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL such as https://api.cmft.io/v1' }).optional(),
-  repository: z.string({ error: 'expected the repository API id, such as "demo"' }).min(1).optional(),
-  apiKey: z.string({ error: 'expected the API key (read it from an environment variable)' }).optional(),
-  collection: z.string().min(1).optional(),
-  contentType: z.string().min(1).optional(),
-  aliases: apiIds('alias API id').optional(),
-  ...requestOptions,
-  embedAssets: z.boolean().default(true),
-  locales: apiIds('locale key').optional(),
-  astroLocales: astroLocalesSchema.optional(),
-  contentTypes: z.record(z.string().min(1), z.string().min(1)).default({}),
-  render: z.union([z.string().min(1), z.literal(false)]).optional(),
-  fields: z
-    .custom<z.ZodType>(
-      // A zod 4 schema, of this package's zod or of another copy (Astro's `astro/zod`).
-      (value) => typeof value === 'object' && value !== null && '_zod' in value,
-      'expected a zod schema of the fields, such as z.object({ title: z.string() }) with z from astro/zod',
-    )
-    .optional(),
-  // Request-time defaults: a page waits for every timeout and retry.
-  timeouts: z
-    .strictObject({ connectMs: z.number().positive(), headersMs: z.number().positive(), bodyMs: z.number().positive() })
-    .partial()
-    .default({})
-    .transform((timeouts): Partial<Timeouts> => ({ connectMs: 5_000, headersMs: 10_000, bodyMs: 10_000, ...timeouts })),
-  retry: z
-    .strictObject({
-      attempts: z.number().int().min(1),
-      baseDelayMs: z.number().min(0),
-      maxDelayMs: z.number().min(0),
-      budgetMs: z.number().positive(),
-    })
-    .partial()
-    .default({})
-    .transform((retry): Partial<RetryPolicy> => ({ attempts: 3, budgetMs: 10_000, ...retry })),
-  concurrency: z.number().int().min(1).max(64).optional(),
-});
 
 /**
  * The options, checked. Exactly one of `collection`, `contentType` and `aliases` is set, and it is
@@ -220,14 +174,25 @@ export function parseLiveOptions<Fields extends Record<string, unknown>>(
   return options;
 }
 
+/**
+ * Only this locale's entries (of an entry: the locale it is found in); filters, sorting and search
+ * then read this locale's values. A repository locale (`fr_FR`), or with `i18n` in astro.config
+ * the Astro locale it maps to (`Astro.currentLocale`).
+ */
 const locale = z.string().min(1).optional();
 const collectionFilterSchema = z.strictObject({
   locale,
   ...requestOptions,
+  /** Documents at most, 1 to 1000. Default: every document. */
   limit: z.number().int().min(1).max(1000).optional(),
+  /** Documents to skip. */
   offset: z.number().int().min(0).optional(),
+  /** The page of `limit` documents, from 1 (instead of `offset`). */
   page: z.number().int().min(1).optional(),
 });
+
+/** What `getLiveCollection(name, filter)` accepts. */
+export type LiveCollectionFilter = z.input<typeof collectionFilterSchema>;
 
 /** A collection filter with builders resolved and `page` turned into `offset`. */
 export type CollectionRequest = Omit<z.output<typeof collectionFilterSchema>, 'page'>;
@@ -269,14 +234,23 @@ export type EntryRequest = { locale?: string | undefined } & (
 );
 
 const entryFilterSchema = z.union([
+  /** `'<locale>/<document id>'`, or a document id with `locale`. */
   z.strictObject({ id: z.string().min(1), locale }),
+  /** The document whose field (such as `slug`) has this value in the locale. */
   z.strictObject({
     field: z.string().regex(/^(fields\.)?[^.]+$/, 'expected a field name such as "slug"'),
     value: z.union([z.string(), z.number(), z.boolean()]),
     locale,
   }),
+  /** The document an alias points to. */
   z.strictObject({ alias: z.string().min(1), locale }),
 ]);
+
+/**
+ * What `getLiveEntry(name, filter)` accepts: an entry id, a field value or an alias, in a locale
+ * (a repository locale, or with `i18n` in astro.config the Astro locale it maps to).
+ */
+export type LiveEntryFilter = z.input<typeof entryFilterSchema>;
 
 /** Checks a `getLiveEntry()` filter (or id); throws a ConfigError naming what is wrong. */
 export function parseEntryFilter(input: unknown): EntryRequest {
