@@ -178,6 +178,27 @@ describe('loadEntry', () => {
     );
   });
 
+  it('finds a document by id or alias only when the source holds it: its content type, and its list', async () => {
+    const featured = { contentType: undefined, collection: 'featuredPosts' };
+    const found: [Partial<ComfortableLiveLoaderOptions>, Json, boolean][] = [
+      [{}, { alias: 'featuredPost' }, true], // a post
+      [{}, { alias: 'home' }, false], // a page
+      [{ filters: new Filter().where('featured', 'equal', false) }, { alias: 'featuredPost' }, false],
+      [featured, { alias: 'featuredPost' }, true],
+      [{ ...featured, includeTags: ['news'] }, { alias: 'featuredPost' }, false],
+      [featured, { id: '100000000000000101' }, true],
+      [{ ...featured, excludeTags: ['long-read'] }, { id: '100000000000000101' }, false],
+      [{}, { id: '100000000000000101' }, true],
+    ];
+    for (const [options, filter, holds] of found) {
+      const { id, error } = await entry(options, filter);
+      expect([filter, holds ? id : error?.name]).toEqual([
+        filter,
+        holds ? expect.stringMatching(/^en_US\/10{14}1\d\d$/) : 'LiveEntryNotFoundError',
+      ]);
+    }
+  });
+
   it('asks the repository endpoint for the locales once, not on every request', async () => {
     const live = loader({});
     requests.length = 0;

@@ -21,6 +21,12 @@ export interface LiveAnswer {
 type Answered = { data: ApiRecord[]; includes?: Record<string, ApiRecord[]> | undefined };
 type Includes = LiveOptions['includes'];
 
+/** A single record's answer as a page of a list: the record, and what it included. */
+const pageOf = ({ includes, ...document }: ApiRecord & Omit<Answered, 'data'>): Answered => ({
+  data: [document as ApiRecord],
+  includes,
+});
+
 const answerOf = (answers: Answered[]): LiveAnswer => ({
   documents: answers.flatMap((answer) => answer.data),
   included: answers.flatMap((answer) => Object.values(answer.includes ?? {}).flat()),
@@ -69,10 +75,10 @@ export class LiveRequests {
       const { documents, included } = await this.#aliases();
       return found({ documents: documents.filter((document) => document.meta.id === id).slice(0, 1), included });
     }
+    // One list request finds the document and whether the source holds it.
     if (this.#needsMembership)
       return found(await this.#list({ ...this.#full(), ...this.#constraints([byId(id)]), limit: 1 }));
-    const answer = await this.#single(() => this.#client.document(id, this.#full()));
-    return answer && this.#ofSource(answer) ? answer : undefined;
+    return this.#held(await this.#single(() => this.#client.document(id, this.#full())));
   }
 
   /** The first document of the source whose field has this value in the locale (not for aliases). */
@@ -87,10 +93,7 @@ export class LiveRequests {
     const { aliases } = this.#options;
     if (aliases && !aliases.includes(alias)) return undefined;
     const answer = await this.#single(() => this.#client.alias(alias, this.#full()));
-    if (!answer || aliases) return answer;
-    if (!this.#needsMembership) return this.#ofSource(answer) ? answer : undefined;
-    const member = await this.#ids({ ...this.#constraints([byId(answer.documents[0]!.meta.id)]), limit: 1 });
-    return member.length > 0 ? answer : undefined;
+    return aliases ? answer : this.#held(answer);
   }
 
   /** What every document of the answers is fetched with: every locale, includes (default 1), embedded assets. */
@@ -119,9 +122,14 @@ export class LiveRequests {
     return Boolean(collection || filters?.length || includeTags?.length || excludeTags?.length || search);
   }
 
-  #ofSource(answer: LiveAnswer): boolean {
+  /** A document fetched alone, if the source holds it: of its content type, and in its list when that says more. */
+  async #held(answer: LiveAnswer | undefined): Promise<LiveAnswer | undefined> {
     const { contentType } = this.#options;
-    return !contentType || answer.documents[0]?.meta.contentType === contentType;
+    const document = answer?.documents[0];
+    const held = this.#needsMembership
+      ? document && (await this.#ids({ ...this.#constraints([byId(document.meta.id)]), limit: 1 })).length > 0
+      : !contentType || document?.meta.contentType === contentType;
+    return held ? answer : undefined;
   }
 
   /** Every page of a list of the source, as large as the API gives them, in order; or the first `limit` documents. */
@@ -162,14 +170,13 @@ export class LiveRequests {
   async #aliases(includes?: Includes): Promise<LiveAnswer> {
     const names = this.#options.aliases ?? [];
     const answers = await Promise.all(names.map((name) => this.#client.alias(name, this.#full(includes))));
-    return answerOf(answers.map(({ includes, ...document }) => ({ data: [document], includes })));
+    return answerOf(answers.map(pageOf));
   }
 
   /** A single-record request; a 404 is no document. */
   async #single(send: () => Promise<ApiRecord & Omit<Answered, 'data'>>): Promise<LiveAnswer | undefined> {
     try {
-      const { includes, ...document } = await send();
-      return answerOf([{ data: [document as ApiRecord], includes }]);
+      return answerOf([pageOf(await send())]);
     } catch (error) {
       if (error instanceof NotFoundError) return undefined;
       throw error;
