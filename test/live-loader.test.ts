@@ -5,7 +5,7 @@ import { LiveCollectionError, LiveEntryNotFoundError } from 'astro/content/runti
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import { createClient } from '../src/api/client.ts';
-import { Filter, Sorting } from '../src/api/query.ts';
+import { Filter, Includes, Sorting } from '../src/api/query.ts';
 import { sharedLimit } from '../src/api/transport.ts';
 import {
   type ComfortableLiveLoader,
@@ -234,6 +234,16 @@ describe('loadCollection', () => {
       { locale: 'de_DE', filters: filters.toJSON(), sorting: sorting.toJSON(), limit: 6 },
     );
     expect(json.entries.map((e: Json) => e.id)).toEqual(entries.map((e: Json) => e.id));
+    // An Includes builder too, as the loader's option or the filter's, or its JSON: the author alone.
+    const included = async (options: Partial<ComfortableLiveLoaderOptions>, filter: Json) =>
+      Object.values((await collection(options, { locale: 'de_DE', limit: 1, ...filter })).entries[0].data.included);
+    const ways: [Partial<ComfortableLiveLoaderOptions>, Json][] = [
+      [{ includes: new Includes().add('author') }, {}],
+      [{}, { includes: new Includes().add('author') }],
+      [{}, { includes: { '*.fields.author': 1 } }],
+    ];
+    for (const [options, filter] of ways)
+      expect((await included(options, filter)).map((record: Json) => record.contentType)).toEqual(['author']);
   });
 
   it("restricts a repository collection by the loader's filters and tags, and pages it", async () => {

@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import type { Filter, FilterEntry, IncludeMap, Includes, Sorting, SortingMap } from '../api/query.ts';
+import {
+  builderJson,
+  type Filter,
+  type FilterEntry,
+  type IncludeMap,
+  type Includes,
+  type Sorting,
+  type SortingMap,
+} from '../api/query.ts';
 import type { RetryPolicy } from '../api/retry.ts';
 import type { Timeouts } from '../api/transport.ts';
 import { checkOptions, ConfigError, configProblem, sourceOptionsSchema } from '../sync/config.ts';
@@ -18,12 +26,6 @@ import { astroLocalesSchema } from './i18n.ts';
  */
 export type FieldsSchema<Fields extends Record<string, unknown> = Record<string, unknown>> = z.ZodType<Fields, unknown>;
 
-/** Builders (`Filter`, `Sorting`, `Includes`) as their JSON; anything else as it is. */
-const json = (value: unknown): unknown =>
-  typeof (value as { toJSON?: unknown } | null)?.toJSON === 'function'
-    ? (value as { toJSON(): unknown }).toJSON()
-    : value;
-
 /**
  * The request options of a live loader, which hold for every list and lookup of its collection, and
  * of `getLiveCollection()`, whose own are ANDed with (filters, search, tags) or replace (sorting,
@@ -32,12 +34,14 @@ const json = (value: unknown): unknown =>
 const requestShape = sourceOptionsSchema.shape;
 const requestOptions = {
   /** Filters: a `Filter` or its JSON form. */
-  filters: (z.preprocess(json, requestShape.filters) as z.ZodType<FilterEntry[], Filter | FilterEntry[]>).optional(),
+  filters: (
+    z.preprocess(builderJson, requestShape.filters) as z.ZodType<FilterEntry[], Filter | FilterEntry[]>
+  ).optional(),
   /** The order of lists: a `Sorting` or `{ 'fields.date': 'DESC' }`. */
-  sorting: (z.preprocess(json, requestShape.sorting) as z.ZodType<SortingMap, Sorting | SortingMap>).optional(),
+  sorting: (z.preprocess(builderJson, requestShape.sorting) as z.ZodType<SortingMap, Sorting | SortingMap>).optional(),
   /** Relations fetched with each document: a level from 0 to 5, or a field map (`Includes`). Default 1. */
   includes: (
-    z.preprocess(json, requestShape.includes) as z.ZodType<number | IncludeMap, number | IncludeMap | Includes>
+    z.preprocess(builderJson, requestShape.includes) as z.ZodType<number | IncludeMap, number | IncludeMap | Includes>
   ).optional(),
   /** Only documents with one of these tags. */
   includeTags: requestShape.includeTags,
