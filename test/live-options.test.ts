@@ -63,6 +63,10 @@ describe('a wrong option', () => {
       ],
       [{ contentType: 'post', render: true }, 'Invalid option render of comfortableLiveLoader()'],
       [
+        { contentType: 'post', concurrency: 65 },
+        'Invalid option concurrency of comfortableLiveLoader() in src/live.config.ts: Too big: expected number to be <=64',
+      ],
+      [
         { contentType: 'post', baseUrl: 'ftp://x' },
         'Invalid option baseUrl of comfortableLiveLoader() in src/live.config.ts: expected an http(s) URL',
       ],

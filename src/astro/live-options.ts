@@ -10,7 +10,7 @@ import {
 } from '../api/query.ts';
 import type { RetryPolicy } from '../api/retry.ts';
 import type { Timeouts } from '../api/transport.ts';
-import { checkOptions, ConfigError, configProblem, sourceOptionsSchema } from '../sync/config.ts';
+import { checkOptions, ConfigError, configProblem, sourceOptionsSchema, syncConfigSchema } from '../sync/config.ts';
 import { astroLocalesSchema } from './i18n.ts';
 
 /**
@@ -118,7 +118,7 @@ const optionsSchema = z.strictObject({
     .default({})
     .transform((retry): Partial<RetryPolicy> => ({ attempts: 3, budgetMs: 10_000, ...retry })),
   /** Requests in flight at once to the server, shared with every other client of it. Default 8. */
-  concurrency: z.number().int().min(1).max(64).optional(),
+  concurrency: syncConfigSchema.shape.concurrency,
 });
 
 /** The options of `comfortableLiveLoader()`; `Fields` is the output of the `fields` schema. */
