@@ -174,7 +174,8 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
     failure(error, {
       collection,
       baseUrl,
-      repository: connection?.options.repository ?? options.repository,
+      // Known once a request went out, which a hint is for.
+      repository: connection?.options.repository,
       apiKey,
       aliases: options.aliases !== undefined,
     });
@@ -197,7 +198,7 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
             connection.shape(answer, scope.known, locale ? [locale] : scope.held, scope.astro),
             fields,
           ),
-          cacheHint: { tags: [cacheTag(connection.options.repository), ...sourceTags(connection.options)] },
+          cacheHint: { tags: listTags(connection.options) },
         };
       } catch (error) {
         return failed(error, collection);
@@ -310,14 +311,18 @@ function missingLocale(
 }
 
 /**
- * The cache tags of the loader's source (`comfortable:<repository>:collection:<apiId>`,
- * `…:contentType:<type>`, `…:alias:<apiId>`): a list carries them, so that a new document, in no
- * cached list yet, can purge the lists it joins.
+ * The cache tags of a list: the repository's, and its source's (`comfortable:<repository>:collection:<apiId>`,
+ * `…:contentType:<type>`, `…:alias:<apiId>`), so that a new document, in no cached list yet, can purge
+ * the lists it joins.
  */
-function sourceTags({ repository, collection, contentType, aliases }: ConnectedOptions): string[] {
-  if (collection) return [`${cacheTag(repository)}:collection:${collection}`];
-  if (contentType) return [`${cacheTag(repository)}:contentType:${contentType}`];
-  return aliases!.map((alias) => `${cacheTag(repository)}:alias:${alias}`);
+function listTags({ repository, collection, contentType, aliases }: ConnectedOptions): string[] {
+  const tag = cacheTag(repository);
+  const source = collection
+    ? [`collection:${collection}`]
+    : contentType
+      ? [`contentType:${contentType}`]
+      : aliases!.map((alias) => `alias:${alias}`);
+  return [tag, ...source.map((name) => `${tag}:${name}`)];
 }
 
 function lookupText(request: EntryRequest): string {
