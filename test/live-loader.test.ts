@@ -146,6 +146,11 @@ describe('loadEntry', () => {
     expect((await entry({}, { field: 'slug', value: 'night-trains-are-back', locale: 'de_DE' })).id).toBe(
       'de_DE/100000000000000102',
     );
+    // The field as a filter names it, and an entry id with the locale it is in.
+    expect((await entry({}, { field: 'fields.slug', value: 'night-trains-are-back', locale: 'de_DE' })).id).toBe(
+      'de_DE/100000000000000102',
+    );
+    expect((await entry({}, { id: 'de_DE/100000000000000101', locale: 'de_DE' })).id).toBe('de_DE/100000000000000101');
     const pages = { contentType: undefined, aliases: ['home', 'about'] };
     expect((await entry(pages, { alias: 'about', locale: 'de_DE' })).id).toBe('de_DE/100000000000000402');
     expect((await entry(pages, { id: 'en_US/100000000000000401' })).data.fields.slug).toBe('home');
@@ -365,6 +370,10 @@ describe('failures are returned as live-collection errors that say what to check
     );
     expect((await failure({}, { page: 2 })).message).toMatch(/page needs a limit/);
     expect((await failure({}, { slug: 'x' }, 'entry')).message).toMatch(/Invalid filter of getLiveEntry\(\)/);
+    expect((await failure({}, { id: 'de_DE/100000000000000101', locale: 'en_US' }, 'entry')).message).toBe(
+      'Live collection "posts": Invalid filter of getLiveEntry(): the id "de_DE/100000000000000101" is in de_DE, the ' +
+        'locale option says en_US; give one of them',
+    );
     expect((await failure({ locales: ['fr_FR'] })).message).toMatch(
       /the locales option of comfortableLiveLoader\(\) names "fr_FR"/,
     );

@@ -230,19 +230,15 @@ export function parseCollectionFilter(input: unknown, { aliases }: LiveOptions):
   return { ...filter, offset: (page - 1) * filter.limit };
 }
 
-/** An entry lookup: by document id, by a field's value, or by alias; `locale` undefined when the filter names none. */
-export type EntryRequest = { locale?: string | undefined } & (
-  | { by: 'id'; id: string }
-  | { by: 'field'; field: string; value: string | number | boolean }
-  | { by: 'alias'; alias: string }
-);
-
 const entryFilterSchema = z.union([
   /** `'<locale>/<document id>'`, or a document id with `locale`. */
   z.strictObject({ id: z.string().min(1), locale }),
   /** The document whose field (such as `slug`) has this value in the locale. */
   z.strictObject({
-    field: z.string().regex(/^(fields\.)?[^.]+$/, 'expected a field name such as "slug"'),
+    field: z
+      .string()
+      .regex(/^(fields\.)?[^.]+$/, 'expected a field name such as "slug"')
+      .transform((field) => field.replace(/^fields\./, '')),
     value: z.union([z.string(), z.number(), z.boolean()]),
     locale,
   }),
@@ -256,6 +252,12 @@ const entryFilterSchema = z.union([
  */
 export type LiveEntryFilter = z.input<typeof entryFilterSchema>;
 
+/**
+ * An entry lookup: by document id (the locale of an entry id split off), by a field's value (the
+ * field named without `fields.`), or by alias; `locale` undefined when the filter names none.
+ */
+export type EntryRequest = z.output<typeof entryFilterSchema>;
+
 /** Checks a `getLiveEntry()` filter (or id); throws a ConfigError naming what is wrong. */
 export function parseEntryFilter(input: unknown): EntryRequest {
   const result = entryFilterSchema.safeParse(input, { reportInput: true });
@@ -267,10 +269,8 @@ export function parseEntryFilter(input: unknown): EntryRequest {
     );
   }
   const filter = result.data;
-  if ('alias' in filter) return { by: 'alias', ...filter };
-  if ('field' in filter) return { by: 'field', ...filter, field: filter.field.replace(/^fields\./, '') };
+  if (!('id' in filter) || !filter.id.includes('/')) return filter;
   const slash = filter.id.indexOf('/');
-  if (slash < 0) return { by: 'id', ...filter };
   const [inId, id] = [filter.id.slice(0, slash), filter.id.slice(slash + 1)];
   if (filter.locale !== undefined && filter.locale !== inId) {
     throw new ConfigError(
@@ -279,5 +279,5 @@ export function parseEntryFilter(input: unknown): EntryRequest {
         `${filter.locale}; give one of them`,
     );
   }
-  return { by: 'id', id, locale: inId };
+  return { id, locale: inId };
 }

@@ -231,15 +231,15 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
     locale: string,
     { known, astro }: RequestLocales,
   ) {
-    if (request.by === 'field' && options.aliases) {
+    if ('field' in request && options.aliases) {
       // A handful of aliases: their documents are compared in the locale here.
       const entries = shape(await requests.list({}), known, [locale], astro);
       return entries.find((entry) => valueNamed(entry.data.fields, request.field) === request.value);
     }
     const answer =
-      request.by === 'id'
+      'id' in request
         ? await requests.byId(request.id)
-        : request.by === 'alias'
+        : 'alias' in request
           ? await requests.byAlias(request.alias)
           : await requests.byField(request.field, request.value, locale);
     return answer && shape(answer, known, [locale], astro)[0];
@@ -326,8 +326,8 @@ function listTags({ repository, collection, contentType, aliases }: ConnectedOpt
 }
 
 function lookupText(request: EntryRequest): string {
-  if (request.by === 'id') return `document ${request.id}`;
-  if (request.by === 'alias') return `alias "${request.alias}"`;
+  if ('id' in request) return `document ${request.id}`;
+  if ('alias' in request) return `alias "${request.alias}"`;
   return `${request.field} ${JSON.stringify(request.value)}`;
 }
 
