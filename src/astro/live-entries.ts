@@ -6,7 +6,7 @@ import { type Model, normalizeRecord, referenceList, type StoredRecord } from '.
 import { valueAt } from '../model/sections.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import { type AstroLocaleMap, astroFallbacksOf, langOf } from './i18n.ts';
-import type { ConnectedOptions } from './live-options.ts';
+import type { ConnectedOptions, FieldsSchema } from './live-options.ts';
 import type { LiveAnswer } from './live-requests.ts';
 import { firstRichtextField, renderRichtext, richtextOf } from './rendered.ts';
 
@@ -17,23 +17,18 @@ import { firstRichtextField, renderRichtext, richtextOf } from './rendered.ts';
  */
 
 /**
- * A document in one locale, as a live entry shows it and the records it includes; `Fields` is
- * the output of the loader's `fields` schema, when it has one.
+ * A document in one locale, as a live entry shows it and the records it includes: an entry as the
+ * build-time loader makes it, relations as references; `Fields` is the output of the loader's
+ * `fields` schema, when it has one.
  */
-export interface ComfortableLiveRecord<Fields extends Record<string, unknown> = Record<string, unknown>> {
-  /** The document id. */
-  id: string;
-  locale: string;
-  contentType: string;
+export interface ComfortableLiveRecord<Fields extends Record<string, unknown> = Record<string, unknown>>
+  extends Omit<Entry, 'fields'> {
   /**
    * Field values in this locale; relations are `{ collection, id }` references (mapped by
    * `contentTypes`), or `{ collection: null, id, contentType }` when no collection holds the target;
    * assets as in build-time entries (`kind` image, file or unresolved).
    */
   fields: Fields;
-  /** Localized fields whose value is not this locale's own → the locale it came from (null: none has one). */
-  fallbacks: Record<string, string | null>;
-  meta: Entry['meta'];
   /** With `i18n` in astro.config: the Astro locale of `locale`, what `getRelativeLocaleUrl` takes. */
   astroLocale?: string;
   /** With `i18n` in astro.config: the BCP 47 tag of `locale` (`fr-FR`), for `lang` and `hreflang`. */
@@ -192,7 +187,7 @@ export class FieldsMismatch extends Error {
  */
 export async function checkFields<Fields extends Record<string, unknown>>(
   entries: LiveDataEntry<ComfortableLiveEntryData>[],
-  schema: z.ZodType<Fields, unknown> | undefined,
+  schema: FieldsSchema<Fields> | undefined,
 ): Promise<LiveDataEntry<ComfortableLiveEntryData<Fields>>[]> {
   // Without a schema the fields stay as they are, typed Record<string, unknown> (the default of Fields).
   if (!schema) return entries as LiveDataEntry<ComfortableLiveEntryData<Fields>>[];
