@@ -74,6 +74,19 @@ describe('the astroLocales option', () => {
   });
 });
 
+describe("a filter's locale", () => {
+  it('finds its repository locale: itself, or by the name, a code or the path of its Astro locale', () => {
+    const map = new LocaleMap(i18n(['en', { path: 'suisse', codes: ['de-CH'] }]), { fr_FR: false });
+    const known = map.mapOf(repo('en_US', 'de_CH', 'fr_FR', 'it_IT'));
+    const cms = (given: string) => map.cmsLocaleOf(known, given);
+    // A repository locale, even one left out or mapped to nothing, stands for itself.
+    expect(['en_US', 'fr_FR', 'it_IT'].map(cms)).toEqual(['en_US', 'fr_FR', 'it_IT']);
+    expect(['en', 'EN', 'de-CH', 'de_ch', 'suisse'].map(cms)).toEqual(['en_US', 'en_US', 'de_CH', 'de_CH', 'de_CH']);
+    // Neither: the locale as given, which then names none.
+    expect(['fr', 'es_ES'].map(cms)).toEqual(['fr', 'es_ES']);
+  });
+});
+
 describe('the map depends on the locales only, not on who asked before', () => {
   it('a failed check, another loaded list, another repository: each map is what a fresh one makes', () => {
     const config = i18n(['en', 'it', 'it-CH']);

@@ -5,7 +5,7 @@ import { LiveCollectionError, LiveEntryNotFoundError } from 'astro/content/runti
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import { createClient } from '../src/api/client.ts';
-import { Filter, Sorting } from '../src/api/query.ts';
+import { Filter, Includes, Sorting } from '../src/api/query.ts';
 import { sharedLimit } from '../src/api/transport.ts';
 import {
   type ComfortableLiveLoader,
@@ -146,6 +146,11 @@ describe('loadEntry', () => {
     expect((await entry({}, { field: 'slug', value: 'night-trains-are-back', locale: 'de_DE' })).id).toBe(
       'de_DE/100000000000000102',
     );
+    // The field as a filter names it, and an entry id with the locale it is in.
+    expect((await entry({}, { field: 'fields.slug', value: 'night-trains-are-back', locale: 'de_DE' })).id).toBe(
+      'de_DE/100000000000000102',
+    );
+    expect((await entry({}, { id: 'de_DE/100000000000000101', locale: 'de_DE' })).id).toBe('de_DE/100000000000000101');
     const pages = { contentType: undefined, aliases: ['home', 'about'] };
     expect((await entry(pages, { alias: 'about', locale: 'de_DE' })).id).toBe('de_DE/100000000000000402');
     expect((await entry(pages, { id: 'en_US/100000000000000401' })).data.fields.slug).toBe('home');
@@ -176,6 +181,27 @@ describe('loadEntry', () => {
     expect((await entry({ locales: ['en_US'] }, { id: 'de_DE/100000000000000102' })).error).toBeInstanceOf(
       LiveEntryNotFoundError,
     );
+  });
+
+  it('finds a document by id or alias only when the source holds it: its content type, and its list', async () => {
+    const featured = { contentType: undefined, collection: 'featuredPosts' };
+    const found: [Partial<ComfortableLiveLoaderOptions>, Json, boolean][] = [
+      [{}, { alias: 'featuredPost' }, true], // a post
+      [{}, { alias: 'home' }, false], // a page
+      [{ filters: new Filter().where('featured', 'equal', false) }, { alias: 'featuredPost' }, false],
+      [featured, { alias: 'featuredPost' }, true],
+      [{ ...featured, includeTags: ['news'] }, { alias: 'featuredPost' }, false],
+      [featured, { id: '100000000000000101' }, true],
+      [{ ...featured, excludeTags: ['long-read'] }, { id: '100000000000000101' }, false],
+      [{}, { id: '100000000000000101' }, true],
+    ];
+    for (const [options, filter, holds] of found) {
+      const { id, error } = await entry(options, filter);
+      expect([filter, holds ? id : error?.name]).toEqual([
+        filter,
+        holds ? expect.stringMatching(/^en_US\/10{14}1\d\d$/) : 'LiveEntryNotFoundError',
+      ]);
+    }
   });
 
   it('asks the repository endpoint for the locales once, not on every request', async () => {
@@ -213,6 +239,16 @@ describe('loadCollection', () => {
       { locale: 'de_DE', filters: filters.toJSON(), sorting: sorting.toJSON(), limit: 6 },
     );
     expect(json.entries.map((e: Json) => e.id)).toEqual(entries.map((e: Json) => e.id));
+    // An Includes builder too, as the loader's option or the filter's, or its JSON: the author alone.
+    const included = async (options: Partial<ComfortableLiveLoaderOptions>, filter: Json) =>
+      Object.values((await collection(options, { locale: 'de_DE', limit: 1, ...filter })).entries[0].data.included);
+    const ways: [Partial<ComfortableLiveLoaderOptions>, Json][] = [
+      [{ includes: new Includes().add('author') }, {}],
+      [{}, { includes: new Includes().add('author') }],
+      [{}, { includes: { '*.fields.author': 1 } }],
+    ];
+    for (const [options, filter] of ways)
+      expect((await included(options, filter)).map((record: Json) => record.contentType)).toEqual(['author']);
   });
 
   it("restricts a repository collection by the loader's filters and tags, and pages it", async () => {
@@ -233,6 +269,29 @@ describe('loadCollection', () => {
     expect(all).toEqual(expected.data.map((d) => `en_US/${d.meta.id}`));
     const second = (await collection(options, { locale: 'en_US', limit: 2, page: 2 })).entries.map((e: Json) => e.id);
     expect(second).toEqual(all.slice(2, 4));
+  });
+
+  it("tags a list with its source's tags, and a missing entry names the source, for each kind of source", async () => {
+    const sources: [Partial<ComfortableLiveLoaderOptions>, string[], string][] = [
+      [{}, ['contentType:post'], 'content type "post"'],
+      [
+        { contentType: undefined, collection: 'featuredPosts' },
+        ['collection:featuredPosts'],
+        'the collection "featuredPosts"',
+      ],
+      [
+        { contentType: undefined, aliases: ['home', 'about'] },
+        ['alias:home', 'alias:about'],
+        'the aliases "home", "about"',
+      ],
+    ];
+    for (const [options, tags, among] of sources) {
+      const { cacheHint } = await collection(options, { limit: 1 });
+      expect(cacheHint.tags).toEqual(['comfortable:demo', ...tags.map((tag) => `comfortable:demo:${tag}`)]);
+      expect((await entry(options, { id: 'en_US/100000000000000999' })).error.message).toBe(
+        `Entry posts → document 100000000000000999 in en_US (among the documents of ${among} of the repository "demo") was not found.`,
+      );
+    }
   });
 
   it("gives every locale of the loader without a locale, with the source's cache tag on the list", async () => {
@@ -311,6 +370,10 @@ describe('failures are returned as live-collection errors that say what to check
     );
     expect((await failure({}, { page: 2 })).message).toMatch(/page needs a limit/);
     expect((await failure({}, { slug: 'x' }, 'entry')).message).toMatch(/Invalid filter of getLiveEntry\(\)/);
+    expect((await failure({}, { id: 'de_DE/100000000000000101', locale: 'en_US' }, 'entry')).message).toBe(
+      'Live collection "posts": Invalid filter of getLiveEntry(): the id "de_DE/100000000000000101" is in de_DE, the ' +
+        'locale option says en_US; give one of them',
+    );
     expect((await failure({ locales: ['fr_FR'] })).message).toMatch(
       /the locales option of comfortableLiveLoader\(\) names "fr_FR"/,
     );

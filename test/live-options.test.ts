@@ -1,5 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type ComfortableLiveLoaderOptions, comfortableLiveLoader } from '../src/astro/index.ts';
+import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import type { Filter, FilterEntry, IncludeMap, Includes, Sorting, SortingMap } from '../src/api/query.ts';
+import type { RetryPolicy } from '../src/api/retry.ts';
+import type { Timeouts } from '../src/api/transport.ts';
+import {
+  type ComfortableLiveLoaderOptions,
+  comfortableLiveLoader,
+  type LiveCollectionFilter,
+  type LiveEntryFilter,
+} from '../src/astro/index.ts';
 import { optionsProblem } from '../src/astro/live-problem.ts';
 import { type ReadApiServer, startServer } from '../src/server/index.ts';
 import { demoKey, demoSnapshot } from './helpers/server.ts';
@@ -55,6 +63,10 @@ describe('a wrong option', () => {
       ],
       [{ contentType: 'post', render: true }, 'Invalid option render of comfortableLiveLoader()'],
       [
+        { contentType: 'post', concurrency: 65 },
+        'Invalid option concurrency of comfortableLiveLoader() in src/live.config.ts: Too big: expected number to be <=64',
+      ],
+      [
         { contentType: 'post', baseUrl: 'ftp://x' },
         'Invalid option baseUrl of comfortableLiveLoader() in src/live.config.ts: expected an http(s) URL',
       ],
@@ -90,6 +102,28 @@ describe('a wrong option', () => {
     );
     expect(optionsProblem(make({ contentType: 'post' }), 'posts', 'src/live.config.ts')).toBeUndefined();
     expect(optionsProblem({ loadEntry() {}, loadCollection() {} }, 'posts', 'src/live.config.ts')).toBeUndefined();
+  });
+});
+
+describe("the options' types, made from their schemas", () => {
+  it('take a builder or its JSON, want the key written, and refuse a misspelt name', () => {
+    type Options = ComfortableLiveLoaderOptions;
+    expectTypeOf<Options['filters']>().toEqualTypeOf<Filter | FilterEntry[] | undefined>();
+    expectTypeOf<Options['sorting']>().toEqualTypeOf<Sorting | SortingMap | undefined>();
+    expectTypeOf<Options['includes']>().toEqualTypeOf<number | IncludeMap | Includes | undefined>();
+    expectTypeOf<LiveCollectionFilter['filters']>().toEqualTypeOf<Options['filters']>();
+    expectTypeOf<Options['timeouts']>().toEqualTypeOf<Partial<Timeouts> | undefined>();
+    expectTypeOf<Options['retry']>().toEqualTypeOf<Partial<RetryPolicy> | undefined>();
+    expectTypeOf<Options['apiKey']>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<LiveEntryFilter>().toEqualTypeOf<
+      | { id: string; locale?: string | undefined }
+      | { field: string; value: string | number | boolean; locale?: string | undefined }
+      | { alias: string; locale?: string | undefined }
+    >();
+    // @ts-expect-error the key is written even where it is unset: apiKey: getSecret('CMFT_API_KEY')
+    comfortableLiveLoader({ contentType: 'post' });
+    // @ts-expect-error a misspelt name, which astro check finds in a site without the integration
+    comfortableLiveLoader({ apiKey: undefined, contenType: 'post' });
   });
 });
 

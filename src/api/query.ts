@@ -185,6 +185,15 @@ export class Includes {
   }
 }
 
+/**
+ * A builder (`Filter`, `Sorting`, `Includes`) as its JSON; anything else as it is. Told by its
+ * `toJSON`, not its class: a site's pages and its live config may each load a copy of this package.
+ */
+export const builderJson = (value: unknown): unknown =>
+  typeof (value as { toJSON?: unknown } | null)?.toJSON === 'function'
+    ? (value as { toJSON(): unknown }).toJSON()
+    : value;
+
 /** Options as plain JSON (builders resolved, undefined dropped), in a stable key order. */
 export function optionsToJson(options: ListOptions): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -204,8 +213,7 @@ export function optionsToJson(options: ListOptions): Record<string, unknown> {
   for (const key of order) {
     const value = options[key];
     if (value === undefined) continue;
-    out[key] =
-      value instanceof Filter || value instanceof Sorting || value instanceof Includes ? value.toJSON() : value;
+    out[key] = builderJson(value);
   }
   return out;
 }

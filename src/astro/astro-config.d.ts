@@ -1,4 +1,4 @@
-// What src/astro/live-i18n.ts and live-env.ts read of Astro's server modules, which Astro's own
+// What src/astro/live-env.ts reads of Astro's server modules, which Astro's own
 // types (astro/client) declare in a site and this package's build does not load.
 declare module 'astro:config/server' {
   export const i18n: unknown;

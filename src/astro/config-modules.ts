@@ -30,10 +30,14 @@ const extensions = ['', '.ts', '.mts', '.tsx', '.js', '.mjs', '.jsx', '.json', '
 const specifiers =
   /(?:^|[^\w$.])(?:import|export)\s*(?:[\w$*{}\s,]*?\s*from\s*)?['"]([^'"]+)['"]|\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g;
 
+/** The path of the first of these files in `srcDir` that exists: the config Astro takes, of those it looks for in its order. */
+export function configFile(srcDir: URL, names: readonly string[]): string | undefined {
+  return names.map((name) => fileURLToPath(new URL(name, srcDir))).find((path) => existsSync(path));
+}
+
 /** The digest of the content config's module graph in the project, or '' when there is no content config. */
 export function contentConfigDigest(root: URL, srcDir: URL): string {
-  const src = fileURLToPath(srcDir);
-  const config = configNames.map((name) => join(src, name)).find((path) => existsSync(path));
+  const config = configFile(srcDir, configNames);
   if (!config) return '';
   const aliases = tsconfigPaths(fileURLToPath(root));
   const seen = new Map<string, string>();

@@ -20,6 +20,9 @@ import { ConfigError, didYouMean } from '../sync/config.ts';
 
 export type AstroI18n = NonNullable<AstroConfig['i18n']>;
 
+/** Each of the repository's locales → its Astro locale, or false for one the `astroLocales` option leaves out. */
+export type AstroLocaleMap = ReadonlyMap<string, string | false>;
+
 /** The `astroLocales` option: CMS locale → Astro locale, or false to leave that locale out. */
 export const astroLocalesSchema = z.record(z.string().min(1), z.union([z.string().min(1), z.literal(false)]), {
   error: "expected a map from the CMS's locales to Astro's, such as { en_GB: 'en', de_CH: false }",
@@ -41,7 +44,7 @@ export class LocaleMap {
   /** Whose `astroLocales` option the messages name: `comfortable()` or `comfortableLiveLoader()`. */
   readonly #owner: string;
   /** The maps made, by the repository's locales and fallbacks. */
-  readonly #maps = new Map<string, Map<string, string | false>>();
+  readonly #maps = new Map<string, AstroLocaleMap>();
   /** The maps whose left-out locales were told: each once. */
   readonly #told = new Set<string>();
 
@@ -54,7 +57,7 @@ export class LocaleMap {
     this.#explicit = explicit;
     this.#owner = owner;
     for (const [cms, astro] of Object.entries(explicit)) {
-      if (astro !== false && !this.#astro.some((a) => a.codes.some((code) => normal(code) === normal(astro)))) {
+      if (astro !== false && !this.#exact(astro)) {
         const names = this.#astro.map((a) => a.name);
         throw new ConfigError(
           `astroLocales.${cms}`,
@@ -80,7 +83,7 @@ export class LocaleMap {
    * claimed once), or false for one `astroLocales` leaves out; a locale that maps to nothing is
    * not in it. The same for the same locales, whoever asks.
    */
-  mapOf(repository: Locales): ReadonlyMap<string, string | false> {
+  mapOf(repository: Locales): AstroLocaleMap {
     const key = JSON.stringify(repository.locales);
     let map = this.#maps.get(key);
     if (!map) this.#maps.set(key, (map = this.#map(repository)));
@@ -98,7 +101,7 @@ export class LocaleMap {
     asked: readonly string[] | undefined,
     collection: string,
     warn: (message: string) => void,
-  ): ReadonlyMap<string, string | false> {
+  ): AstroLocaleMap {
     const map = this.mapOf(repository);
     const unmapped = repository.locales.map((l) => l.key).filter((cms) => !map.has(cms));
     const refused = asked?.find((cms) => unmapped.includes(cms));
@@ -128,26 +131,34 @@ export class LocaleMap {
   }
 
   /**
-   * The repository locale whose Astro locale is `given`: by its name, one of its codes or its path,
-   * as `Astro.currentLocale` or a `[locale]` route's param say it; undefined for none.
+   * The repository locale a filter's `given` locale stands for: itself, or the one whose Astro
+   * locale it names (by its name, one of its codes or its path, as `Astro.currentLocale` or a
+   * `[locale]` route's param say it); else `given`, which then names none.
    */
-  cmsLocaleOf(map: ReadonlyMap<string, string | false>, given: string): string | undefined {
-    const astro = this.#astro.find((a) => [a.name, ...a.codes].some((code) => normal(code) === normal(given)));
+  cmsLocaleOf(map: AstroLocaleMap, given: string): string {
+    // A repository locale that maps to nothing has no Astro locale of its code (else it would map
+    // to it): the search below gives it back as it is.
+    if (map.has(given)) return given;
+    const astro = this.#exact(given);
     for (const [cms, name] of map) if (astro && name === astro.name) return cms;
-    return undefined;
+    return given;
   }
 
-  #map(repository: Locales): Map<string, string | false> {
+  /** The Astro locale one of whose codes (its path among them) is this code, case and `_` aside. */
+  #exact(code: string): { name: string } | undefined {
+    return this.#astro.find((a) => a.codes.some((own) => normal(own) === normal(code)));
+  }
+
+  #map(repository: Locales): AstroLocaleMap {
     const keys = repository.locales.map((l) => l.key);
     const map = new Map<string, string | false>();
-    const exact = (cms: string) => this.#astro.find((a) => a.codes.some((code) => normal(code) === normal(cms)));
     for (const cms of keys) {
       const given = this.#explicit[cms];
       if (given !== undefined) {
-        const astro = given === false ? undefined : exact(given);
+        const astro = given === false ? undefined : this.#exact(given);
         map.set(cms, astro ? astro.name : false);
       } else {
-        const astro = exact(cms);
+        const astro = this.#exact(cms);
         if (astro) map.set(cms, astro.name);
       }
     }
@@ -198,7 +209,7 @@ function listed(items: readonly string[]): string {
  */
 export function astroFallbacksOf(
   fallbacks: Record<string, string | null>,
-  astroLocales: ReadonlyMap<string, string | false>,
+  astroLocales: AstroLocaleMap,
 ): Record<string, string | null> {
   return Object.fromEntries(
     Object.entries(fallbacks).map(([path, from]) => [path, (from !== null && astroLocales.get(from)) || null]),

@@ -1,9 +1,9 @@
-import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AstroIntegrationLogger } from 'astro';
 import type { Plugin, RunnableDevEnvironment, ViteDevServer } from 'vite';
 import { ConfigError } from '../sync/config.ts';
+import { configFile } from './config-modules.ts';
 import { optionsProblem } from './live-problem.ts';
 
 /**
@@ -24,9 +24,8 @@ export function liveConfigCheck(root: URL, srcDir: URL, logger: AstroIntegration
   return {
     name: 'comfortable-loader:live-config-check',
     async configureServer(server) {
-      const file = liveConfigNames.map((name) => new URL(name, srcDir)).find((url) => existsSync(url));
-      if (file)
-        await checkLiveConfig(server, fileURLToPath(file), relative(fileURLToPath(root), fileURLToPath(file)), logger);
+      const file = configFile(srcDir, liveConfigNames);
+      if (file) await checkLiveConfig(server, file, relative(fileURLToPath(root), file), logger);
     },
   };
 }

@@ -1,12 +1,12 @@
 import type { LiveDataEntry } from 'astro';
 import { z } from 'zod';
-import { type Entry, entryOf, mapRelations } from '../entries/entries.ts';
+import { type Entry, type EntryReference, entryOf, mapRelations } from '../entries/entries.ts';
 import type { Locales } from '../model/locales.ts';
 import { type Model, normalizeRecord, referenceList, type StoredRecord } from '../model/records.ts';
 import { valueAt } from '../model/sections.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
-import { astroFallbacksOf, langOf } from './i18n.ts';
-import type { ConnectedOptions } from './live-options.ts';
+import { type AstroLocaleMap, astroFallbacksOf, langOf } from './i18n.ts';
+import type { ConnectedOptions, FieldsSchema } from './live-options.ts';
 import type { LiveAnswer } from './live-requests.ts';
 import { firstRichtextField, renderRichtext, richtextOf } from './rendered.ts';
 
@@ -17,23 +17,18 @@ import { firstRichtextField, renderRichtext, richtextOf } from './rendered.ts';
  */
 
 /**
- * A document in one locale, as a live entry shows it and the records it includes; `Fields` is
- * the output of the loader's `fields` schema, when it has one.
+ * A document in one locale, as a live entry shows it and the records it includes: an entry as the
+ * build-time loader makes it, relations as references; `Fields` is the output of the loader's
+ * `fields` schema, when it has one.
  */
-export interface ComfortableLiveRecord<Fields extends Record<string, unknown> = Record<string, unknown>> {
-  /** The document id. */
-  id: string;
-  locale: string;
-  contentType: string;
+export interface ComfortableLiveRecord<Fields extends Record<string, unknown> = Record<string, unknown>>
+  extends Omit<Entry, 'fields'> {
   /**
    * Field values in this locale; relations are `{ collection, id }` references (mapped by
    * `contentTypes`), or `{ collection: null, id, contentType }` when no collection holds the target;
    * assets as in build-time entries (`kind` image, file or unresolved).
    */
   fields: Fields;
-  /** Localized fields whose value is not this locale's own → the locale it came from (null: none has one). */
-  fallbacks: Record<string, string | null>;
-  meta: Entry['meta'];
   /** With `i18n` in astro.config: the Astro locale of `locale`, what `getRelativeLocaleUrl` takes. */
   astroLocale?: string;
   /** With `i18n` in astro.config: the BCP 47 tag of `locale` (`fr-FR`), for `lang` and `hreflang`. */
@@ -64,9 +59,6 @@ export function cacheTag(repository: string, id?: string): string {
   return id === undefined ? `comfortable:${repository}` : `comfortable:${repository}:${id}`;
 }
 
-/** Each repository locale's Astro locale (false: left out), with `i18n` in astro.config. */
-export type AstroLocales = ReadonlyMap<string, string | false> | undefined;
-
 /**
  * Makes the entries of an answer: each document in each locale of `entryLocales`, in their order,
  * with their Astro locales when `astroLocales` is given.
@@ -75,7 +67,7 @@ export type LiveShaper = (
   answer: LiveAnswer,
   locales: Locales,
   entryLocales: readonly string[],
-  astroLocales?: AstroLocales,
+  astroLocales?: AstroLocaleMap,
 ) => LiveDataEntry<ComfortableLiveEntryData>[];
 
 export function liveShaper({
@@ -110,23 +102,22 @@ export function liveShaper({
       embedded.forEach(add);
     };
     [...answer.documents, ...answer.included].forEach(add);
-    const asset = (id: string) => (records.get(id)?.contentType === '_asset' ? records.get(id) : undefined);
-    // The id a reference carries: the entry id when its content type is mapped, else the document id.
-    const referenceId = (id: string, contentType: string, locale: string) =>
-      contentTypes[contentType] === undefined ? id : `${locale}/${id}`;
+    // A relation as an entry in `locale` holds it: by entry id into the live collection of its
+    // content type, or `{ collection: null, id, contentType }` when `contentTypes` maps none.
+    const reference = (ref: EntryReference, locale: string) => {
+      const collection = contentTypes[ref.contentType];
+      return collection === undefined ? { collection: null, ...ref } : { collection, id: `${locale}/${ref.id}` };
+    };
 
     /** A record in one locale, its relations as references; each made once. */
     const shaped = new Map<string, ComfortableLiveRecord>();
     const recordIn = (id: string, locale: string): ComfortableLiveRecord => {
       const made = shaped.get(`${locale}/${id}`);
       if (made) return made;
-      const entry = entryOf(records.get(id)!, locale, locales, asset, model);
-      const reference = (ref: { id: string; contentType: string }) =>
-        contentTypes[ref.contentType] === undefined
-          ? { collection: null, ...ref }
-          : { collection: contentTypes[ref.contentType], id: referenceId(ref.id, ref.contentType, locale) };
+      // An asset reference's id is its asset's: the record of that id, as the build-time loader reads it.
+      const entry = entryOf(records.get(id)!, locale, locales, (asset) => records.get(asset), model);
       const { contentType, fallbacks, meta } = entry;
-      const fields = mapRelations(entry.fields, model[contentType], reference);
+      const fields = mapRelations(entry.fields, model[contentType], (ref) => reference(ref, locale));
       const record: ComfortableLiveRecord = { id: entry.id, locale, contentType, fields, fallbacks, meta };
       if (astroLocales) {
         record.astroLocale = astroLocales.get(locale) || undefined;
@@ -139,16 +130,20 @@ export function liveShaper({
 
     return [...new Set(answer.documents.map((document) => document.meta.id))].flatMap((id) => {
       const reached = reachedFrom(id, records);
-      const tags = [cacheTag(repository), ...reached.map((other) => cacheTag(repository, other))];
       const lastModified = newest(reached.map((other) => records.get(other)!.updatedAt));
+      const cacheHint = {
+        tags: [cacheTag(repository), ...reached.map((other) => cacheTag(repository, other))],
+        ...(lastModified && { lastModified }),
+      };
       return entryLocales.map((locale) => {
         const own = recordIn(id, locale);
         const included: Record<string, ComfortableLiveRecord> = {};
         for (const other of reached.slice(1)) {
           const { contentType } = records.get(other)!;
-          if (contentType !== '_asset') included[referenceId(other, contentType, locale)] = recordIn(other, locale);
+          // By the id the references to it carry.
+          if (contentType !== '_asset')
+            included[reference({ id: other, contentType }, locale).id] = recordIn(other, locale);
         }
-        const cacheHint = { tags, ...(lastModified && { lastModified }) };
         return { id: `${locale}/${id}`, data: { ...own, included }, ...rendered(own), cacheHint };
       });
     });
@@ -192,7 +187,7 @@ export class FieldsMismatch extends Error {
  */
 export async function checkFields<Fields extends Record<string, unknown>>(
   entries: LiveDataEntry<ComfortableLiveEntryData>[],
-  schema: z.ZodType<Fields, unknown> | undefined,
+  schema: FieldsSchema<Fields> | undefined,
 ): Promise<LiveDataEntry<ComfortableLiveEntryData<Fields>>[]> {
   // Without a schema the fields stay as they are, typed Record<string, unknown> (the default of Fields).
   if (!schema) return entries as LiveDataEntry<ComfortableLiveEntryData<Fields>>[];

@@ -70,14 +70,15 @@ class Failure extends LiveCollectionError implements ComfortableLiveError {
   }
 }
 
-/** The error to return for a failure. */
-export function liveError(error: unknown, context: ErrorContext): ComfortableLiveError {
-  return new Failure(error, context);
+/** What a loader returns for a failure other than a missing entry. */
+export function failure(error: unknown, context: ErrorContext): { error: ComfortableLiveError } {
+  return { error: new Failure(error, context) };
 }
 
-/** The error to return for an entry that does not exist; `lookup` says what was looked for, where. */
-export function entryNotFound(collection: string, lookup: string): LiveCollectionError {
-  return new LiveEntryNotFoundError(collection, lookup);
+/** What a loader returns for an entry that does not exist: Astro's own error, `lookup` saying what was looked for, where. */
+export function notFound(collection: string, lookup: string): { error: ComfortableLiveError } {
+  // The loader's type names one error type; a page tells this one by its name (docs/live.md).
+  return { error: new LiveEntryNotFoundError(collection, lookup) as ComfortableLiveError };
 }
 
 /** Whether an error is one a live loader of this package returned for a failure (not a missing entry). */

@@ -21,6 +21,12 @@ export interface LiveAnswer {
 type Answered = { data: ApiRecord[]; includes?: Record<string, ApiRecord[]> | undefined };
 type Includes = LiveOptions['includes'];
 
+/** A single record's answer as a page of a list: the record, and what it included. */
+const pageOf = ({ includes, ...document }: ApiRecord & Omit<Answered, 'data'>): Answered => ({
+  data: [document as ApiRecord],
+  includes,
+});
+
 const answerOf = (answers: Answered[]): LiveAnswer => ({
   documents: answers.flatMap((answer) => answer.data),
   included: answers.flatMap((answer) => Object.values(answer.includes ?? {}).flat()),
@@ -29,18 +35,18 @@ const found = (answer: LiveAnswer): LiveAnswer | undefined => (answer.documents.
 const byId = (id: string): FilterEntry => ({ '*.meta.id': { equal: id } });
 
 export class LiveRequests {
-  readonly #client: () => ReadApiClient;
+  readonly #client: ReadApiClient;
   readonly #options: LiveOptions;
 
-  constructor(client: () => ReadApiClient, options: LiveOptions) {
+  constructor(client: ReadApiClient, options: LiveOptions) {
     this.#client = client;
     this.#options = options;
   }
 
   /** A list of the source, as `getLiveCollection()` asks for it. */
   async list(request: CollectionRequest): Promise<LiveAnswer> {
-    const { source, sorting } = this.#options;
-    if (source.kind === 'alias') {
+    const { aliases, collection, sorting } = this.#options;
+    if (aliases) {
       const answer = await this.#aliases(request.includes);
       const start = request.offset ?? 0;
       answer.documents = answer.documents.slice(start, request.limit === undefined ? undefined : start + request.limit);
@@ -57,8 +63,7 @@ export class LiveRequests {
       offset: request.offset,
     };
     // A collection's own definition may filter or sort on localized values too.
-    const localeSensitive =
-      source.kind === 'collection' || Boolean(options.filters || options.sorting || options.search);
+    const localeSensitive = Boolean(collection || options.filters || options.sorting || options.search);
     if (request.locale !== undefined && localeSensitive)
       return this.#byIds(await this.#ids({ ...options, locale: request.locale }), request.includes);
     return this.#list({ ...options, ...this.#full(request.includes) });
@@ -66,32 +71,29 @@ export class LiveRequests {
 
   /** The document with this id, if the source holds it. */
   async byId(id: string): Promise<LiveAnswer | undefined> {
-    if (this.#options.source.kind === 'alias') {
+    if (this.#options.aliases) {
       const { documents, included } = await this.#aliases();
       return found({ documents: documents.filter((document) => document.meta.id === id).slice(0, 1), included });
     }
+    // One list request finds the document and whether the source holds it.
     if (this.#needsMembership)
       return found(await this.#list({ ...this.#full(), ...this.#constraints([byId(id)]), limit: 1 }));
-    const answer = await this.#single(() => this.#client().document(id, this.#full()));
-    return answer && this.#ofSource(answer) ? answer : undefined;
+    return this.#held(await this.#single(() => this.#client.document(id, this.#full())));
   }
 
   /** The first document of the source whose field has this value in the locale (not for aliases). */
   async byField(field: string, value: string | number | boolean, locale: string): Promise<LiveAnswer | undefined> {
     const filter = { [`*.fields.${field}`]: { equal: value } };
     const [id] = await this.#ids({ ...this.#constraints([filter]), locale, limit: 1 });
-    return id === undefined ? undefined : this.#single(() => this.#client().document(id, this.#full()));
+    return id === undefined ? undefined : this.#single(() => this.#client.document(id, this.#full()));
   }
 
   /** The document an alias points to, if the source holds it. */
   async byAlias(alias: string): Promise<LiveAnswer | undefined> {
-    const { source } = this.#options;
-    if (source.kind === 'alias' && !source.names.includes(alias)) return undefined;
-    const answer = await this.#single(() => this.#client().alias(alias, this.#full()));
-    if (!answer || source.kind === 'alias') return answer;
-    if (!this.#needsMembership) return this.#ofSource(answer) ? answer : undefined;
-    const member = await this.#ids({ ...this.#constraints([byId(answer.documents[0]!.meta.id)]), limit: 1 });
-    return member.length > 0 ? answer : undefined;
+    const { aliases } = this.#options;
+    if (aliases && !aliases.includes(alias)) return undefined;
+    const answer = await this.#single(() => this.#client.alias(alias, this.#full()));
+    return aliases ? answer : this.#held(answer);
   }
 
   /** What every document of the answers is fetched with: every locale, includes (default 1), embedded assets. */
@@ -105,9 +107,9 @@ export class LiveRequests {
    * search, with `filters` ANDed to them.
    */
   #constraints(filters?: FilterEntry[]): Pick<ListOptions, 'filters' | 'search'> {
-    const { source, includeTags, excludeTags, search } = this.#options;
+    const { contentType, includeTags, excludeTags, search } = this.#options;
     const own: FilterEntry[] = [];
-    if (source.kind === 'query') own.push({ '*.meta.contentType': { equal: source.contentType } });
+    if (contentType) own.push({ '*.meta.contentType': { equal: contentType } });
     if (includeTags?.length) own.push({ '*.meta.tags': { in: includeTags } });
     if (excludeTags?.length) own.push({ '*.meta.tags': { notIn: excludeTags } });
     const all = andFilters(own, this.#options.filters, filters);
@@ -116,23 +118,26 @@ export class LiveRequests {
 
   /** Whether a document fetched alone must be checked against the source with a list request. */
   get #needsMembership(): boolean {
-    const { source, filters, includeTags, excludeTags, search } = this.#options;
-    return (
-      source.kind === 'collection' || Boolean(filters?.length || includeTags?.length || excludeTags?.length || search)
-    );
+    const { collection, filters, includeTags, excludeTags, search } = this.#options;
+    return Boolean(collection || filters?.length || includeTags?.length || excludeTags?.length || search);
   }
 
-  #ofSource(answer: LiveAnswer): boolean {
-    const { source } = this.#options;
-    return source.kind !== 'query' || answer.documents[0]?.meta.contentType === source.contentType;
+  /** A document fetched alone, if the source holds it: of its content type, and in its list when that says more. */
+  async #held(answer: LiveAnswer | undefined): Promise<LiveAnswer | undefined> {
+    const { contentType } = this.#options;
+    const document = answer?.documents[0];
+    const held = this.#needsMembership
+      ? document && (await this.#ids({ ...this.#constraints([byId(document.meta.id)]), limit: 1 })).length > 0
+      : !contentType || document?.meta.contentType === contentType;
+    return held ? answer : undefined;
   }
 
   /** Every page of a list of the source, as large as the API gives them, in order; or the first `limit` documents. */
   async #list(options: ListOptions): Promise<LiveAnswer> {
-    const { source } = this.#options;
-    const list: ListSource = source.kind === 'collection' ? { collection: source.name } : 'documents';
+    const { collection } = this.#options;
+    const list: ListSource = collection ? { collection } : 'documents';
     const pages: Answered[] = [];
-    for await (const page of this.#client().pages(list, { ...options, pageSize: options.limit ?? maxPageSize })) {
+    for await (const page of this.#client.pages(list, { ...options, pageSize: options.limit ?? maxPageSize })) {
       pages.push(page);
       if (options.limit !== undefined) break;
     }
@@ -151,7 +156,7 @@ export class LiveRequests {
     // As many ids in one `in` filter as a page holds.
     for (let start = 0; start < ids.length; start += maxPageSize) chunks.push(ids.slice(start, start + maxPageSize));
     const filtered = (chunk: string[]) =>
-      this.#client().documents({
+      this.#client.documents({
         ...this.#full(includes),
         filters: [{ '*.meta.id': { in: chunk } }],
         limit: chunk.length,
@@ -163,17 +168,15 @@ export class LiveRequests {
 
   /** The documents of every alias of an aliases source, in the order of the option. */
   async #aliases(includes?: Includes): Promise<LiveAnswer> {
-    const { source } = this.#options;
-    const names = source.kind === 'alias' ? source.names : [];
-    const answers = await Promise.all(names.map((name) => this.#client().alias(name, this.#full(includes))));
-    return answerOf(answers.map(({ includes, ...document }) => ({ data: [document], includes })));
+    const names = this.#options.aliases ?? [];
+    const answers = await Promise.all(names.map((name) => this.#client.alias(name, this.#full(includes))));
+    return answerOf(answers.map(pageOf));
   }
 
   /** A single-record request; a 404 is no document. */
   async #single(send: () => Promise<ApiRecord & Omit<Answered, 'data'>>): Promise<LiveAnswer | undefined> {
     try {
-      const { includes, ...document } = await send();
-      return answerOf([{ data: [document as ApiRecord], includes }]);
+      return answerOf([pageOf(await send())]);
     } catch (error) {
       if (error instanceof NotFoundError) return undefined;
       throw error;

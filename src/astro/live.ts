@@ -3,9 +3,9 @@ import { createClient, defaultBaseUrl, type ReadApiClient } from '../api/client.
 import { ConfigError, didYouMean } from '../sync/config.ts';
 import { type Locales, repositoryLocales } from '../model/locales.ts';
 import { valueNamed } from '../model/sections.ts';
-import { type AstroLocales, cacheTag, type ComfortableLiveEntryData, checkFields, liveShaper } from './live-entries.ts';
-import { liveLocaleMap } from './live-i18n.ts';
-import { type ComfortableLiveError, entryNotFound, liveError } from './live-errors.ts';
+import { cacheTag, type ComfortableLiveEntryData, checkFields, type LiveShaper, liveShaper } from './live-entries.ts';
+import { type AstroLocaleMap, LocaleMap } from './i18n.ts';
+import { type ComfortableLiveError, failure, notFound } from './live-errors.ts';
 import {
   type ComfortableLiveLoaderOptions,
   type ConnectedOptions,
@@ -19,8 +19,8 @@ import {
   parseLiveOptions,
 } from './live-options.ts';
 import { LiveRequests } from './live-requests.ts';
-import { serverVariable } from './live-env.ts';
-import { type OptionsProblem, withProblem } from './live-problem.ts';
+import { serverVariable, siteI18n } from './live-env.ts';
+import { withProblem } from './live-problem.ts';
 
 /**
  * A live loader of this package, as `defineLiveCollection({ loader })` takes it; `Fields` is the
@@ -32,8 +32,6 @@ export type ComfortableLiveLoader<Fields extends Record<string, unknown> = Recor
   LiveCollectionFilter,
   ComfortableLiveError
 >;
-
-type Failure = { error: ComfortableLiveError };
 
 /** How long the repository's locales are used before they are asked for again. */
 const localesMaxAgeMs = 60_000;
@@ -75,39 +73,45 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
       }
       return error;
     };
-    return misconfiguredLoader(problem, (input as { apiKey?: unknown } | undefined)?.apiKey);
+    // The key, if the options have one, is only scrubbed from the message.
+    const { apiKey } = (input ?? {}) as { apiKey?: unknown };
+    const failed = async ({ collection }: { collection: string }) =>
+      failure(problem(' in src/live.config.ts'), {
+        collection,
+        baseUrl: defaultBaseUrl,
+        apiKey: typeof apiKey === 'string' ? apiKey : undefined,
+        aliases: false,
+      });
+    return withProblem({ name: 'comfortable-live-loader', loadCollection: failed, loadEntry: failed }, problem);
   }
   return liveLoader(options);
 }
 
-/** The loader for options that are wrong; `apiKey` (if the options have one) is only scrubbed from messages. */
-function misconfiguredLoader<Fields extends Record<string, unknown>>(
-  problem: OptionsProblem,
-  apiKey: unknown,
-): ComfortableLiveLoader<Fields> {
-  const failure = async ({ collection }: { collection: string }) => ({
-    error: liveError(problem(' in src/live.config.ts'), {
-      collection,
-      baseUrl: defaultBaseUrl,
-      apiKey: typeof apiKey === 'string' ? apiKey : undefined,
-      aliases: false,
-    }),
-  });
-  return withProblem({ name: 'comfortable-live-loader', loadCollection: failure, loadEntry: failure }, problem);
-}
-
-/** What a loader needs of its repository, made at the first request, once the repository is known. */
+/** What a loader needs of its repository, made at the first request, once the repository and the key are known. */
 interface Connection {
   options: ConnectedOptions;
   locales: () => Promise<Locales>;
   requests: LiveRequests;
-  shape: ReturnType<typeof liveShaper>;
+  shape: LiveShaper;
+}
+
+/**
+ * A request's locales: the repository's (`known`), those the loader makes entries in (`held`: its
+ * `locales` option, or every one, without those that map to no Astro locale), each one's Astro
+ * locale with `i18n` (`astro`), and the repository locale the filter names (`locale`), if it names one.
+ */
+interface RequestLocales {
+  known: Locales;
+  held: string[];
+  astro: AstroLocaleMap | undefined;
+  locale: string | undefined;
 }
 
 function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions): ComfortableLiveLoader<Fields> {
-  const { source, apiKey } = options;
+  const { apiKey } = options;
   const baseUrl = options.baseUrl ?? defaultBaseUrl;
   let connection: Connection | undefined;
+  let localeMap: LocaleMap | undefined;
   // Made on the first request: the repository and the key may be set only where the site runs, not where it is built.
   const connect = async (): Promise<Connection> => {
     if (connection) return connection;
@@ -120,62 +124,84 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
           "environment of the built server), or give the option: repository: 'demo'.",
       );
     }
+    if (!apiKey) {
+      throw new ConfigError(
+        'apiKey',
+        `the apiKey option of comfortableLiveLoader() is not set. Give it a Read API key of the repository ` +
+          `"${repository}", read when the server runs: apiKey: getSecret('CMFT_API_KEY'), with getSecret from ` +
+          'astro:env/server, reads .env in astro dev too (process.env does not).',
+      );
+    }
+    const { timeouts, retry, concurrency } = options;
+    const client = createClient({ baseUrl, repository, apiKey, timeouts, retry, concurrency });
     const connected = { ...options, repository };
-    let client: ReadApiClient | undefined;
-    const clientOf = (): ReadApiClient => {
-      if (!apiKey) {
-        throw new ConfigError(
-          'apiKey',
-          `the apiKey option of comfortableLiveLoader() is not set. Give it a Read API key of the repository ` +
-            `"${repository}", read when the server runs: apiKey: getSecret('CMFT_API_KEY'), with getSecret from ` +
-            'astro:env/server, reads .env in astro dev too (process.env does not).',
-        );
-      }
-      const { timeouts, retry, concurrency } = options;
-      return (client ??= createClient({ baseUrl, repository, apiKey, timeouts, retry, concurrency }));
-    };
     return (connection = {
       options: connected,
-      locales: repositoryLocalesOf(clientOf, options.locales),
-      requests: new LiveRequests(clientOf, connected),
+      locales: repositoryLocalesOf(client, options.locales),
+      requests: new LiveRequests(client, options),
       shape: liveShaper(connected),
     });
   };
-  const astroLocalesOf = liveLocaleMap(options.astroLocales);
+  const localesOf = async (
+    { options, locales }: Connection,
+    collection: string,
+    given: string | undefined,
+  ): Promise<RequestLocales> => {
+    const known = await locales();
+    const keys = known.locales.map((locale) => locale.key);
+    const unknown = options.locales?.find((key) => !keys.includes(key));
+    if (unknown)
+      throw new ConfigError(
+        'locales',
+        `the locales option of comfortableLiveLoader() names "${unknown}", which is not a locale of the repository ` +
+          `"${options.repository}"${didYouMean(unknown, keys)}`,
+      );
+    const i18n = await siteI18n();
+    const map = i18n && (localeMap ??= new LocaleMap(i18n, options.astroLocales, 'comfortableLiveLoader()'));
+    const astro = map?.resolve(known, options.locales, collection, (message) =>
+      console.warn(`[comfortable] ${message}`),
+    );
+    return {
+      known,
+      held: (options.locales ?? keys).filter((locale) => !astro || typeof astro.get(locale) === 'string'),
+      astro,
+      locale: given && (astro ? map!.cmsLocaleOf(astro, given) : given),
+    };
+  };
   // The schema the input typed as FieldsSchema<Fields>; parsing the options only checked it is one.
   const fields = options.fields as FieldsSchema<Fields> | undefined;
-  const failure = (error: unknown, collection: string): Failure => ({
-    error: liveError(error, {
+  const failed = (error: unknown, collection: string) =>
+    failure(error, {
       collection,
       baseUrl,
-      repository: connection?.options.repository ?? options.repository,
+      // Known once a request went out, which a hint is for.
+      repository: connection?.options.repository,
       apiKey,
-      aliases: source.kind === 'alias',
-    }),
-  });
+      aliases: options.aliases !== undefined,
+    });
 
   return {
     name: 'comfortable-live-loader',
 
     async loadCollection({ filter, collection }) {
       try {
-        const request = parseCollectionFilter(filter, source);
-        const { options, locales, requests, shape } = await connect();
-        const known = await locales();
-        const { held, astro } = await heldLocales(options, known, collection);
-        if (request.locale && astro) request.locale = astro.cmsLocale(request.locale);
+        const request = parseCollectionFilter(filter, options);
+        const connection = await connect();
+        const scope = await localesOf(connection, collection, request.locale);
+        const { locale } = scope;
         // A locale from the URL that has no entries is a page that does not exist, not a broken config.
-        const missing =
-          request.locale && missingLocale(request.locale, held, options, known, 'getLiveCollection()', astro?.map);
-        if (missing)
-          return { error: entryNotFound(collection, `entries in ${request.locale} (${missing})`) } as Failure;
-        const shaped = shape(await requests.list(request), known, request.locale ? [request.locale] : held, astro?.map);
+        const missing = locale && missingLocale(locale, 'getLiveCollection()', scope, connection.options);
+        if (missing) return notFound(collection, `entries in ${locale} (${missing})`);
+        const answer = await connection.requests.list({ ...request, locale });
         return {
-          entries: await checkFields(shaped, fields),
-          cacheHint: { tags: [cacheTag(options.repository), ...sourceTags(options)] },
+          entries: await checkFields(
+            connection.shape(answer, scope.known, locale ? [locale] : scope.held, scope.astro),
+            fields,
+          ),
+          cacheHint: { tags: listTags(connection.options) },
         };
       } catch (error) {
-        return failure(error, collection);
+        return failed(error, collection);
       }
     },
 
@@ -183,50 +209,37 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
       try {
         const request = parseEntryFilter(filter);
         const connection = await connect();
-        const { options } = connection;
-        const known = await connection.locales();
-        const { held, astro } = await heldLocales(options, known, collection);
+        const scope = await localesOf(connection, collection, request.locale);
+        const { known, held } = scope;
         // Without a locale: the repository's default, if the loader holds it, else the loader's first.
-        const locale = request.locale
-          ? (astro?.cmsLocale(request.locale) ?? request.locale)
-          : held.includes(known.defaultLocale)
-            ? known.defaultLocale
-            : held[0]!;
-        const missing = missingLocale(locale, held, options, known, 'getLiveEntry()', astro?.map);
-        const entry = missing ? undefined : await findEntry(connection, request, locale, known, astro?.map);
+        const locale = scope.locale ?? (held.includes(known.defaultLocale) ? known.defaultLocale : held[0]!);
+        const missing = missingLocale(locale, 'getLiveEntry()', scope, connection.options);
+        const entry = missing ? undefined : await findEntry(connection, request, locale, scope);
         // Astro's own error for a missing entry, saying what was looked for and where.
-        const lookup = `${lookupText(request)} in ${locale} (${missing ?? sourceText(options)})`;
-        if (!entry) return { error: entryNotFound(collection, lookup) } as Failure;
+        const lookup = `${lookupText(request)} in ${locale} (${missing ?? sourceText(connection.options)})`;
+        if (!entry) return notFound(collection, lookup);
         return (await checkFields([entry], fields))[0];
       } catch (error) {
-        return failure(error, collection);
+        return failed(error, collection);
       }
     },
   };
-
-  /** The locales the loader makes entries in, without those that map to no Astro locale, and their Astro locales. */
-  async function heldLocales(options: ConnectedOptions, known: Locales, collection: string) {
-    const all = loaderLocales(options, known);
-    const astro = await astroLocalesOf(known, options.locales, collection);
-    return { held: astro ? all.filter((locale) => typeof astro.map.get(locale) === 'string') : all, astro };
-  }
 
   async function findEntry(
     { requests, shape }: Connection,
     request: EntryRequest,
     locale: string,
-    known: Locales,
-    astro: AstroLocales,
+    { known, astro }: RequestLocales,
   ) {
-    if (request.by === 'field' && source.kind === 'alias') {
+    if ('field' in request && options.aliases) {
       // A handful of aliases: their documents are compared in the locale here.
       const entries = shape(await requests.list({}), known, [locale], astro);
       return entries.find((entry) => valueNamed(entry.data.fields, request.field) === request.value);
     }
     const answer =
-      request.by === 'id'
+      'id' in request
         ? await requests.byId(request.id)
-        : request.by === 'alias'
+        : 'alias' in request
           ? await requests.byAlias(request.alias)
           : await requests.byField(request.field, request.value, locale);
     return answer && shape(answer, known, [locale], astro)[0];
@@ -239,12 +252,12 @@ function liveLoader<Fields extends Record<string, unknown>>(options: LiveOptions
  * answers with 304 while they are unchanged. Requests waiting for them share one. The `locales`
  * option stands for them when the server lists none.
  */
-function repositoryLocalesOf(client: () => ReadApiClient, configured: string[] | undefined): () => Promise<Locales> {
+function repositoryLocalesOf(client: ReadApiClient, configured: string[] | undefined): () => Promise<Locales> {
   let current: { locales: Locales; at: number } | undefined;
   let pending: Promise<Locales> | undefined;
   const fetch = async (): Promise<Locales> => {
     try {
-      const { meta } = await client().repository();
+      const { meta } = await client.repository();
       const locales =
         repositoryLocales(meta) ??
         (configured && {
@@ -272,70 +285,57 @@ function repositoryLocalesOf(client: () => ReadApiClient, configured: string[] |
   };
 }
 
-/** The locales the loader makes entries in: its `locales` option, checked, or every locale of the repository. */
-function loaderLocales(options: ConnectedOptions, locales: Locales): string[] {
-  const known = locales.locales.map((locale) => locale.key);
-  const unknown = options.locales?.find((key) => !known.includes(key));
-  if (unknown)
-    throw new ConfigError(
-      'locales',
-      `the locales option of comfortableLiveLoader() names "${unknown}", which is not a locale of the repository ` +
-        `"${options.repository}"${didYouMean(unknown, known)}`,
-    );
-  return options.locales ?? known;
-}
-
 /**
- * Why a locale a filter names has no entries of the loader: not a locale of the repository, or
- * not one of its `locales` option (each naming what to check); undefined when it has.
+ * Why a locale a filter names has no entries of the loader: not a locale of the repository, left
+ * out, or not one of its `locales` option (each naming what to check); undefined when it has.
  */
 function missingLocale(
   locale: string,
-  held: string[],
-  options: ConnectedOptions,
-  locales: Locales,
   call: string,
-  astro: ReadonlyMap<string, string | false> | undefined,
-) {
-  const known = locales.locales.map((l) => l.key);
-  if (!known.includes(locale)) {
+  { known, held, astro }: RequestLocales,
+  options: ConnectedOptions,
+): string | undefined {
+  if (held.includes(locale)) return undefined;
+  const keys = known.locales.map((l) => l.key);
+  if (!keys.includes(locale)) {
     // With i18n the locale may be an Astro locale: say which ones the repository's map to.
-    const mapped = astro && known.map((cms) => `${cms} → ${astro.get(cms) || 'left out'}`).join(', ');
-    const only = mapped ? `nor does one map to that Astro locale (${mapped})` : `only ${known.join(', ')}`;
+    const only = astro
+      ? `nor does one map to that Astro locale (${keys.map((cms) => `${cms} → ${astro.get(cms) || 'left out'}`).join(', ')})`
+      : `only ${keys.join(', ')}`;
     return `the repository "${options.repository}" has no locale "${locale}", ${only}: check the locale given to ${call}`;
   }
-  if (!held.includes(locale) && options.astroLocales?.[locale] === false)
+  if (options.astroLocales?.[locale] === false)
     return `${locale} is left out by the astroLocales option of comfortableLiveLoader() in src/live.config.ts`;
-  if (!held.includes(locale) && astro && !astro.has(locale))
-    return `${locale} is left out: it maps to no locale of i18n.locales in astro.config`;
-  const option = 'the locales option of comfortableLiveLoader() in src/live.config.ts';
-  if (!held.includes(locale)) return `${locale} is not one of ${option}: ${held.join(', ')}`;
-  return undefined;
+  if (astro && !astro.has(locale)) return `${locale} is left out: it maps to no locale of i18n.locales in astro.config`;
+  return `${locale} is not one of the locales option of comfortableLiveLoader() in src/live.config.ts: ${held.join(', ')}`;
 }
 
 /**
- * The cache tags of the loader's source (`comfortable:<repository>:collection:<apiId>`,
- * `…:contentType:<type>`, `…:alias:<apiId>`): a list carries them, so that a new document, in no
- * cached list yet, can purge the lists it joins.
+ * The cache tags of a list: the repository's, and its source's (`comfortable:<repository>:collection:<apiId>`,
+ * `…:contentType:<type>`, `…:alias:<apiId>`), so that a new document, in no cached list yet, can purge
+ * the lists it joins.
  */
-function sourceTags({ repository, source }: ConnectedOptions): string[] {
-  if (source.kind === 'collection') return [`${cacheTag(repository)}:collection:${source.name}`];
-  if (source.kind === 'query') return [`${cacheTag(repository)}:contentType:${source.contentType}`];
-  return source.names.map((alias) => `${cacheTag(repository)}:alias:${alias}`);
+function listTags({ repository, collection, contentType, aliases }: ConnectedOptions): string[] {
+  const tag = cacheTag(repository);
+  const source = collection
+    ? [`collection:${collection}`]
+    : contentType
+      ? [`contentType:${contentType}`]
+      : aliases!.map((alias) => `alias:${alias}`);
+  return [tag, ...source.map((name) => `${tag}:${name}`)];
 }
 
 function lookupText(request: EntryRequest): string {
-  if (request.by === 'id') return `document ${request.id}`;
-  if (request.by === 'alias') return `alias "${request.alias}"`;
+  if ('id' in request) return `document ${request.id}`;
+  if ('alias' in request) return `alias "${request.alias}"`;
   return `${request.field} ${JSON.stringify(request.value)}`;
 }
 
-function sourceText({ source, repository }: ConnectedOptions): string {
-  const among =
-    source.kind === 'collection'
-      ? `the collection "${source.name}"`
-      : source.kind === 'query'
-        ? `content type "${source.contentType}"`
-        : `the aliases ${source.names.map((alias) => `"${alias}"`).join(', ')}`;
+function sourceText({ collection, contentType, aliases, repository }: ConnectedOptions): string {
+  const among = collection
+    ? `the collection "${collection}"`
+    : contentType
+      ? `content type "${contentType}"`
+      : `the aliases ${aliases!.map((alias) => `"${alias}"`).join(', ')}`;
   return `among the documents of ${among} of the repository "${repository}"`;
 }

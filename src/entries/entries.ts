@@ -123,6 +123,7 @@ export const entryMetaSchema = z.object({
 
 /** An entry with loosely typed fields; `entrySchemaFor` builds a precise one from the model. */
 const looseEntrySchema = z.object({
+  /** The document id. */
   id: z.string(),
   locale: z.string(),
   contentType: z.string(),
