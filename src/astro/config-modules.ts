@@ -30,7 +30,10 @@ const extensions = ['', '.ts', '.mts', '.tsx', '.js', '.mjs', '.jsx', '.json', '
 const specifiers =
   /(?:^|[^\w$.])(?:import|export)\s*(?:[\w$*{}\s,]*?\s*from\s*)?['"]([^'"]+)['"]|\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g;
 
-/** The path of the first of these files in `srcDir` that exists: the config Astro takes, of those it looks for in its order. */
+/**
+ * The path of the first of these files in `srcDir` that exists: the config Astro takes, of those it
+ * looks for in its order.
+ */
 export function configFile(srcDir: URL, names: readonly string[]): string | undefined {
   return names.map((name) => fileURLToPath(new URL(name, srcDir))).find((path) => existsSync(path));
 }

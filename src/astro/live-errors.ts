@@ -75,7 +75,10 @@ export function failure(error: unknown, context: ErrorContext): { error: Comfort
   return { error: new Failure(error, context) };
 }
 
-/** What a loader returns for an entry that does not exist: Astro's own error, `lookup` saying what was looked for, where. */
+/**
+ * What a loader returns for an entry that does not exist: Astro's own error, `lookup` saying what
+ * was looked for, where.
+ */
 export function notFound(collection: string, lookup: string): { error: ComfortableLiveError } {
   // The loader's type names one error type; a page tells this one by its name (docs/live.md).
   return { error: new LiveEntryNotFoundError(collection, lookup) as ComfortableLiveError };

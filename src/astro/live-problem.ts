@@ -3,7 +3,8 @@ import type { ConfigError } from '../sync/config.ts';
 /**
  * A live loader whose options are wrong (see `comfortableLiveLoader` in live.ts). Astro evaluates
  * `src/live.config.ts` when a page first reads a live collection, so a loader that threw there
- * would fail every page of the server with a 500 and a stack trace. This one is made instead: each request returns the options' problem
+ * would fail every page of the server with a 500 and a stack trace. This one is made instead: each
+ * request returns the options' problem
  * as the loader's error (code `config`), which a page answers as it answers a CMS that is down
  * (503), and the integration finds it at build and when `astro dev` starts (live-check.ts), and
  * fails them with the same message.

@@ -44,7 +44,8 @@ export interface Member {
 
 /**
  * The committed content of a cache, as every consumer reads it (the Astro loader and schemas,
- * the Vite plugin, the `types` command): the sources and their members, records by id, their content types and references. Each read sees the last
+ * the Vite plugin, the `types` command): the sources and their members, records by id, their
+ * content types and references. Each read sees the last
  * committed sync. What does not read back (SQLite refuses it, a record does not parse) throws a
  * `cache_damaged` CacheError naming the folder: the cache is rebuilt, never served as it is.
  */

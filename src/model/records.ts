@@ -32,7 +32,10 @@ export interface StoredRecord {
   tags: string[];
   createdAt: string;
   updatedAt: string;
-  /** Field name → value; a localized field holds `{ [locale]: value }` of its own values; a section, its fields so. */
+  /**
+   * Field name → value; a localized field holds `{ [locale]: value }` of its own values; a section,
+   * its fields so.
+   */
   fields: Record<string, unknown>;
   /** Paths of the localized fields (`title`, `seo.title` inside the section `seo`), in field order. */
   localized: string[];

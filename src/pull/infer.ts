@@ -13,8 +13,8 @@ import { type FieldKind, isEmptyObject, isLocaleMap, kindOfValue, mergeKinds } f
  * Content types inferred from the documents of a pull, since the Read API does not describe
  * them. The rule (stated in docs/pull.md):
  * - a field's type is what its values show: a number is a `number`, `true`/`false` a `boolean`,
- *   an ISO 8601 UTC date or timestamp a `date`, `#rrggbb` a `color`, any other string `text` (Markdown too: no value tells it),
- *   an array of strings a multiple `select`, `{ html, plain }` `richtext`, `{ lat, lng }` a
+ *   an ISO 8601 UTC date or timestamp a `date`, `#rrggbb` a `color`, any other string `text`
+ *   (Markdown too: no value tells it), an array of strings a multiple `select`, `{ html, plain }` `richtext`, `{ lat, lng }` a
  *   `location`, references to assets `asset`, references to documents `relation`, anything else
  *   `json`; `null`, `[]` and `{}` show nothing;
  * - strings of several kinds make `text`; values that disagree otherwise (a number here, a

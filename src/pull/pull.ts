@@ -249,7 +249,10 @@ async function pruneFiles(
 
 export type { Snapshot };
 
-/** When the repository lists no locales: the keys seen in localized values (the most common the default), with a warning. */
+/**
+ * When the repository lists no locales: the keys seen in localized values (the most common the
+ * default), with a warning.
+ */
 function guessed(defaultLocale: string | undefined, records: ApiRecord[], warn: (m: string) => void): Locales {
   const counts = new Map<string, number>();
   for (const record of records) countLocales(record.fields, counts);

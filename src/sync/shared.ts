@@ -168,7 +168,8 @@ export class SharedSync {
     this.#round = round;
     try {
       const result = await round.promise;
-      // What a sync that changed something warns of (a dangling reference, say) is said; an ask that found nothing is not.
+      // What a sync that changed something warns of (a dangling reference, say) is said; an ask
+      // that found nothing is not.
       if (changedSources(result.changeset).length > 0) for (const warning of warnings) this.#logger?.warn(warning);
       return result;
     } catch (error) {

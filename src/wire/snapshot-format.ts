@@ -88,8 +88,8 @@ const metaSchema = z.strictObject({
 });
 
 /**
- * A plain object; its values are checked per content type by `recordFieldsSchema` (a record schema here would cost a copy of
- * every record).
+ * A plain object; its values are checked per content type by `recordFieldsSchema` (a record schema
+ * here would cost a copy of every record).
  */
 const fieldsObject = z.custom<Record<string, unknown>>(isObject, 'expected an object of fields');
 
@@ -188,8 +188,8 @@ export function slotsOf(type: ContentTypeDefinition): Slot[] {
 }
 
 /**
- * A field's value in a record's fields (or a view of them, as the server answers them): under its section's key when it stands in one; own keys
- * only.
+ * A field's value in a record's fields (or a view of them, as the server answers them): under its
+ * section's key when it stands in one; own keys only.
  */
 export function valueIn(fields: Record<string, unknown>, field: FieldDefinition): unknown {
   const holder =
