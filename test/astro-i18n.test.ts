@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type AstroI18n, alternates, astroFallbacksOf, LocaleMap, langOf } from '../src/astro/i18n.ts';
+import { type AstroI18n, alternates, astroSideOf, LocaleMap, langOf } from '../src/astro/i18n.ts';
 import type { Locales } from '../src/model/locales.ts';
 
 /**
@@ -148,17 +148,18 @@ describe('entries in both locales', () => {
     expect([langOf('fr_FR'), langOf('de'), langOf('zh_Hant_TW')]).toEqual(['fr-FR', 'de', 'zh-Hant-TW']);
   });
 
-  it("fallbacks in Astro's locales: null where there is no value, or no Astro locale", () => {
+  it("an entry's side in Astro: its locale, its tag, and fallbacks null where there is no value or no Astro locale", () => {
     const map = new Map<string, string | false>([
       ['it_CH', 'it-CH'],
       ['it_IT', false],
       ['en_GB', 'en'],
     ]);
-    expect(astroFallbacksOf({ title: 'en_GB', summary: 'it_IT', body: null }, map)).toEqual({
-      title: 'en',
-      summary: null,
-      body: null,
+    expect(astroSideOf('it_CH', { title: 'en_GB', summary: 'it_IT', body: null }, map)).toEqual({
+      astroLocale: 'it-CH',
+      lang: 'it-CH',
+      astroFallbacks: { title: 'en', summary: null, body: null },
     });
+    expect(astroSideOf('it_IT', {}, map).astroLocale).toBeUndefined();
   });
 
   const entry = (id: string, locale: string, lang?: string) => ({ id: `${locale}/${id}`, data: { id, locale, lang } });

@@ -204,16 +204,18 @@ function listed(items: readonly string[]): string {
 }
 
 /**
- * `fallbacks` in Astro's locales: for each field whose value came from another locale, that
- * locale's Astro locale; null where `fallbacks` has null, or where that locale maps to none.
+ * What an entry says of its locale in Astro's terms: the Astro locale, the BCP 47 tag, and
+ * `fallbacks` in Astro's locales (for each field whose value came from another locale, that
+ * locale's Astro locale; null where `fallbacks` has null, or where that locale maps to none).
  */
-export function astroFallbacksOf(
-  fallbacks: Record<string, string | null>,
-  astroLocales: AstroLocaleMap,
-): Record<string, string | null> {
-  return Object.fromEntries(
-    Object.entries(fallbacks).map(([path, from]) => [path, (from !== null && astroLocales.get(from)) || null]),
-  );
+export function astroSideOf(locale: string, fallbacks: Record<string, string | null>, astroLocales: AstroLocaleMap) {
+  return {
+    astroLocale: astroLocales.get(locale) || undefined,
+    lang: langOf(locale),
+    astroFallbacks: Object.fromEntries(
+      Object.entries(fallbacks).map(([path, from]) => [path, (from !== null && astroLocales.get(from)) || null]),
+    ),
+  };
 }
 
 /** What `alternates` reads of an entry. */

@@ -5,7 +5,7 @@ import type { Locales } from '../model/locales.ts';
 import { type Model, normalizeRecord, referenceList, type StoredRecord } from '../model/records.ts';
 import { valueAt } from '../model/sections.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
-import { type AstroLocaleMap, astroFallbacksOf, langOf } from './i18n.ts';
+import { type AstroLocaleMap, astroSideOf } from './i18n.ts';
 import type { ConnectedOptions, FieldsSchema } from './live-options.ts';
 import type { LiveAnswer } from './live-requests.ts';
 import { firstRichtextField, renderRichtext, richtextOf } from './rendered.ts';
@@ -118,12 +118,10 @@ export function liveShaper({
       const entry = entryOf(records.get(id)!, locale, locales, (asset) => records.get(asset), model);
       const { contentType, fallbacks, meta } = entry;
       const fields = mapRelations(entry.fields, model[contentType], (ref) => reference(ref, locale));
-      const record: ComfortableLiveRecord = { id: entry.id, locale, contentType, fields, fallbacks, meta };
-      if (astroLocales) {
-        record.astroLocale = astroLocales.get(locale) || undefined;
-        record.lang = langOf(locale);
-        record.astroFallbacks = astroFallbacksOf(fallbacks, astroLocales);
-      }
+      const record: ComfortableLiveRecord = {
+        ...{ id: entry.id, locale, contentType, fields, fallbacks, meta },
+        ...(astroLocales && astroSideOf(locale, fallbacks, astroLocales)),
+      };
       shaped.set(`${locale}/${id}`, record);
       return record;
     };

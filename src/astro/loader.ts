@@ -21,7 +21,7 @@ import type { CollectionMap, LoaderDeclaration } from './collection-map.ts';
 import { loaderNamePrefix } from './content-config.ts';
 import { loaderRegistry } from './registry.ts';
 import { createEntrySchema } from './schema.ts';
-import { astroFallbacksOf, langOf } from './i18n.ts';
+import { astroSideOf } from './i18n.ts';
 import { checkContentTypeKeys, checkLoaderNames } from './names.ts';
 
 /**
@@ -45,15 +45,6 @@ export interface ComfortableEntryData extends ComfortableLiveRecord {
    * shows it, images of the repository's assets optimised.
    */
   markdown?: Record<string, RenderedMarkdown>;
-  /**
-   * With `i18n` in astro.config: the locale as Astro names it (`Astro.currentLocale`,
-   * `getRelativeLocaleUrl`), such as `fr` for the CMS's `fr_FR`.
-   */
-  astroLocale?: string;
-  /** With `i18n` in astro.config: the locale as BCP 47 has it, for `lang` and `hreflang` (`fr-FR`). */
-  lang?: string;
-  /** With `i18n` in astro.config: `fallbacks` in Astro's locales (`{ title: 'it' }` where it has `it_IT`). */
-  astroFallbacks?: Record<string, string | null>;
 }
 
 /**
@@ -274,11 +265,7 @@ async function storeEntries(
           unfetched.length > 0 ? generateDigest(`${pageKeys.get(member.id)}|unfetched`) : pageKeys.get(member.id)!,
         aliases: aliasesOf.get(member.id) ?? [],
         ...(markdown && { markdown }),
-        ...(astroLocales && {
-          astroLocale: astroLocales.get(locale) as string,
-          lang: langOf(locale),
-          astroFallbacks: astroFallbacksOf(entry.fallbacks, astroLocales),
-        }),
+        ...(astroLocales && astroSideOf(locale, entry.fallbacks, astroLocales)),
       };
       const parsed = await parseData({ id: storeId, data: data as unknown as Record<string, unknown> });
       // An image left unoptimised because it could not be fetched: a digest no build computes makes
