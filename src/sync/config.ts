@@ -1,7 +1,14 @@
 import { z } from 'zod';
 import { fingerprintOf } from '../model/digests.ts';
 import { defaultBaseUrl } from '../api/client.ts';
-import { andFilters, type FilterEntry, filterOperators, type IncludeMap, type ListOptions } from '../api/query.ts';
+import {
+  andFilters,
+  builderJson,
+  type FilterEntry,
+  filterOperators,
+  type IncludeMap,
+  type ListOptions,
+} from '../api/query.ts';
 import type { Changeset } from './changeset.ts';
 import { allowedKeys, nearestKey } from './option-keys.ts';
 
@@ -259,9 +266,8 @@ export function canonicalOptions(options: SourceOptions): string {
   return canonicalJson({ ...rest, ...(sorting ? { sorting: Object.entries(sorting) } : {}) });
 }
 
-function canonicalJson(value: unknown): string {
-  if (typeof (value as { toJSON?: unknown } | null)?.toJSON === 'function')
-    value = (value as { toJSON(): unknown }).toJSON(); // a Date, as JSON.stringify sees it
+function canonicalJson(given: unknown): string {
+  const value = builderJson(given); // a builder, or a Date, as JSON.stringify sees it
   if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`;
   if (value === null || typeof value !== 'object') return JSON.stringify(value);
   const entries = Object.entries(value)
