@@ -77,23 +77,13 @@ export class CollectionMap {
       .map(([type]) => type);
   }
 
-  /** The sources of every loader. */
-  sourceKeys(): string[] {
-    return [...new Set([...this.loaders.values()].flatMap((loader) => loader.keys))];
-  }
-
-  /** Names of the loaders that read any of these sources. */
-  loadersFor(sources: readonly string[]): string[] {
-    const names = [...this.loaders.values()].filter((l) => l.keys.some((s) => sources.includes(s))).map((l) => l.name);
-    return [...new Set(names)];
-  }
-
   /**
    * Names of the loaders whose entries a sync changed: those of the sources whose members it
    * changed, and those holding a document that shows a changed record (a reference whose id is
-   * made from the target's fields) or that an alias came to, or left.
+   * made from the target's fields) or that an alias came to, or left; all of them when the
+   * content model changed (a field the CMS added changes the shape of every entry of its type).
    */
-  loadersChangedBy(cache: CacheReader, changeset: Changeset): string[] {
+  loadersChangedBy(cache: CacheReader, changeset: Changeset, remodelled = false): string[] {
     const { records, sources } = changeset;
     const aliased = Object.entries(sources).flatMap(([key, c]) =>
       key.startsWith('alias:') ? [...c.added, ...c.removed] : [],
@@ -102,8 +92,10 @@ export class CollectionMap {
     const changed = Object.entries(sources)
       .filter(([, c]) => c.added.length + c.updated.length + c.removed.length > 0)
       .map(([source]) => source);
-    const holding = [...this.loaders.values()].filter((loader) =>
-      loader.keys.some((key) => changed.includes(key) || cache.members(key).some((member) => showing.has(member.id))),
+    const holding = [...this.loaders.values()].filter(
+      (loader) =>
+        remodelled ||
+        loader.keys.some((key) => changed.includes(key) || cache.members(key).some((member) => showing.has(member.id))),
     );
     return [...new Set(holding.map((loader) => loader.name))];
   }

@@ -241,16 +241,12 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
             hosts?.afterSync();
             if (cacheDir) touchOrigin(cacheDir); // in use as long as the dev server runs
             const sources = changedSources(result.changeset);
-            // A field the CMS added changes the shape of every entry of its type: every loader loads again.
             const model = JSON.stringify(result.cache.head.model);
             const remodelled = model !== lastModel;
             lastModel = model;
-            const collections = registry.current;
-            if (!outside || !collections || !refreshContent) return [];
-            const loaders = remodelled
-              ? collections.loadersFor(collections.sourceKeys())
-              : collections.loadersChangedBy(result.cache, result.changeset);
-            if (loaders.length === 0) return [];
+            const loaders =
+              (outside && registry.current?.loadersChangedBy(result.cache, result.changeset, remodelled)) || [];
+            if (loaders.length === 0 || !refreshContent) return [];
             const context: RefreshContext = { comfortable: { loaders, sources } };
             await refreshContent({ loaders, context });
             reloadDataStore(server);
