@@ -17,17 +17,28 @@ import { nearestKey } from '../sync/option-keys.ts';
 const where = (collection: string) =>
   ` of comfortableLoader() for the collection "${collection}" in src/content.config.ts`;
 
-/** The content types of the synced documents, sorted (assets aside). */
-function typesOf(head: CacheHead): string[] {
-  return Object.keys(head.model)
-    .filter((type) => !type.startsWith('_'))
+/**
+ * A content type an option names, against the synced ones: a ConfigError when one near it is
+ * there (a misspelling), else `warn` with `unknown`, as a type that may have no document yet.
+ */
+function checkContentType(
+  type: string,
+  head: CacheHead,
+  option: string,
+  place: string,
+  unknown: string,
+  warn: (message: string) => void,
+): void {
+  const types = Object.keys(head.model)
+    .filter((name) => !name.startsWith('_')) // assets aside
     .sort();
-}
-
-/** Whether the model has a content type: yes, near one it has (a misspelling), or no. */
-function lookUp(type: string, types: readonly string[]): 'known' | 'near' | 'unknown' {
-  if (types.includes(type)) return 'known';
-  return nearestKey(type, types) === undefined ? 'unknown' : 'near';
+  if (types.includes(type)) return;
+  if (nearestKey(type, types) !== undefined)
+    throw new ConfigError(
+      option,
+      `Invalid option ${option}${place}: the synced content has no content type "${type}"${didYouMean(type, types)}`,
+    );
+  warn(unknown + didYouMean(type, types, 'the types synced: '));
 }
 
 /**
@@ -51,22 +62,11 @@ export function checkLoaderNames(
   }
   const type = options.contentType;
   if (type === undefined) return;
-  const types = typesOf(head);
-  const found = lookUp(type, types);
-  if (found === 'near') {
-    throw new ConfigError(
-      'contentType',
-      `Invalid option contentType${where(collection)}: the synced content has no content type "${type}"` +
-        didYouMean(type, types),
-    );
-  }
-  if (found === 'unknown') {
-    warn(
-      `The collection "${collection}" is empty: no synced document has the content type "${type}", which its ` +
-        `comfortableLoader() loads. If that type has no document yet, it fills once one is published; else check ` +
-        `the contentType option in src/content.config.ts${didYouMean(type, types, 'the types synced: ')}`,
-    );
-  }
+  const unknown =
+    `The collection "${collection}" is empty: no synced document has the content type "${type}", which its ` +
+    `comfortableLoader() loads. If that type has no document yet, it fills once one is published; else check ` +
+    `the contentType option in src/content.config.ts`;
+  checkContentType(type, head, 'contentType', where(collection), unknown, warn);
 }
 
 /**
@@ -78,21 +78,11 @@ export function checkContentTypeKeys(
   head: CacheHead,
   warn: (message: string) => void,
 ): void {
-  const types = typesOf(head);
   for (const type of Object.keys(contentTypes)) {
-    const found = lookUp(type, types);
-    const option = `comfortable.contentTypes.${type}`;
-    if (found === 'near')
-      throw new ConfigError(
-        option,
-        `Invalid option ${option}: the synced content has no content type "${type}"${didYouMean(type, types)}`,
-      );
-    if (found === 'unknown')
-      warn(
-        `The contentTypes option of comfortable() maps the content type "${type}", which no synced document ` +
-          `has. If that type has no document yet, that is right; else check its API id` +
-          didYouMean(type, types, 'the types synced: '),
-      );
+    const unknown =
+      `The contentTypes option of comfortable() maps the content type "${type}", which no synced document ` +
+      `has. If that type has no document yet, that is right; else check its API id`;
+    checkContentType(type, head, `comfortable.contentTypes.${type}`, '', unknown, warn);
   }
 }
 
