@@ -1,10 +1,9 @@
 import { relative } from 'node:path';
-import { parseArgs } from 'node:util';
 import { AuthenticationError, NotFoundError, ReadApiError, scrub } from '../api/errors.ts';
 import { type PullResult, pull } from '../pull/pull.ts';
 import { ConfigError, parseSyncConfig } from '../sync/config.ts';
 import { loadConfigFile } from './config-file.ts';
-import { usageError } from './usage.ts';
+import { argsOf } from './usage.ts';
 
 /**
  * `pull [--config file] [--out dir] [--assets] [--json]`: the repository the config names,
@@ -12,20 +11,14 @@ import { usageError } from './usage.ts';
  * `snapshot` option. Exit 0 done, 1 failed (nothing written), 2 bad usage or config.
  */
 export async function pullCommand(args: string[]): Promise<number> {
-  let values: { config?: string; out?: string; assets?: boolean; json?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        config: { type: 'string' },
-        out: { type: 'string', default: 'content' },
-        assets: { type: 'boolean', default: false },
-        json: { type: 'boolean', default: false },
-      },
-    }));
-  } catch (error) {
-    return usageError((error as Error).message);
-  }
+  const parsed = argsOf(args, {
+    config: { type: 'string' },
+    out: { type: 'string', default: 'content' },
+    assets: { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
+  });
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   // With --json, stdout carries only the result; progress and warnings go to stderr.
   const out = values.json ? console.error : console.log;
   let repository = '';

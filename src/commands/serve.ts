@@ -1,6 +1,5 @@
-import { parseArgs } from 'node:util';
 import { startServer } from '../server/server.ts';
-import { usageError } from './usage.ts';
+import { argsOf, usageError } from './usage.ts';
 
 const serveOptions = {
   port: { type: 'string', default: '4010' },
@@ -16,14 +15,8 @@ const serveOptions = {
  * process list, `--webhook-secret s`).
  */
 export async function serve(args: string[]): Promise<number> {
-  const parse = () => parseArgs({ args, allowPositionals: true, options: serveOptions });
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse();
-  } catch (error) {
-    // An unknown flag or a flag without its value is a usage error, like the checks below.
-    return usageError((error as Error).message);
-  }
+  const parsed = argsOf(args, serveOptions, true);
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)

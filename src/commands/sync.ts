@@ -1,8 +1,7 @@
-import { parseArgs } from 'node:util';
 import { ConfigError, parseSyncConfig } from '../sync/config.ts';
 import { sync, type SyncLogger } from '../sync/engine.ts';
 import { loadConfigFile } from './config-file.ts';
-import { usageError } from './usage.ts';
+import { argsOf, usageError } from './usage.ts';
 
 const modes = ['incremental', 'fresh', 'offline'] as const;
 
@@ -11,19 +10,13 @@ const modes = ['incremental', 'fresh', 'offline'] as const;
  * 2 bad config.
  */
 export async function syncCommand(args: string[]): Promise<number> {
-  let values: { config?: string; mode?: string; json?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        config: { type: 'string' },
-        mode: { type: 'string' },
-        json: { type: 'boolean', default: false },
-      },
-    }));
-  } catch (error) {
-    return usageError((error as Error).message);
-  }
+  const parsed = argsOf(args, {
+    config: { type: 'string' },
+    mode: { type: 'string' },
+    json: { type: 'boolean', default: false },
+  });
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   if (values.mode !== undefined && !(modes as readonly string[]).includes(values.mode)) {
     return usageError(`--mode must be one of ${modes.join(', ')}, got ${JSON.stringify(values.mode)}`);
   }

@@ -1,6 +1,5 @@
 import { access, mkdir, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { fieldsSchema, referenceTargets, relationSchema, unresolvedSchema } from '../astro/schema.ts';
 import { CacheError, type CacheReader, openCache } from '../cache/index.ts';
@@ -8,7 +7,7 @@ import { ConfigError, parseSyncConfig, type SyncConfig } from '../sync/config.ts
 import { cacheDirOf, sync, type SyncLogger } from '../sync/engine.ts';
 import { assetSchema, sectionSchemas } from '../entries/entries.ts';
 import { loadConfigFile } from './config-file.ts';
-import { usageError } from './usage.ts';
+import { argsOf } from './usage.ts';
 
 /**
  * `types [--config file] [--out dir] [--zod module] [--force]`: one zod schema file per content
@@ -38,20 +37,14 @@ const comments: Record<string, string> = {
 };
 
 export async function typesCommand(args: string[]): Promise<number> {
-  let values: { config?: string; out?: string; zod?: string; force?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        config: { type: 'string' },
-        out: { type: 'string' },
-        zod: { type: 'string' },
-        force: { type: 'boolean', default: false },
-      },
-    }));
-  } catch (error) {
-    return usageError((error as Error).message);
-  }
+  const parsed = argsOf(args, {
+    config: { type: 'string' },
+    out: { type: 'string' },
+    zod: { type: 'string' },
+    force: { type: 'boolean', default: false },
+  });
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   const logger: SyncLogger = { info: (m) => console.log(m), warn: (m) => console.error(`warning: ${m}`) };
   try {
     const { file, config: input, contentTypes, markdown } = await loadConfigFile(values.config);

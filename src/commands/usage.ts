@@ -1,3 +1,4 @@
+import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 /** Each command: how it is called, and what it does. */
 const commands = {
   serve: {
@@ -53,4 +54,13 @@ export function commandUsage(name: string): string {
 export function usageError(message: string): number {
   console.error(`Error: ${message}\n\n${usage}`);
   return 2;
+}
+
+/** A command's flags and positionals, or the exit code of a usage error (an unknown flag, one without its value). */
+export function argsOf<O extends ParseArgsOptionsConfig>(args: string[], options: O, allowPositionals = false) {
+  try {
+    return parseArgs({ args, options, allowPositionals });
+  } catch (error) {
+    return usageError((error as Error).message);
+  }
 }
