@@ -60,7 +60,6 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
   const shared = sharedSync();
   let resolved: Omit<ResolvedViteOptions, 'config' | 'warning'> | Record<string, undefined> = {};
   let vite: ResolvedConfig | undefined;
-  let latest: Promise<SyncResult> | undefined;
   /** This plugin's subscriptions to the shared sync, one per dev server, each with that server's environments. */
   const subscriptions = new Set<{ environments: Environment[]; end: () => void }>();
 
@@ -81,19 +80,21 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
     }
   };
 
-  /** The round this plugin reads; a failed one is not kept, so the next import after a fix syncs again. */
+  let pending: Promise<SyncResult> | undefined;
+  /**
+   * The content served: the last sync's, whoever ran it (in astro dev, Astro's loaders), else a
+   * round of this plugin's own; a failed one is not kept, so the next import after a fix syncs again.
+   */
   const current = (): Promise<SyncResult> => {
-    if (latest) return latest;
-    // The content served already (in astro dev, Astro's loaders synced it), else a round of its own.
-    const round = (shared.latest ? Promise.resolve(shared.latest) : shared.acquire({})).then(async (result) => {
-      await declare(result);
-      return result;
-    });
-    latest = round;
-    round.catch(() => {
-      if (latest === round) latest = undefined;
-    });
-    return round;
+    if (shared.latest) return Promise.resolve(shared.latest);
+    pending ??= shared
+      .acquire({})
+      .then(async (result) => {
+        await declare(result);
+        return result;
+      })
+      .finally(() => (pending = undefined));
+    return pending;
   };
   const told = async <T>(read: () => Promise<T>): Promise<T> => {
     try {
@@ -162,7 +163,6 @@ export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin &
         },
         // The modules read the latest sync, whoever started it (this plugin, Astro's loaders, a poll, a refresh).
         follow: async (result, { polled }) => {
-          latest = Promise.resolve(result);
           const sources = changedSources(result.changeset);
           // An ask of the CMS that found nothing: no page to reload. Anything else, asked for, reloads it.
           if (polled && sources.length === 0) return [];
