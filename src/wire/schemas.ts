@@ -122,12 +122,9 @@ export const errorAnswerSchema = z.looseObject({
 
 export type ApiReference = z.infer<typeof apiReferenceSchema>;
 export type ApiRecord = z.infer<typeof recordSchema>;
-export type IncludedRecords = z.infer<typeof includesSchema>;
 export type DocumentAnswer = z.infer<typeof documentAnswerSchema>;
 export type ListAnswer = z.infer<typeof listAnswerSchema>;
 export type MaskedListAnswer = z.infer<typeof maskedListAnswerSchema>;
 export type MaskedDocumentAnswer = z.infer<typeof maskedDocumentAnswerSchema>;
 export type AssetAnswer = z.infer<typeof assetAnswerSchema>;
 export type RepositoryAnswer = z.infer<typeof repositoryAnswerSchema>;
-export type ErrorAnswer = z.infer<typeof errorAnswerSchema>;
-export type ApiFile = z.infer<typeof fileSchema>;
