@@ -14,30 +14,37 @@ import { toTypeScript } from '../entries/typescript.ts';
 /** The package entry the Vite declarations import `VirtualEntry` from: it reaches neither astro nor its types. */
 export const viteTypesEntry = 'comfortable-loader/vite';
 
-/**
- * Generic declarations, their entry type imported from `from` (an entry of this package that exports `VirtualEntry`).
- */
-export function genericDeclarations(from: string): string {
-  const listModule = (kind: string) => `declare module 'virtual:comfortable/${kind}/*' {
-  import type { VirtualEntry as Entry } from '${from}';
-  export const entries: Entry[];
-  export const locales: string[];
-  export const defaultLocale: string;
-  export function getEntry(id: string, locale?: string): Entry | undefined;
-  export default entries;
-}
-`;
-  return `${listModule('collections')}${listModule('queries')}declare module 'virtual:comfortable/aliases/*' {
-  import type { VirtualEntry as Entry } from '${from}';
-  /** The entry in the default locale, or in the locale of a \`.../<locale>\` import. */
+/** The exports of a module of `folder` (`collections`, `aliases`, `queries`), whose entry type is `Entry`. */
+function moduleExports(folder: string): string {
+  return folder === 'aliases'
+    ? `  /** The entry in the default locale, or in the locale of a \`.../<locale>\` import. */
   export const entry: Entry;
   export const entries: Record<string, Entry>;
   export const locales: string[];
   export const defaultLocale: string;
   export function getEntry(locale?: string): Entry | undefined;
   export default entry;
-}
+`
+    : `  export const entries: Entry[];
+  export const locales: string[];
+  export const defaultLocale: string;
+  export function getEntry(id: string, locale?: string): Entry | undefined;
+  export default entries;
 `;
+}
+
+/**
+ * Generic declarations, their entry type imported from `from` (an entry of this package that exports `VirtualEntry`).
+ */
+export function genericDeclarations(from: string): string {
+  return ['collections', 'queries', 'aliases']
+    .map(
+      (folder) => `declare module 'virtual:comfortable/${folder}/*' {
+  import type { VirtualEntry as Entry } from '${from}';
+${moduleExports(folder)}}
+`,
+    )
+    .join('');
 }
 
 const folders = { collection: 'collections', alias: 'aliases', query: 'queries' } as const;
@@ -55,23 +62,11 @@ export function sourceDeclarations(cache: CacheReader, from: string): string {
       .contentTypes([key])
       .map((type) => toTypeScript(entrySchemaFor(cache.head.model, type).extend({ cacheKey: z.string() }), '  '));
     const entryType = variants.length ? variants.map((v) => `(${v})`).join(' | ') : `import('${from}').VirtualEntry`;
-    const common = [
-      `  type Entry = ${entryType};`,
-      '  export const locales: string[];',
-      '  export const defaultLocale: string;',
-      '',
-    ].join('\n');
-    const exports =
-      kind === 'alias'
-        ? `${common}  export const entry: Entry;\n  export const entries: Record<string, Entry>;\n  export ` +
-          `function getEntry(locale?: string): Entry | undefined;\n  export default entry;\n`
-        : `${common}  export const entries: Entry[];\n  export function getEntry(id: string, locale?: ` +
-          `string): Entry | undefined;\n  export default entries;\n`;
     const module = `virtual:comfortable/${folders[kind]}/${name}`;
     // A locale variant has the same exports as the whole module.
     text +=
-      `declare module '${module}' {\n${exports}}\ndeclare module '${module}/*' {\n  export * from ` +
-      `'${module}';\n  export { default } from '${module}';\n}\n`;
+      `declare module '${module}' {\n  type Entry = ${entryType};\n${moduleExports(folders[kind])}}\n` +
+      `declare module '${module}/*' {\n  export * from '${module}';\n  export { default } from '${module}';\n}\n`;
   }
   return text;
 }
