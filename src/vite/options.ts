@@ -57,30 +57,19 @@ export function checkGivenOptions(options: ComfortableViteOptions): void {
   checkOptions(givenSchema, options, { prefix: optionsPrefix });
 }
 
-/** What the plugin works with once Vite's config is resolved. */
-export interface ResolvedViteOptions {
-  /** The shared sync's configuration. */
-  config: SharedConfig;
-  refreshSecret: string | undefined;
-  refreshPath: string | undefined;
-  /** Milliseconds between two asks of the CMS in dev, or false. */
-  pollInterval: number | false;
-  /** The absolute path of the declaration file, or undefined for none. */
-  dts: string | undefined;
-  /** What to warn of: CMFT_SNAPSHOT set, which the plugin does not serve. */
-  warning?: string;
-}
-
 /**
  * The options with what they leave out taken from the `CMFT_*` variables, checked whole (the
  * connection included, and that they name something to sync); the cache goes inside Vite's
- * cache folder unless `cacheDir` says otherwise. Throws a ConfigError naming the option.
+ * cache folder unless `cacheDir` says otherwise: the shared sync's configuration, the dev options (the
+ * poll interval in milliseconds, or false), the absolute path of the declaration file (undefined for
+ * none), and what to warn of (CMFT_SNAPSHOT, which the plugin does not serve). Throws a ConfigError
+ * naming the option.
  */
 export function resolveViteOptions(
   options: ComfortableViteOptions,
   env: Record<string, string>,
   vite: { root: string; cacheDir: string },
-): ResolvedViteOptions {
+) {
   const filled = withEnv(options, env, ['baseUrl', 'repository', 'apiKey', 'refreshSecret', 'pollInterval']);
   const checked = checkOptions(viteOptionsSchema, filled, { prefix: optionsPrefix });
   const { refreshSecret, refreshPath, pollInterval: _, dts = 'comfortable.d.ts', ...config } = filled;

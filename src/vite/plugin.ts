@@ -8,12 +8,7 @@ import { changedSources, sharedSync } from '../sync/shared.ts';
 import { declarationFile } from './declarations.ts';
 import { userFacing, viteError } from './errors.ts';
 import { moduleData, parseVirtualId, virtualModule, virtualPrefix } from './module.ts';
-import {
-  checkGivenOptions,
-  type ComfortableViteOptions,
-  type ResolvedViteOptions,
-  resolveViteOptions,
-} from './options.ts';
+import { checkGivenOptions, type ComfortableViteOptions, resolveViteOptions } from './options.ts';
 import { startDevLoop } from './dev-loop.ts';
 
 /**
@@ -58,7 +53,7 @@ export function comfortableVite(options: ComfortableViteOptions = {}): Plugin & 
  */
 export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin & { api: ComfortableViteApi } {
   const shared = sharedSync();
-  let resolved: Omit<ResolvedViteOptions, 'config' | 'warning'> | Record<string, undefined> = {};
+  let resolved: Omit<ReturnType<typeof resolveViteOptions>, 'config' | 'warning'> | Record<string, undefined> = {};
   let vite: ResolvedConfig | undefined;
   /** This plugin's subscriptions to the shared sync, one per dev server, each with that server's environments. */
   const subscriptions = new Set<{ environments: Environment[]; end: () => void }>();
