@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { SyncResult } from '../sync/engine.ts';
+import type { SyncLogger, SyncResult } from '../sync/engine.ts';
 import { changedIds, changedSources, type RoundKind, type SharedSync } from '../sync/shared.ts';
-import { type PollLog, pollCms } from './poll.ts';
+import { pollCms } from './poll.ts';
 import { refreshMiddleware } from './refresh.ts';
 
 /**
@@ -25,7 +25,7 @@ export interface DevLoopOptions {
   middlewares?: {
     use(handler: (request: IncomingMessage, response: ServerResponse, next: () => void) => void): unknown;
   };
-  log: PollLog & { error(message: string): void };
+  log: SyncLogger & { error(message: string): void };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { SyncLogger } from '../sync/engine.ts';
 
 /**
  * Dev that follows the CMS: `astro dev` and the Vite plugin's dev server ask the CMS every few
@@ -47,16 +48,11 @@ export function failureKind(error: unknown): string {
   return codes.length > 0 ? codes.join(' ') : String((error as Error | undefined)?.message);
 }
 
-export interface PollLog {
-  info(message: string): void;
-  warn(message: string): void;
-}
-
 /**
  * Calls `ask` every `interval` ms, never two at once, until the returned function is called
  * (the timer never keeps the process alive). `ask` throws when the CMS fails.
  */
-export function pollCms(interval: number, ask: () => Promise<void>, log: PollLog): () => void {
+export function pollCms(interval: number, ask: () => Promise<void>, log: SyncLogger): () => void {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   let failures = 0;
