@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Connect } from 'vite';
 import type { SyncLogger, SyncResult } from '../sync/engine.ts';
 import { changedIds, changedSources, type RoundKind, type SharedSync } from '../sync/shared.ts';
 import { pollCms } from './poll.ts';
@@ -22,32 +22,12 @@ export interface DevLoopOptions {
   /** The signed refresh endpoint, when a secret is set. */
   endpoint?: { secret: string; path?: string | undefined } | undefined;
   /** Where the endpoint is mounted (the dev server's connect stack). */
-  middlewares?: {
-    use(handler: (request: IncomingMessage, response: ServerResponse, next: () => void) => void): unknown;
-  };
+  middlewares?: Connect.Server;
   log: SyncLogger & { error(message: string): void };
 }
 
-/**
- * What a refresh did, as the endpoint answers it: the sources that changed, what was refreshed for
- * them, the changeset.
- */
-export interface Refreshed {
-  sources: string[];
-  refreshed: string[];
-  changeset: SyncResult['changeset'];
-}
-
-export interface DevLoop {
-  /**
-   * Syncs now, fetching again the ids `payload` names (a webhook's `changed`); resolves once what
-   * is served follows.
-   */
-  refresh(payload: unknown): Promise<Refreshed>;
-  stop(): void;
-}
-
-export function startDevLoop(options: DevLoopOptions): DevLoop {
+/** The dev loop of a dev server: `refresh` syncs now, `stop` ends it. */
+export function startDevLoop(options: DevLoopOptions) {
   const { shared, log } = options;
   const followed = new WeakMap<SyncResult, Promise<string[]>>();
   let stopped = false;
@@ -59,7 +39,12 @@ export function startDevLoop(options: DevLoopOptions): DevLoop {
     });
     followed.set(result, done);
   });
-  const refresh = async (payload: unknown): Promise<Refreshed> => {
+  /**
+   * Syncs now, fetching again the ids `payload` names (a webhook's `changed`); resolves once what
+   * is served follows, with what the endpoint answers: the sources that changed, what was
+   * refreshed for them, the changeset.
+   */
+  const refresh = async (payload: unknown) => {
     const result = await shared.refresh(changedIds(payload));
     const refreshed = await (followed.get(result) ?? []);
     const sources = changedSources(result.changeset);
