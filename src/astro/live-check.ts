@@ -1,7 +1,7 @@
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AstroIntegrationLogger } from 'astro';
-import type { Plugin, RunnableDevEnvironment, ViteDevServer } from 'vite';
+import type { Plugin, RunnableDevEnvironment } from 'vite';
 import { ConfigError } from '../sync/config.ts';
 import { configFile } from './config-modules.ts';
 import { optionsProblem } from './live-problem.ts';
@@ -24,43 +24,35 @@ export function liveConfigCheck(root: URL, srcDir: URL, logger: AstroIntegration
   return {
     name: 'comfortable-loader:live-config-check',
     async configureServer(server) {
-      const file = configFile(srcDir, liveConfigNames);
-      if (file) await checkLiveConfig(server, file, relative(fileURLToPath(root), file), logger);
+      const path = configFile(srcDir, liveConfigNames);
+      // The runner pages use, else Astro's own (an adapter whose server code runs outside Node).
+      const runner = [server.environments.ssr, server.environments.astro]
+        .map((environment) => (environment as Partial<RunnableDevEnvironment> | undefined)?.runner)
+        .find((found) => found !== undefined);
+      if (!path || !runner) return;
+      const shown = relative(fileURLToPath(root), path);
+      const started = performance.now();
+      let collections: unknown;
+      try {
+        ({ collections } = (await runner.import(path)) as { collections?: unknown });
+      } catch (error) {
+        logger.warn(
+          `The options of the live collections were not checked: ${shown} failed to load here ` +
+            `(${(error as Error).message ?? error}). If it fails where the server runs too, every page that reads a ` +
+            'live collection fails.',
+        );
+        return;
+      }
+      const problems = Object.entries(collections ?? {}).flatMap(
+        ([name, collection]) => optionsProblem((collection as { loader?: unknown } | null)?.loader, name, shown) ?? [],
+      );
+      logger.debug(
+        `Checked the options of the live collections in ${shown} in ${Math.round(performance.now() - started)} ms`,
+      );
+      if (problems.length === 0) return;
+      const error = new ConfigError(problems[0]!.option, problems.map((problem) => problem.message).join('\n'));
+      error.stack = error.message; // the message says it all; a stack of this check would only bury it
+      throw error;
     },
   };
-}
-
-async function checkLiveConfig(
-  server: ViteDevServer,
-  path: string,
-  shown: string,
-  logger: AstroIntegrationLogger,
-): Promise<void> {
-  // The runner pages use, else Astro's own (an adapter whose server code runs outside Node).
-  const runner = [server.environments.ssr, server.environments.astro]
-    .map((environment) => (environment as Partial<RunnableDevEnvironment> | undefined)?.runner)
-    .find((found) => found !== undefined);
-  if (!runner) return;
-  const started = performance.now();
-  let collections: unknown;
-  try {
-    ({ collections } = (await runner.import(path)) as { collections?: unknown });
-  } catch (error) {
-    logger.warn(
-      `The options of the live collections were not checked: ${shown} failed to load here ` +
-        `(${(error as Error).message ?? error}). If it fails where the server runs too, every page that reads a ` +
-        'live collection fails.',
-    );
-    return;
-  }
-  const problems = Object.entries(collections ?? {}).flatMap(
-    ([name, collection]) => optionsProblem((collection as { loader?: unknown } | null)?.loader, name, shown) ?? [],
-  );
-  logger.debug(
-    `Checked the options of the live collections in ${shown} in ${Math.round(performance.now() - started)} ms`,
-  );
-  if (problems.length === 0) return;
-  const error = new ConfigError(problems[0]!.option, problems.map((problem) => problem.message).join('\n'));
-  error.stack = error.message; // the message says it all; a stack of this check would only bury it
-  throw error;
 }
