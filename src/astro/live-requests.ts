@@ -1,7 +1,7 @@
 import { type ListSource, maxPageSize, type ReadApiClient } from '../api/client.ts';
 import { NotFoundError } from '../api/errors.ts';
 import { andFilters, type FilterEntry, type ListOptions } from '../api/query.ts';
-import type { ApiRecord } from '../wire/schemas.ts';
+import type { ApiRecord, DocumentAnswer, ListAnswer } from '../wire/schemas.ts';
 import type { CollectionRequest, LiveOptions } from './live-options.ts';
 
 /**
@@ -18,11 +18,11 @@ export interface LiveAnswer {
   included: ApiRecord[];
 }
 
-type Answered = { data: ApiRecord[]; includes?: Record<string, ApiRecord[]> | undefined };
+type Answered = Pick<ListAnswer, 'data' | 'includes'>;
 type Includes = LiveOptions['includes'];
 
 /** A single record's answer as a page of a list: the record, and what it included. */
-const pageOf = ({ includes, ...document }: ApiRecord & Omit<Answered, 'data'>): Answered => ({
+const pageOf = ({ includes, ...document }: DocumentAnswer): Answered => ({
   data: [document as ApiRecord],
   includes,
 });
@@ -174,7 +174,7 @@ export class LiveRequests {
   }
 
   /** A single-record request; a 404 is no document. */
-  async #single(send: () => Promise<ApiRecord & Omit<Answered, 'data'>>): Promise<LiveAnswer | undefined> {
+  async #single(send: () => Promise<DocumentAnswer>): Promise<LiveAnswer | undefined> {
     try {
       return answerOf([pageOf(await send())]);
     } catch (error) {
