@@ -13,19 +13,6 @@ import { FieldsMismatch } from './live-entries.ts';
 
 export type LiveErrorCode = ReadApiErrorCode | 'config' | 'validation' | 'unknown';
 
-/** The error a live loader returns for a failure other than a missing entry. */
-export interface ComfortableLiveError extends LiveCollectionError {
-  readonly name: 'ComfortableLiveError';
-  /**
-   * What went wrong: the client's error code (`authentication`, `network`, `not_found`, …),
-   * `config` for an option or filter, `validation` for an entry the `fields` option refuses, or
-   * `unknown`.
-   */
-  readonly code: LiveErrorCode;
-  /** The HTTP status of the Read API's answer, when there was one. */
-  readonly status: number | undefined;
-}
-
 /** What a message may name: the live collection, the connection and the source. */
 export interface ErrorContext extends HintSettings {
   collection: string;
@@ -35,10 +22,16 @@ export interface ErrorContext extends HintSettings {
 
 const options = 'comfortableLiveLoader() in src/live.config.ts';
 
-/** A failure other than a missing entry, as Astro's live-collection error with a code. */
-class Failure extends LiveCollectionError implements ComfortableLiveError {
+/** The error a live loader returns for a failure other than a missing entry: Astro's live-collection error with a code. */
+class ComfortableLiveError extends LiveCollectionError {
   override readonly name = 'ComfortableLiveError' as const;
+  /**
+   * What went wrong: the client's error code (`authentication`, `network`, `not_found`, …),
+   * `config` for an option or filter, `validation` for an entry the `fields` option refuses, or
+   * `unknown`.
+   */
   readonly code: LiveErrorCode;
+  /** The HTTP status of the Read API's answer, when there was one. */
   readonly status: number | undefined;
   constructor(error: unknown, context: ErrorContext) {
     let message = error instanceof Error ? error.message : String(error);
@@ -70,9 +63,11 @@ class Failure extends LiveCollectionError implements ComfortableLiveError {
   }
 }
 
+export type { ComfortableLiveError };
+
 /** What a loader returns for a failure other than a missing entry. */
 export function failure(error: unknown, context: ErrorContext): { error: ComfortableLiveError } {
-  return { error: new Failure(error, context) };
+  return { error: new ComfortableLiveError(error, context) };
 }
 
 /**
