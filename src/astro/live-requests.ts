@@ -52,21 +52,18 @@ export class LiveRequests {
       answer.documents = answer.documents.slice(start, request.limit === undefined ? undefined : start + request.limit);
       return answer;
     }
-    const constraints = this.#constraints(request.filters);
+    const { locale, includes, filters, search, ...given } = request;
+    const constraints = this.#constraints(filters);
     const options: ListOptions = {
+      ...given,
       ...constraints,
-      sorting: request.sorting ?? sorting,
-      search: [constraints.search, request.search].filter(Boolean).join(' ') || undefined,
-      includeTags: request.includeTags,
-      excludeTags: request.excludeTags,
-      limit: request.limit,
-      offset: request.offset,
+      sorting: given.sorting ?? sorting,
+      search: [constraints.search, search].filter(Boolean).join(' ') || undefined,
     };
     // A collection's own definition may filter or sort on localized values too.
     const localeSensitive = Boolean(collection || options.filters || options.sorting || options.search);
-    if (request.locale !== undefined && localeSensitive)
-      return this.#byIds(await this.#ids({ ...options, locale: request.locale }), request.includes);
-    return this.#list({ ...options, ...this.#full(request.includes) });
+    if (locale !== undefined && localeSensitive) return this.#byIds(await this.#ids({ ...options, locale }), includes);
+    return this.#list({ ...options, ...this.#full(includes) });
   }
 
   /** The document with this id, if the source holds it. */
