@@ -59,9 +59,8 @@ const localesMaxAgeMs = 60_000;
 export function comfortableLiveLoader<Fields extends Record<string, unknown> = Record<string, unknown>>(
   input: ComfortableLiveLoaderOptions<Fields>,
 ): ComfortableLiveLoader<Fields> {
-  let options: LiveOptions;
   try {
-    options = parseLiveOptions(input);
+    return liveLoader(parseLiveOptions(input));
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     // Not thrown: a throw while live.config loads would fail every page of the server (live-problem.ts).
@@ -84,7 +83,6 @@ export function comfortableLiveLoader<Fields extends Record<string, unknown> = R
       });
     return withProblem({ name: 'comfortable-live-loader', loadCollection: failed, loadEntry: failed }, problem);
   }
-  return liveLoader(options);
 }
 
 /** What a loader needs of its repository, made at the first request, once the repository and the key are known. */
