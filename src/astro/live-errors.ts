@@ -14,7 +14,7 @@ import { FieldsMismatch } from './live-entries.ts';
 export type LiveErrorCode = ReadApiErrorCode | 'config' | 'validation' | 'unknown';
 
 /** What a message may name: the live collection, the connection and the source. */
-export interface ErrorContext extends HintSettings {
+interface ErrorContext extends HintSettings {
   collection: string;
   /** Whether the source is aliases, which take no filters. */
   aliases: boolean;

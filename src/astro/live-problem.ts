@@ -17,7 +17,7 @@ import type { ConfigError } from '../sync/config.ts';
 const problemKey = Symbol.for('comfortable-loader.liveOptionsProblem');
 
 /** The problem of the options, said for a place (` in src/live.config.ts`). */
-export type OptionsProblem = (where: string) => ConfigError;
+type OptionsProblem = (where: string) => ConfigError;
 
 /** Marks a loader as made for options that are wrong, with their problem, for the check to find. */
 export function withProblem<L extends object>(loader: L, problem: OptionsProblem): L {

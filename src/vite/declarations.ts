@@ -12,7 +12,7 @@ import { toTypeScript } from '../entries/typescript.ts';
  */
 
 /** The package entry the Vite declarations import `VirtualEntry` from: it reaches neither astro nor its types. */
-export const viteTypesEntry = 'comfortable-loader/vite';
+const viteTypesEntry = 'comfortable-loader/vite';
 
 /** The exports of a module of `folder` (`collections`, `aliases`, `queries`), whose entry type is `Entry`. */
 function moduleExports(folder: string): string {

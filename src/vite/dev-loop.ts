@@ -13,7 +13,7 @@ import { refreshMiddleware } from './refresh.ts';
  * without the pages seeing it. One loop per dev server, stopped with it.
  */
 
-export interface DevLoopOptions {
+interface DevLoopOptions {
   shared: SharedSync;
   /** Makes what is served follow a sync; resolves with the names of what it refreshed (none for no change). */
   follow(result: SyncResult, kind: RoundKind): Promise<string[]>;

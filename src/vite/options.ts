@@ -15,7 +15,7 @@ import { devOptionsShape } from './refresh.ts';
  */
 
 /** The options' prefix in messages: `comfortable.colections`. */
-export const optionsPrefix = 'comfortable.';
+const optionsPrefix = 'comfortable.';
 
 /** What the Astro integration and the Vite plugin take: the sync's options (any source optional) and dev's. */
 export const hostOptionsSchema = syncConfigSchema
