@@ -53,7 +53,7 @@ export function comfortableVite(options: ComfortableViteOptions = {}): Plugin & 
  */
 export function virtualModulesPlugin(options?: ComfortableViteOptions): Plugin & { api: ComfortableViteApi } {
   const shared = sharedSync();
-  let resolved: Omit<ReturnType<typeof resolveViteOptions>, 'config' | 'warning'> | Record<string, undefined> = {};
+  let resolved: Partial<ReturnType<typeof resolveViteOptions>> = {};
   let vite: ResolvedConfig | undefined;
   /** This plugin's subscriptions to the shared sync, one per dev server, each with that server's environments. */
   const subscriptions = new Set<{ environments: Environment[]; end: () => void }>();
