@@ -162,10 +162,7 @@ export type ConnectedOptions = LiveOptions & { repository: string };
  * Checks the options; throws a ConfigError whose message names the option, and the loader's
  * collection and file when `where` says them (` for the live collection "posts" in src/live.config.ts`).
  */
-export function parseLiveOptions<Fields extends Record<string, unknown>>(
-  input: ComfortableLiveLoaderOptions<Fields>,
-  where = '',
-): LiveOptions {
+export function parseLiveOptions(input: unknown, where = ''): LiveOptions {
   const place = ` of comfortableLiveLoader()${where}`;
   const options = checkOptions(optionsSchema, input ?? {}, { place });
   if ([options.collection, options.contentType, options.aliases].filter((value) => value !== undefined).length !== 1) {
