@@ -32,6 +32,8 @@ export type FieldsSchema<Fields extends Record<string, unknown> = Record<string,
  * includes) the loader's: the build-time loader's, which take a builder too.
  */
 const requestShape = sourceOptionsSchema.shape;
+/** A name or an id (API id, content type, locale key, collection): any string but the empty one. */
+const nonEmpty = z.string().min(1);
 const requestOptions = {
   /** Filters: a `Filter` or its JSON form. */
   filters: (
@@ -50,7 +52,7 @@ const requestOptions = {
   /** Every word must occur in the document's text. */
   search: requestShape.search,
 };
-const apiIds = (what: string) => z.array(z.string().min(1)).min(1, `expected at least one ${what}`);
+const apiIds = (what: string) => z.array(nonEmpty).min(1, `expected at least one ${what}`);
 
 const optionsSchema = z.strictObject({
   /** The Read API base URL. Default `https://api.cmft.io/v1`. */
@@ -63,9 +65,9 @@ const optionsSchema = z.strictObject({
   repository: z.string({ error: 'expected the repository API id, such as "demo"' }).min(1).optional(),
   apiKey: z.string({ error: 'expected the API key (read it from an environment variable)' }).optional(),
   /** The source: a collection of the repository, by API id. */
-  collection: z.string().min(1).optional(),
+  collection: nonEmpty.optional(),
   /** The source: every document of a content type. */
-  contentType: z.string().min(1).optional(),
+  contentType: nonEmpty.optional(),
   /** The source: the documents of these aliases, by API id. */
   aliases: apiIds('alias API id').optional(),
   ...requestOptions,
@@ -85,13 +87,13 @@ const optionsSchema = z.strictObject({
    * `getLiveEntry(reference.collection, reference.id)`; others stay `{ id, contentType }`.
    * @example { post: 'posts', author: 'authors' }
    */
-  contentTypes: z.record(z.string().min(1), z.string().min(1)).default({}),
+  contentTypes: z.record(nonEmpty, nonEmpty).default({}),
   /**
    * The richtext field rendered for `render(entry)` (inside a section by its path, `'content.body'`).
    * Default: the content type's first; `false` renders none. Not a Markdown field: Astro gives live
    * loaders no Markdown pipeline, so its source stays a string for the page to render (docs/live.md).
    */
-  render: z.union([z.string().min(1), z.literal(false)]).optional(),
+  render: z.union([nonEmpty, z.literal(false)]).optional(),
   fields: z
     .custom<z.ZodType>(
       // A zod 4 schema, of this package's zod or of another copy (Astro's `astro/zod`).
@@ -180,7 +182,7 @@ export function parseLiveOptions(input: unknown, where = ''): LiveOptions {
  * then read this locale's values. A repository locale (`fr_FR`), or with `i18n` in astro.config
  * the Astro locale it maps to (`Astro.currentLocale`).
  */
-const locale = z.string().min(1).optional();
+const locale = nonEmpty.optional();
 const collectionFilterSchema = z.strictObject({
   locale,
   ...requestOptions,
@@ -229,7 +231,7 @@ export function parseCollectionFilter(input: unknown, { aliases }: LiveOptions):
 
 const entryFilterSchema = z.union([
   /** `'<locale>/<document id>'`, or a document id with `locale`. */
-  z.strictObject({ id: z.string().min(1), locale }),
+  z.strictObject({ id: nonEmpty, locale }),
   /** The document whose field (such as `slug`) has this value in the locale. */
   z.strictObject({
     field: z
@@ -240,7 +242,7 @@ const entryFilterSchema = z.union([
     locale,
   }),
   /** The document an alias points to. */
-  z.strictObject({ alias: z.string().min(1), locale }),
+  z.strictObject({ alias: nonEmpty, locale }),
 ]);
 
 /**
