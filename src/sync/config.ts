@@ -214,11 +214,7 @@ export function checkOptions<S extends z.ZodType>(
 /** Validates a sync config; throws a ConfigError naming the option. */
 export function parseSyncConfig(input: unknown, prefix = ''): SyncConfig {
   const config = checkOptions(syncConfigSchema, input, { prefix });
-  const sources =
-    Object.keys(config.collections).length +
-    (Array.isArray(config.aliases) ? config.aliases.length : Object.keys(config.aliases).length) +
-    Object.keys(config.queries).length;
-  if (sources === 0)
+  if (sourceSpecs(config).length === 0)
     throw new ConfigError(
       `${prefix}collections`,
       `Invalid option ${prefix}collections: nothing to sync; name at least one collection, alias or query`,
@@ -245,9 +241,7 @@ export interface SyncSource extends SourceSpec {
 }
 
 /** The sources a config names, in its order: collections, aliases, queries. */
-export function sourceSpecs(
-  config: Partial<Pick<SyncConfigInput, 'collections' | 'aliases' | 'queries'>>,
-): SourceSpec[] {
+export function sourceSpecs(config: Pick<SyncConfigInput, 'collections' | 'aliases' | 'queries'>): SourceSpec[] {
   const aliases = Array.isArray(config.aliases)
     ? Object.fromEntries(config.aliases.map((alias) => [alias, {}]))
     : (config.aliases ?? {});
