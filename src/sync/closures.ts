@@ -1,10 +1,9 @@
-import type { ListOptions } from '../api/query.ts';
 import type { DanglingReference, Node, Records } from '../cache/index.ts';
 import { requestOptions, type SyncSource } from './config.ts';
-import { type Fetcher, settleAll, type Stamp } from './fetch.ts';
+import { type Fetcher, isMasked, settleAll, type Stamp } from './fetch.ts';
 import type { Intake } from './intake.ts';
 import type { Listed } from './list.ts';
-import { reach } from './reach.ts';
+import { includeOptions, reach } from './reach.ts';
 
 /**
  * The closures phase: the records each source needs (its members and what their includes
@@ -74,7 +73,7 @@ export async function checkAhead(
   return { assetStamps: await assetStamps, absent: new Set(targets.filter((id) => !had.has(id))) };
 }
 
-const sameList = (a: readonly string[], b: readonly string[]) =>
+export const sameList = (a: readonly string[], b: readonly string[]) =>
   a.length === b.length && a.every((id, i) => id === b[i]);
 /** Rounds are a guard: each one checks or fetches records not seen before, so they end. */
 const maxRounds = 100;
@@ -119,7 +118,7 @@ export async function completeClosures(
       for (const ids of overcomplete.values()) for (const id of ids) intake.drop(id);
       for (const [source, ids] of overcomplete) {
         const { fields, embedAssets } = requestOptions(source);
-        await fetcher.byIds(ids, { locale: 'all', fields, embedAssets } as ListOptions);
+        await fetcher.byIds(ids, { fields, embedAssets });
       }
       // A source without a mask needs these whole; one the server no longer has is dropped.
       const found = await fetcher.byIds(incomplete);
@@ -159,11 +158,7 @@ function closureOf(source: SyncSource, members: readonly string[], context: Clos
   if (stored && !context.intake.relinked && sameList(members, stored.members)) {
     return { included: stored.included, dangling: stored.dangling.map((ref) => ({ ...ref })), kept: true };
   }
-  const { nodes, missing } = reach(
-    members,
-    { includes: source.options.includes, embedAssets: source.options.embedAssets !== false },
-    (ids) => context.records.nodes(ids),
-  );
+  const { nodes, missing } = reach(members, includeOptions(source), (ids) => context.records.nodes(ids));
   const isMember = new Set(members);
   return { included: [...nodes.keys()].filter((id) => !isMember.has(id)), dangling: missing, kept: false, nodes };
 }
@@ -237,12 +232,12 @@ function misshapen(
   closures: ReadonlyMap<string, SourceClosure>,
   records: Records,
 ): { incomplete: string[]; overcomplete: Map<SyncSource, string[]> } {
-  const masked = sources.filter((source) => source.options.fields !== undefined);
+  const masked = sources.filter(isMasked);
   const overcomplete = new Map<SyncSource, string[]>();
   const anyPartial = records.anyPartial();
   if (!anyPartial && masked.length === 0) return { incomplete: [], overcomplete };
   const closureIds = (source: SyncSource) => [...members.get(source.key)!, ...closures.get(source.key)!.included];
-  const wholeNeeded = new Set(sources.filter((source) => source.options.fields === undefined).flatMap(closureIds));
+  const wholeNeeded = new Set(sources.filter((source) => !isMasked(source)).flatMap(closureIds));
   if (anyPartial) records.infos(wholeNeeded);
   const incomplete = anyPartial ? [...wholeNeeded].filter((id) => records.info(id)?.partial) : [];
   for (const source of masked) {

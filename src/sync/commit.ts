@@ -1,11 +1,11 @@
 import type { CacheHead, CacheReader, CacheTransaction, Etags, Records, StoredMembers } from '../cache/index.ts';
 import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } from './changeset.ts';
-import type { SourceClosure } from './closures.ts';
+import { sameList, type SourceClosure } from './closures.ts';
 import type { SyncSource } from './config.ts';
 import { affectedBy, updatedMembers } from './updated.ts';
 import type { Intake } from './intake.ts';
 import type { Listed } from './list.ts';
-import { reach } from './reach.ts';
+import { includeOptions, reach } from './reach.ts';
 
 /**
  * The commit phase: drops the records no source needs, works out which members the changed
@@ -52,13 +52,6 @@ export function commitRun(
     const listed = input.members.get(source.key)!;
     const storedMembers = tx.members(source.key);
     const members = storedAs(listed, storedMembers, records);
-    const row = {
-      key: source.key,
-      kind: source.kind,
-      name: source.name,
-      fingerprint: source.fingerprint,
-      syncedAt: input.syncedAt,
-    };
     const included = closure.kept ? undefined : closure.included;
     const dangling = uniqueReferences(closure.dangling);
     // Members stored with other options are updated, all of them: their entries are made with the new ones.
@@ -68,7 +61,12 @@ export function commitRun(
         ? emptyChanges() // the stored list, with the same stamps, and nothing its members reach changed
         : sourceChanges(source, members.ids, storedMembers.ids, sameOptions, changed, closure, tx);
     // A stored row stands when the list and its stamps are as stored; a new source gets one, even empty.
-    tx.writeSource(row, stored.has(source.key) && members === storedMembers ? undefined : members, included, dangling);
+    tx.writeSource(
+      { ...source, syncedAt: input.syncedAt },
+      stored.has(source.key) && members === storedMembers ? undefined : members,
+      included,
+      dangling,
+    );
   }
   const cache = tx.commit(input.head, input.etags);
   return { changeset: { ...changeset, empty: isEmptyChangeset(changeset) }, cache };
@@ -86,7 +84,7 @@ function storedAs(
 ): { ids: string[]; updatedAt: string[]; revisions: number[] } {
   const isNew = (id: string) => listed.changed.has(id) || records.dropped.has(id);
   // Most often the members are those stored, in the same order: only those that changed have other stamps.
-  if (listed.ids.length === stored.ids.length && listed.ids.every((id, i) => id === stored.ids[i])) {
+  if (sameList(listed.ids, stored.ids)) {
     if (listed.changed.size === 0 && records.dropped.size === 0) return stored;
     const out = { ids: stored.ids, updatedAt: stored.updatedAt.slice(), revisions: stored.revisions.slice() };
     records.infos(listed.changed);
@@ -141,7 +139,7 @@ function sourceChanges(
     changes.updated = kept;
     return changes;
   }
-  const options = { includes: source.options.includes, embedAssets: source.options.embedAssets !== false };
+  const options = includeOptions(source);
   const affected = affectedBy(changed, options, (ids, assetsOnly) => tx.records.referrers(ids, assetsOnly));
   const candidates = kept.filter((id) => affected.has(id));
   if (candidates.length === 0) return changes;
