@@ -32,12 +32,12 @@ export class SyncError extends Error {
  * integration keeps its own in Astro's cache folder (`node_modules/.astro/comfortable`), so a
  * CLI sync with another config never drops the sources a site needs.
  */
-export const defaultCacheDir = (root = process.cwd()) => resolve(root, 'node_modules/.cache/comfortable-loader');
+const defaultCacheDir = (root = process.cwd()) => resolve(root, 'node_modules/.cache/comfortable-loader');
 
 /** The cache folder of a config: its `cacheDir`, else the default, as an absolute path. */
 export const cacheDirOf = (config: Pick<SyncConfig, 'cacheDir'>) => resolve(config.cacheDir ?? defaultCacheDir());
 
-export const consoleLogger: SyncLogger = {
+const consoleLogger: SyncLogger = {
   info: (message) => console.log(message),
   warn: (message) => console.warn(`warning: ${message}`),
 };

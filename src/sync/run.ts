@@ -1,7 +1,7 @@
 import packageJson from '../../package.json' with { type: 'json' };
 import { createClient, type ReadApiClient } from '../api/client.ts';
 import type { EtagStore } from '../api/transport.ts';
-import type { CacheHead, CacheTransaction, Etags } from '../cache/index.ts';
+import type { CacheHead, CacheReader, CacheTransaction, DanglingReference, Etags } from '../cache/index.ts';
 import { checkAhead, completeClosures } from './closures.ts';
 import { commitRun } from './commit.ts';
 import { configSources, type SyncConfig } from './config.ts';
@@ -12,7 +12,6 @@ import { type Listed, listSource } from './list.ts';
 import { guessedLocalesWarning, guessLocales, type Locales, repositoryLocales } from '../model/locales.ts';
 import { planSources } from './plan.ts';
 import type { Changeset } from './changeset.ts';
-import type { CacheReader, DanglingReference } from '../cache/index.ts';
 
 /**
  * One sync inside its cache transaction, phase after phase: plan → list (and fetch) →
@@ -110,10 +109,10 @@ export async function run(
     tx.clear();
     head = undefined;
   }
-  if (config.mode === 'fresh') tx.records.clear(); // its changeset still compares with the last committed content
-  const stats = { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 };
   // A fresh sync asks every answer again, whatever it answered before.
   const fresh = config.mode === 'fresh';
+  if (fresh) tx.records.clear(); // its changeset still compares with the last committed content
+  const stats = { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 };
   const etags = new CachedEtags(head && !fresh ? tx.etags() : {}, fresh ? undefined : hints.listingEtags);
   const client: ReadApiClient = createClient({
     baseUrl: config.baseUrl,
@@ -135,7 +134,7 @@ export async function run(
   const syncedAt = new Date().toISOString();
   const sources = configSources(config);
   const stored = tx.sources();
-  const plans = planSources(sources, stored, config.mode === 'fresh');
+  const plans = planSources(sources, stored, fresh);
   let locales: Locales | undefined;
   // The repository's locales are what records are normalised with: what fetches records waits for them.
   const localesKnown = client.repository().then((info) => {
@@ -187,7 +186,7 @@ export async function run(
     assetMask: assetStampsMask(model, (locales ?? head?.locales)?.locales.map((locale) => locale.key) ?? []),
     ahead: await ahead,
     stored: (source) => {
-      if (stored.get(source.key)?.fingerprint !== source.fingerprint || config.mode === 'fresh') return undefined;
+      if (stored.get(source.key)?.fingerprint !== source.fingerprint || fresh) return undefined;
       return {
         members: tx.members(source.key).ids,
         included: tx.included(source.key),
