@@ -56,14 +56,17 @@ export interface CheckedAhead {
   absent: ReadonlySet<string>;
 }
 
+/** What asks the server for records or stamps needs. */
+type Asking = Pick<ClosureContext, 'records' | 'fetcher' | 'assetMask'>;
+
 export async function checkAhead(
   included: readonly string[],
   dangling: readonly DanglingReference[],
-  context: Pick<ClosureContext, 'records' | 'fetcher' | 'assetMask'> & { localesKnown: Promise<void> },
+  context: Asking & { localesKnown: Promise<void> },
 ): Promise<CheckedAhead> {
   const { records } = context;
   records.infos(included);
-  const assets = included.filter((id) => records.info(id)?.contentType === '_asset');
+  const assets = included.filter((id) => records.isAsset(id));
   const targets = [...new Set(dangling.map((ref) => ref.id))];
   const assetStamps = embeddedAssetStamps(assets, context);
   // What is fetched is normalised with the repository's locales.
@@ -97,21 +100,20 @@ export async function completeClosures(
         closures: new Map(sources.map((source) => [source.key, closureOf(source, members.get(source.key)!, context)])),
       };
     const { closures } = worked;
-    const unchecked = new Set<string>();
     const included = [...new Set([...closures.values()].flatMap((closure) => closure.included))].filter(
       (id) => !intake.taken.has(id) && !intake.checked.has(id),
     );
     records.infos(included);
-    const assets = included.filter((id) => records.info(id)?.contentType === '_asset');
-    const documents = included.filter((id) => records.info(id)?.contentType !== '_asset');
+    const assets = included.filter((id) => records.isAsset(id));
+    const documents = included.filter((id) => !records.isAsset(id));
     if (documents.length > 0) listed ??= new Set([...members.values()].flat());
-    for (const id of documents) if (!listed!.has(id)) unchecked.add(id);
+    const unchecked = documents.filter((id) => !listed!.has(id));
     const { incomplete, overcomplete } = misshapen(sources, members, closures, records);
     if (
-      (unchecked.size > 0 || assets.length > 0 || incomplete.length > 0 || overcomplete.size > 0) &&
+      (unchecked.length > 0 || assets.length > 0 || incomplete.length > 0 || overcomplete.size > 0) &&
       round < maxRounds
     ) {
-      await recheck([...unchecked], 'documents', context);
+      await recheck(unchecked, 'documents', context);
       await recheck(assets, 'assets', context);
       // Stored as the masked answers make them, as a fresh sync stores them (one the server no longer has stays
       // dropped).
@@ -137,7 +139,7 @@ export async function completeClosures(
 async function fetchTargets(
   ids: readonly string[],
   references: readonly DanglingReference[],
-  { records, fetcher }: Pick<ClosureContext, 'records' | 'fetcher'>,
+  { records, fetcher }: Asking,
 ): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   // Which targets are assets, as the records holding the references say.
@@ -211,7 +213,7 @@ async function assetStamps(ids: string[], context: ClosureContext): Promise<Stam
  */
 async function embeddedAssetStamps(
   ids: readonly string[],
-  { records, fetcher, assetMask }: Pick<ClosureContext, 'records' | 'fetcher' | 'assetMask'>,
+  { records, fetcher, assetMask }: Asking,
 ): Promise<Map<string, Stamp>> {
   const found = new Map<string, Stamp>();
   if (!assetMask || ids.length === 0) return found;

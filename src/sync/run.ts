@@ -174,10 +174,10 @@ export async function run(
   // A webhook may name records whose stamps did not move (a snapshot edited by hand), or an asset
   // no document fetched in this run embeds: fetch them anyway (assets one by one, as the API has it).
   const hinted = [...refetch].filter((id) => tx.records.info(id) && !intake.taken.has(id));
-  const isAsset = (id: string) => tx.records.info(id)?.contentType === '_asset';
-  if (hinted.some((id) => !isAsset(id))) await fetcher.byIds(hinted.filter((id) => !isAsset(id)));
+  const documents = hinted.filter((id) => !tx.records.isAsset(id));
+  if (documents.length > 0) await fetcher.byIds(documents);
   // (An asset a refetched document embeds came with it.)
-  await fetcher.assets(hinted.filter((id) => isAsset(id) && !intake.taken.has(id)));
+  await fetcher.assets(hinted.filter((id) => tx.records.isAsset(id) && !intake.taken.has(id)));
 
   const closures = await completeClosures(sources, members, {
     records: tx.records,
