@@ -77,11 +77,7 @@ export function commitRun(
  * list one twice), only those that exist now, each with the stamps of its record as stored
  * (those listed as they were stored, with the stamps stored with them).
  */
-function storedAs(
-  listed: Listed,
-  stored: StoredMembers,
-  records: Records,
-): { ids: string[]; updatedAt: string[]; revisions: number[] } {
+function storedAs(listed: Listed, stored: StoredMembers, records: Records): StoredMembers {
   const isNew = (id: string) => listed.changed.has(id) || records.dropped.has(id);
   // Most often the members are those stored, in the same order: only those that changed have other stamps.
   if (sameList(listed.ids, stored.ids)) {
@@ -99,7 +95,7 @@ function storedAs(
     }
   }
   const at = new Map(stored.ids.map((id, i) => [id, i]));
-  const out = { ids: [] as string[], updatedAt: [] as string[], revisions: [] as number[] };
+  const out: StoredMembers = { ids: [], updatedAt: [], revisions: [] };
   const seen = new Set<string>();
   records.infos(listed.ids.filter((id) => isNew(id) || !at.has(id)));
   for (const id of listed.ids) {
