@@ -141,7 +141,6 @@ async function fetchTargets(
   references: readonly DanglingReference[],
   { records, fetcher }: Asking,
 ): Promise<Set<string>> {
-  if (ids.length === 0) return new Set();
   // Which targets are assets, as the records holding the references say.
   const nodes = records.nodes(new Set(references.map((ref) => ref.from)));
   const assetIds = new Set(

@@ -52,8 +52,6 @@ export function commitRun(
     const listed = input.members.get(source.key)!;
     const storedMembers = tx.members(source.key);
     const members = storedAs(listed, storedMembers, records);
-    const included = closure.kept ? undefined : closure.included;
-    const dangling = uniqueReferences(closure.dangling);
     // Members stored with other options are updated, all of them: their entries are made with the new ones.
     const sameOptions = stored.get(source.key)?.fingerprint === source.fingerprint;
     changeset.sources[source.key] =
@@ -64,8 +62,8 @@ export function commitRun(
     tx.writeSource(
       { ...source, syncedAt: input.syncedAt },
       stored.has(source.key) && members === storedMembers ? undefined : members,
-      included,
-      dangling,
+      closure.kept ? undefined : closure.included,
+      uniqueReferences(closure.dangling),
     );
   }
   const cache = tx.commit(input.head, input.etags);
@@ -125,16 +123,15 @@ function sourceChanges(
   closure: SourceClosure,
   tx: CacheTransaction,
 ): SourceChanges {
-  const changes = emptyChanges();
   const old = new Set(before);
-  const kept = members.filter((id) => old.has(id));
-  changes.added = members.filter((id) => !old.has(id));
   const current = new Set(members);
-  changes.removed = before.filter((id) => !current.has(id));
-  if (!sameOptions) {
-    changes.updated = kept;
-    return changes;
-  }
+  const kept = members.filter((id) => old.has(id));
+  const changes: SourceChanges = {
+    added: members.filter((id) => !old.has(id)),
+    updated: [],
+    removed: before.filter((id) => !current.has(id)),
+  };
+  if (!sameOptions) return { ...changes, updated: kept };
   const options = includeOptions(source);
   const affected = affectedBy(changed, options, (ids, assetsOnly) => tx.records.referrers(ids, assetsOnly));
   const candidates = kept.filter((id) => affected.has(id));

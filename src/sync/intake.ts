@@ -55,11 +55,8 @@ export class Intake {
     // What the page names is looked up at once, not record by record.
     const included = Object.values(page.includes ?? {}).flat();
     if (!this.#records.startedEmpty) {
-      const named = [...page.data, ...included];
-      this.#records.infos([
-        ...named.map((record) => record.meta.id),
-        ...named.flatMap((record) => embeddedIn(record, this.#locales).map((child) => child.meta.id)),
-      ]);
+      const named = [...page.data, ...included].flatMap((record) => [record, ...embeddedIn(record, this.#locales)]);
+      this.#records.infos(named.map((record) => record.meta.id));
     }
     for (const record of page.data) this.accept(record, masked);
     for (const record of included) {

@@ -79,7 +79,7 @@ class CachedEtags implements EtagStore {
   get(key: string) {
     return this.entries[key] ?? (key.includes(stampsMask) ? this.#listings?.get(key) : undefined);
   }
-  set(key: string, entry: { etag: string; body: string }) {
+  set(key: string, entry: Etags[string]) {
     if (/\/alias\/|\/assets\/|^GET [^?]*\/v1\/[^/?]+(\?|$)/.test(key)) this.entries[key] = entry;
     else if (key.includes(stampsMask)) this.#listings?.set(key, entry);
   }
