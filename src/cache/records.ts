@@ -148,6 +148,11 @@ export class Records {
     }
   }
 
+  /** Whether the record of `id` is an asset (looked up as `info` does). */
+  isAsset(id: string): boolean {
+    return this.info(id)?.contentType === '_asset';
+  }
+
   /** True when the record is stored with these stamps, and whole unless `orPartial`. */
   sameStamps(id: string, updatedAt: string | undefined, revision: number | undefined, orPartial = false): boolean {
     const info = this.info(id);

@@ -24,9 +24,6 @@ export interface StoredMembers {
   revisions: number[];
 }
 
-/** What a sync writes of a source's members: the list with their stamps, or undefined when it is as stored. */
-export type MemberUpdate = StoredMembers | undefined;
-
 /**
  * One sync's write transaction on the cache: everything it reads sees what it wrote before,
  * and nothing it writes is seen by anyone else until `commit`. `rollback` (or a process that
@@ -157,12 +154,12 @@ export class CacheTransaction {
   }
 
   /**
-   * Writes a source's state: its members (see `MemberUpdate`), and its included records unless `included` is undefined
-   * (kept).
+   * Writes a source's state: its members with their stamps (unless undefined: as stored), and its included records
+   * unless `included` is undefined (kept).
    */
   writeSource(
     source: StoredSource,
-    members: MemberUpdate,
+    members: StoredMembers | undefined,
     included: readonly string[] | undefined,
     dangling: readonly DanglingReference[],
   ): void {

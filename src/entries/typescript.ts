@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { defOf } from '../sync/option-keys.ts';
 
 /**
  * Zod schemas of the kinds entries are made of, printed as TypeScript source: the types Astro's
@@ -8,36 +9,30 @@ import type { z } from 'zod';
 
 /** Prints a zod schema of the kinds used here as a TypeScript type. */
 export function toTypeScript(schema: z.ZodType, indent = ''): string {
-  const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
+  const def = defOf(schema);
   const inner = `${indent}  `;
   switch (def.type) {
     case 'string':
-      return 'string';
     case 'number':
-      return 'number';
     case 'boolean':
-      return 'boolean';
     case 'unknown':
-      return 'unknown';
     case 'null':
-      return 'null';
+      return def.type;
     case 'literal':
-      return (def.values as unknown[]).map((v) => JSON.stringify(v)).join(' | ');
+      return def.values!.map((v) => JSON.stringify(v)).join(' | ');
     case 'nullable':
-      return `${toTypeScript(def.innerType as z.ZodType, indent)} | null`;
+      return `${toTypeScript(def.innerType!, indent)} | null`;
     case 'optional':
-      return toTypeScript(def.innerType as z.ZodType, indent);
+      return toTypeScript(def.innerType!, indent);
     case 'array':
-      return `Array<${toTypeScript(def.element as z.ZodType, indent)}>`;
+      return `Array<${toTypeScript(def.element!, indent)}>`;
     case 'union':
-      return (def.options as z.ZodType[]).map((o) => `(${toTypeScript(o, indent)})`).join(' | ');
+      return def.options!.map((o) => `(${toTypeScript(o, indent)})`).join(' | ');
     case 'record':
-      return `Record<string, ${toTypeScript(def.valueType as z.ZodType, indent)}>`;
+      return `Record<string, ${toTypeScript(def.valueType!, indent)}>`;
     case 'object': {
-      const shape = def.shape as Record<string, z.ZodType>;
-      const lines = Object.entries(shape).map(([key, value]) => {
-        const optional =
-          (value as unknown as { _zod: { def: { type: string } } })._zod.def.type === 'optional' ? '?' : '';
+      const lines = Object.entries(def.shape!).map(([key, value]) => {
+        const optional = defOf(value).type === 'optional' ? '?' : '';
         return `${inner}${JSON.stringify(key)}${optional}: ${toTypeScript(value, inner)};`;
       });
       return `{\n${lines.join('\n')}\n${indent}}`;

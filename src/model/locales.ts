@@ -1,5 +1,5 @@
 import { localeKeyPattern, localeWithValue } from '../wire/locales.ts';
-import { isObject } from '../wire/schemas.ts';
+import { isObject, type RepositoryAnswer } from '../wire/schemas.ts';
 import type { FieldModel, StoredRecord, TypeModel } from './records.ts';
 import { isSection, sectionsOf } from './sections.ts';
 import { isEmpty, isLocaleMap, type LocaleKeys } from './shapes.ts';
@@ -20,10 +20,9 @@ export interface Locales {
 /**
  * The locales a repository lists (`meta.locales`, `meta.defaultLocale` of its answer); undefined when it lists none.
  */
-export function repositoryLocales(meta: {
-  defaultLocale?: string | undefined;
-  locales?: { key: string; fallback?: string | null | undefined }[] | undefined;
-}): Locales | undefined {
+export function repositoryLocales(
+  meta: Pick<RepositoryAnswer['meta'], 'defaultLocale' | 'locales'>,
+): Locales | undefined {
   if (!meta.defaultLocale || !meta.locales?.length) return undefined;
   return {
     defaultLocale: meta.defaultLocale,

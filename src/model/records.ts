@@ -1,5 +1,4 @@
-import type { ApiRecord } from '../wire/schemas.ts';
-import { isApiReference, isObject } from '../wire/schemas.ts';
+import { type ApiRecord, isApiReference, isObject } from '../wire/schemas.ts';
 import {
   type FieldKind,
   isEmptyObject,

@@ -21,7 +21,10 @@ export function emptyChanges(): SourceChanges {
   return { added: [], updated: [], removed: [] };
 }
 
+/** No member (or record) added, updated or removed. */
+export const noChanges = (c: SourceChanges): boolean =>
+  c.added.length === 0 && c.updated.length === 0 && c.removed.length === 0;
+
 export function isEmptyChangeset(changeset: Omit<Changeset, 'empty'>): boolean {
-  const none = (c: SourceChanges) => c.added.length === 0 && c.updated.length === 0 && c.removed.length === 0;
-  return none(changeset.records) && Object.values(changeset.sources).every(none);
+  return noChanges(changeset.records) && Object.values(changeset.sources).every(noChanges);
 }

@@ -1,10 +1,9 @@
-import type { ListOptions } from '../api/query.ts';
 import type { DanglingReference, Node, Records } from '../cache/index.ts';
 import { requestOptions, type SyncSource } from './config.ts';
-import { type Fetcher, settleAll, type Stamp } from './fetch.ts';
+import { type Fetcher, isMasked, settleAll, type Stamp } from './fetch.ts';
 import type { Intake } from './intake.ts';
 import type { Listed } from './list.ts';
-import { reach } from './reach.ts';
+import { includeOptions, reach } from './reach.ts';
 
 /**
  * The closures phase: the records each source needs (its members and what their includes
@@ -57,14 +56,17 @@ export interface CheckedAhead {
   absent: ReadonlySet<string>;
 }
 
+/** What asks the server for records or stamps needs. */
+type Asking = Pick<ClosureContext, 'records' | 'fetcher' | 'assetMask'>;
+
 export async function checkAhead(
   included: readonly string[],
   dangling: readonly DanglingReference[],
-  context: Pick<ClosureContext, 'records' | 'fetcher' | 'assetMask'> & { localesKnown: Promise<void> },
+  context: Asking & { localesKnown: Promise<void> },
 ): Promise<CheckedAhead> {
   const { records } = context;
   records.infos(included);
-  const assets = included.filter((id) => records.info(id)?.contentType === '_asset');
+  const assets = included.filter((id) => records.isAsset(id));
   const targets = [...new Set(dangling.map((ref) => ref.id))];
   const assetStamps = embeddedAssetStamps(assets, context);
   // What is fetched is normalised with the repository's locales.
@@ -74,7 +76,7 @@ export async function checkAhead(
   return { assetStamps: await assetStamps, absent: new Set(targets.filter((id) => !had.has(id))) };
 }
 
-const sameList = (a: readonly string[], b: readonly string[]) =>
+export const sameList = (a: readonly string[], b: readonly string[]) =>
   a.length === b.length && a.every((id, i) => id === b[i]);
 /** Rounds are a guard: each one checks or fetches records not seen before, so they end. */
 const maxRounds = 100;
@@ -98,28 +100,27 @@ export async function completeClosures(
         closures: new Map(sources.map((source) => [source.key, closureOf(source, members.get(source.key)!, context)])),
       };
     const { closures } = worked;
-    const unchecked = new Set<string>();
     const included = [...new Set([...closures.values()].flatMap((closure) => closure.included))].filter(
       (id) => !intake.taken.has(id) && !intake.checked.has(id),
     );
     records.infos(included);
-    const assets = included.filter((id) => records.info(id)?.contentType === '_asset');
-    const documents = included.filter((id) => records.info(id)?.contentType !== '_asset');
+    const assets = included.filter((id) => records.isAsset(id));
+    const documents = included.filter((id) => !records.isAsset(id));
     if (documents.length > 0) listed ??= new Set([...members.values()].flat());
-    for (const id of documents) if (!listed!.has(id)) unchecked.add(id);
+    const unchecked = documents.filter((id) => !listed!.has(id));
     const { incomplete, overcomplete } = misshapen(sources, members, closures, records);
     if (
-      (unchecked.size > 0 || assets.length > 0 || incomplete.length > 0 || overcomplete.size > 0) &&
+      (unchecked.length > 0 || assets.length > 0 || incomplete.length > 0 || overcomplete.size > 0) &&
       round < maxRounds
     ) {
-      await recheck([...unchecked], 'documents', context);
+      await recheck(unchecked, 'documents', context);
       await recheck(assets, 'assets', context);
       // Stored as the masked answers make them, as a fresh sync stores them (one the server no longer has stays
       // dropped).
       for (const ids of overcomplete.values()) for (const id of ids) intake.drop(id);
       for (const [source, ids] of overcomplete) {
         const { fields, embedAssets } = requestOptions(source);
-        await fetcher.byIds(ids, { locale: 'all', fields, embedAssets } as ListOptions);
+        await fetcher.byIds(ids, { fields, embedAssets });
       }
       // A source without a mask needs these whole; one the server no longer has is dropped.
       const found = await fetcher.byIds(incomplete);
@@ -138,9 +139,8 @@ export async function completeClosures(
 async function fetchTargets(
   ids: readonly string[],
   references: readonly DanglingReference[],
-  { records, fetcher }: Pick<ClosureContext, 'records' | 'fetcher'>,
+  { records, fetcher }: Asking,
 ): Promise<Set<string>> {
-  if (ids.length === 0) return new Set();
   // Which targets are assets, as the records holding the references say.
   const nodes = records.nodes(new Set(references.map((ref) => ref.from)));
   const assetIds = new Set(
@@ -159,11 +159,7 @@ function closureOf(source: SyncSource, members: readonly string[], context: Clos
   if (stored && !context.intake.relinked && sameList(members, stored.members)) {
     return { included: stored.included, dangling: stored.dangling.map((ref) => ({ ...ref })), kept: true };
   }
-  const { nodes, missing } = reach(
-    members,
-    { includes: source.options.includes, embedAssets: source.options.embedAssets !== false },
-    (ids) => context.records.nodes(ids),
-  );
+  const { nodes, missing } = reach(members, includeOptions(source), (ids) => context.records.nodes(ids));
   const isMember = new Set(members);
   return { included: [...nodes.keys()].filter((id) => !isMember.has(id)), dangling: missing, kept: false, nodes };
 }
@@ -216,7 +212,7 @@ async function assetStamps(ids: string[], context: ClosureContext): Promise<Stam
  */
 async function embeddedAssetStamps(
   ids: readonly string[],
-  { records, fetcher, assetMask }: Pick<ClosureContext, 'records' | 'fetcher' | 'assetMask'>,
+  { records, fetcher, assetMask }: Asking,
 ): Promise<Map<string, Stamp>> {
   const found = new Map<string, Stamp>();
   if (!assetMask || ids.length === 0) return found;
@@ -237,12 +233,12 @@ function misshapen(
   closures: ReadonlyMap<string, SourceClosure>,
   records: Records,
 ): { incomplete: string[]; overcomplete: Map<SyncSource, string[]> } {
-  const masked = sources.filter((source) => source.options.fields !== undefined);
+  const masked = sources.filter(isMasked);
   const overcomplete = new Map<SyncSource, string[]>();
   const anyPartial = records.anyPartial();
   if (!anyPartial && masked.length === 0) return { incomplete: [], overcomplete };
   const closureIds = (source: SyncSource) => [...members.get(source.key)!, ...closures.get(source.key)!.included];
-  const wholeNeeded = new Set(sources.filter((source) => source.options.fields === undefined).flatMap(closureIds));
+  const wholeNeeded = new Set(sources.filter((source) => !isMasked(source)).flatMap(closureIds));
   if (anyPartial) records.infos(wholeNeeded);
   const incomplete = anyPartial ? [...wholeNeeded].filter((id) => records.info(id)?.partial) : [];
   for (const source of masked) {

@@ -1,11 +1,11 @@
 import type { CacheHead, CacheReader, CacheTransaction, Etags, Records, StoredMembers } from '../cache/index.ts';
 import { type Changeset, emptyChanges, isEmptyChangeset, type SourceChanges } from './changeset.ts';
-import type { SourceClosure } from './closures.ts';
+import { sameList, type SourceClosure } from './closures.ts';
 import type { SyncSource } from './config.ts';
 import { affectedBy, updatedMembers } from './updated.ts';
 import type { Intake } from './intake.ts';
 import type { Listed } from './list.ts';
-import { reach } from './reach.ts';
+import { includeOptions, reach } from './reach.ts';
 
 /**
  * The commit phase: drops the records no source needs, works out which members the changed
@@ -52,15 +52,6 @@ export function commitRun(
     const listed = input.members.get(source.key)!;
     const storedMembers = tx.members(source.key);
     const members = storedAs(listed, storedMembers, records);
-    const row = {
-      key: source.key,
-      kind: source.kind,
-      name: source.name,
-      fingerprint: source.fingerprint,
-      syncedAt: input.syncedAt,
-    };
-    const included = closure.kept ? undefined : closure.included;
-    const dangling = uniqueReferences(closure.dangling);
     // Members stored with other options are updated, all of them: their entries are made with the new ones.
     const sameOptions = stored.get(source.key)?.fingerprint === source.fingerprint;
     changeset.sources[source.key] =
@@ -68,7 +59,12 @@ export function commitRun(
         ? emptyChanges() // the stored list, with the same stamps, and nothing its members reach changed
         : sourceChanges(source, members.ids, storedMembers.ids, sameOptions, changed, closure, tx);
     // A stored row stands when the list and its stamps are as stored; a new source gets one, even empty.
-    tx.writeSource(row, stored.has(source.key) && members === storedMembers ? undefined : members, included, dangling);
+    tx.writeSource(
+      { ...source, syncedAt: input.syncedAt },
+      stored.has(source.key) && members === storedMembers ? undefined : members,
+      closure.kept ? undefined : closure.included,
+      uniqueReferences(closure.dangling),
+    );
   }
   const cache = tx.commit(input.head, input.etags);
   return { changeset: { ...changeset, empty: isEmptyChangeset(changeset) }, cache };
@@ -79,14 +75,10 @@ export function commitRun(
  * list one twice), only those that exist now, each with the stamps of its record as stored
  * (those listed as they were stored, with the stamps stored with them).
  */
-function storedAs(
-  listed: Listed,
-  stored: StoredMembers,
-  records: Records,
-): { ids: string[]; updatedAt: string[]; revisions: number[] } {
+function storedAs(listed: Listed, stored: StoredMembers, records: Records): StoredMembers {
   const isNew = (id: string) => listed.changed.has(id) || records.dropped.has(id);
   // Most often the members are those stored, in the same order: only those that changed have other stamps.
-  if (listed.ids.length === stored.ids.length && listed.ids.every((id, i) => id === stored.ids[i])) {
+  if (sameList(listed.ids, stored.ids)) {
     if (listed.changed.size === 0 && records.dropped.size === 0) return stored;
     const out = { ids: stored.ids, updatedAt: stored.updatedAt.slice(), revisions: stored.revisions.slice() };
     records.infos(listed.changed);
@@ -101,7 +93,7 @@ function storedAs(
     }
   }
   const at = new Map(stored.ids.map((id, i) => [id, i]));
-  const out = { ids: [] as string[], updatedAt: [] as string[], revisions: [] as number[] };
+  const out: StoredMembers = { ids: [], updatedAt: [], revisions: [] };
   const seen = new Set<string>();
   records.infos(listed.ids.filter((id) => isNew(id) || !at.has(id)));
   for (const id of listed.ids) {
@@ -131,17 +123,16 @@ function sourceChanges(
   closure: SourceClosure,
   tx: CacheTransaction,
 ): SourceChanges {
-  const changes = emptyChanges();
   const old = new Set(before);
-  const kept = members.filter((id) => old.has(id));
-  changes.added = members.filter((id) => !old.has(id));
   const current = new Set(members);
-  changes.removed = before.filter((id) => !current.has(id));
-  if (!sameOptions) {
-    changes.updated = kept;
-    return changes;
-  }
-  const options = { includes: source.options.includes, embedAssets: source.options.embedAssets !== false };
+  const kept = members.filter((id) => old.has(id));
+  const changes: SourceChanges = {
+    added: members.filter((id) => !old.has(id)),
+    updated: [],
+    removed: before.filter((id) => !current.has(id)),
+  };
+  if (!sameOptions) return { ...changes, updated: kept };
+  const options = includeOptions(source);
   const affected = affectedBy(changed, options, (ids, assetsOnly) => tx.records.referrers(ids, assetsOnly));
   const candidates = kept.filter((id) => affected.has(id));
   if (candidates.length === 0) return changes;

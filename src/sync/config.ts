@@ -16,6 +16,9 @@ import { allowedKeys, nearestKey } from './option-keys.ts';
  * What to sync and how, validated with zod. An error names the option and what is allowed.
  */
 
+/** A name, an API id, a path: any string but an empty one. */
+const nonEmpty = z.string().min(1);
+
 const includeMapSchema: z.ZodType<IncludeMap> = z.lazy(() =>
   z.record(
     z.string().regex(/^[^.]+\.fields\.[^.]+$/, 'expected <contentType|*>.fields.<name>'),
@@ -54,7 +57,7 @@ export const sourceOptionsSchema = z.strictObject({
   /** Embed asset records (default true), so images arrive with their documents. */
   embedAssets: z.boolean().optional(),
   /** A partial-response mask; the loader always adds the meta it needs. */
-  fields: z.string().min(1).optional(),
+  fields: nonEmpty.optional(),
   includeTags: z.array(z.string()).optional(),
   excludeTags: z.array(z.string()).optional(),
   search: z.string().optional(),
@@ -63,7 +66,7 @@ export type SourceOptions = z.infer<typeof sourceOptionsSchema>;
 
 const querySchema = sourceOptionsSchema.extend({
   /** Shorthand for a filter on `*.meta.contentType`. */
-  contentType: z.string().min(1).optional(),
+  contentType: nonEmpty.optional(),
 });
 
 export const syncConfigSchema = z.strictObject({
@@ -93,13 +96,13 @@ export const syncConfigSchema = z.strictObject({
     })
     .min(1, 'expected a Read API key of the repository, not an empty string'),
   /** Collections to sync, by API id, each with its own options. */
-  collections: z.record(z.string().min(1), sourceOptionsSchema).default({}),
+  collections: z.record(nonEmpty, sourceOptionsSchema).default({}),
   /** Aliases to sync: a list of API ids, or API id → options. */
-  aliases: z.union([z.array(z.string().min(1)), z.record(z.string().min(1), sourceOptionsSchema)]).default([]),
+  aliases: z.union([z.array(nonEmpty), z.record(nonEmpty, sourceOptionsSchema)]).default([]),
   /** Extra document queries on `/documents`, by a name of your choice (for example every author). */
-  queries: z.record(z.string().min(1), querySchema).default({}),
+  queries: z.record(nonEmpty, querySchema).default({}),
   /** Where the cache lives. Default: `comfortable` inside the Astro or Vite cache folder. */
-  cacheDir: z.string().min(1).optional(),
+  cacheDir: nonEmpty.optional(),
   /** `incremental` (default) fetches what changed, `fresh` ignores the cache, `offline` reads only the cache. */
   mode: z.enum(['incremental', 'fresh', 'offline']).default('incremental'),
   /**
@@ -120,7 +123,7 @@ export const syncConfigSchema = z.strictObject({
 });
 
 /** The integration's (and the `types` command's) map of content type → the Astro collection that holds it. */
-export const contentTypesSchema = z.record(z.string().min(1), z.string().min(1), {
+export const contentTypesSchema = z.record(nonEmpty, nonEmpty, {
   error: 'expected content type → collection, such as { post: "posts" }',
 });
 
@@ -214,11 +217,7 @@ export function checkOptions<S extends z.ZodType>(
 /** Validates a sync config; throws a ConfigError naming the option. */
 export function parseSyncConfig(input: unknown, prefix = ''): SyncConfig {
   const config = checkOptions(syncConfigSchema, input, { prefix });
-  const sources =
-    Object.keys(config.collections).length +
-    (Array.isArray(config.aliases) ? config.aliases.length : Object.keys(config.aliases).length) +
-    Object.keys(config.queries).length;
-  if (sources === 0)
+  if (sourceSpecs(config).length === 0)
     throw new ConfigError(
       `${prefix}collections`,
       `Invalid option ${prefix}collections: nothing to sync; name at least one collection, alias or query`,
@@ -245,9 +244,7 @@ export interface SyncSource extends SourceSpec {
 }
 
 /** The sources a config names, in its order: collections, aliases, queries. */
-export function sourceSpecs(
-  config: Partial<Pick<SyncConfigInput, 'collections' | 'aliases' | 'queries'>>,
-): SourceSpec[] {
+export function sourceSpecs(config: Pick<SyncConfigInput, 'collections' | 'aliases' | 'queries'>): SourceSpec[] {
   const aliases = Array.isArray(config.aliases)
     ? Object.fromEntries(config.aliases.map((alias) => [alias, {}]))
     : (config.aliases ?? {});

@@ -28,16 +28,15 @@ export class SyncError extends Error {
 }
 
 /**
- * Where the cache of `sync()` and the CLI lives when no folder is configured. The Astro
- * integration keeps its own in Astro's cache folder (`node_modules/.astro/comfortable`), so a
- * CLI sync with another config never drops the sources a site needs.
+ * The cache folder of a config, as an absolute path: its `cacheDir`, else where the cache of
+ * `sync()` and the CLI lives by default. The Astro integration keeps its own in Astro's cache
+ * folder (`node_modules/.astro/comfortable`), so a CLI sync with another config never drops the
+ * sources a site needs.
  */
-export const defaultCacheDir = (root = process.cwd()) => resolve(root, 'node_modules/.cache/comfortable-loader');
+export const cacheDirOf = (config: Pick<SyncConfig, 'cacheDir'>) =>
+  resolve(config.cacheDir ?? 'node_modules/.cache/comfortable-loader');
 
-/** The cache folder of a config: its `cacheDir`, else the default, as an absolute path. */
-export const cacheDirOf = (config: Pick<SyncConfig, 'cacheDir'>) => resolve(config.cacheDir ?? defaultCacheDir());
-
-export const consoleLogger: SyncLogger = {
+const consoleLogger: SyncLogger = {
   info: (message) => console.log(message),
   warn: (message) => console.warn(`warning: ${message}`),
 };

@@ -111,7 +111,10 @@ const wholePageSize = 250;
 
 const listOf = (source: SyncSource): 'documents' | { collection: string } =>
   source.kind === 'collection' ? { collection: source.name } : 'documents';
-const isMasked = (source: SyncSource) => source.options.fields !== undefined;
+export const isMasked = (source: SyncSource) => source.options.fields !== undefined;
+/** The stamps of a listing's records (asked with the mask `listing`). */
+const stampsIn = (page: ListAnswer): Stamp[] =>
+  (page.data as unknown as { meta: Stamp }[]).map((record) => record.meta);
 const chunks = <T>(items: readonly T[], size: number): T[][] =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 
@@ -162,7 +165,7 @@ export class Fetcher {
       fields: listing,
       pageSize: this.#pageSize,
     })) {
-      yield (page.data as unknown as { meta: Stamp }[]).map((record) => record.meta);
+      yield stampsIn(page);
     }
   }
 
@@ -242,7 +245,7 @@ export class Fetcher {
   async stampsOf(ids: string[]): Promise<Stamp[]> {
     const stamps: Stamp[] = [];
     await this.#eachById(ids, { fields: listing }, this.#pageSize, (page) => {
-      for (const record of page.data as unknown as { meta: Stamp }[]) stamps.push(record.meta);
+      stamps.push(...stampsIn(page));
     });
     return stamps;
   }

@@ -7,16 +7,9 @@ import type { SharedSync } from './shared.ts';
 /** The settings of the shared sync's configuration, or undefined when it has none (that error says so itself). */
 export function hintSettings(shared: SharedSync): HintSettings | undefined {
   try {
-    const { baseUrl, repository, cacheDir, apiKey, onError } = shared.config();
+    const config = shared.config();
     // The cacheDir option holds a cache per origin (see cache/origins.ts): a hint names the option.
-    return {
-      baseUrl,
-      repository,
-      cacheDir: cacheDir && cacheRootOf(cacheDir),
-      apiKey,
-      onError,
-      snapshot: shared.snapshot,
-    };
+    return { ...config, cacheDir: config.cacheDir && cacheRootOf(config.cacheDir), snapshot: shared.snapshot };
   } catch {
     return undefined;
   }

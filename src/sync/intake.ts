@@ -53,26 +53,22 @@ export class Intake {
   /** Takes in every record of a page; `masked` when the source has a fields mask. Returns the ids of its data. */
   acceptPage(page: AnsweredPage, masked: boolean): string[] {
     // What the page names is looked up at once, not record by record.
+    const included = Object.values(page.includes ?? {}).flat();
     if (!this.#records.startedEmpty) {
-      const named = [...page.data, ...Object.values(page.includes ?? {}).flat()];
-      this.#records.infos([
-        ...named.map((record) => record.meta.id),
-        ...named.flatMap((record) => embeddedIn(record, this.#locales).map((child) => child.meta.id)),
-      ]);
+      const named = [...page.data, ...included].flatMap((record) => [record, ...embeddedIn(record, this.#locales)]);
+      this.#records.infos(named.map((record) => record.meta.id));
     }
     for (const record of page.data) this.accept(record, masked);
-    for (const group of Object.values(page.includes ?? {})) {
-      for (const record of group) {
-        // An included record with the stamps of the stored (whole) version is that version: it is
-        // checked, and only what it embeds with other stamps than the stored ones is taken in.
-        if (this.#sameStamps(record)) {
-          this.checked.add(record.meta.id);
-          for (const child of embeddedIn(record, this.#locales)) {
-            if (this.#sameStamps(child)) this.checked.add(child.meta.id);
-            else this.accept(child, false);
-          }
-        } else this.accept(record, masked);
-      }
+    for (const record of included) {
+      // An included record with the stamps of the stored (whole) version is that version: it is
+      // checked, and only what it embeds with other stamps than the stored ones is taken in.
+      if (this.#sameStamps(record)) {
+        this.checked.add(record.meta.id);
+        for (const child of embeddedIn(record, this.#locales)) {
+          if (this.#sameStamps(child)) this.checked.add(child.meta.id);
+          else this.accept(child, false);
+        }
+      } else this.accept(record, masked);
     }
     return page.data.map((record) => record.meta.id);
   }

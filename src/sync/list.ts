@@ -37,20 +37,20 @@ export interface ListContext {
 export async function listSource(plan: SourcePlan, context: ListContext): Promise<Listed> {
   const { source } = plan;
   const { fetcher, intake } = context;
-  if (plan.how !== 'incremental') await context.localesKnown;
-  if (plan.how === 'alias') {
-    const ids = await fetcher.alias(source);
-    return { ids, changed: new Set(ids) };
-  }
-  if (plan.how === 'full') {
-    let told = -1; // the tenths of the source told so far
-    const ids = await fetcher.full(source, (done, total) => {
-      // A source of more than a page tells its first page, then each tenth, not every page.
-      const tenths = Math.floor((done * 10) / total);
-      if ((done === total && told === -1) || tenths === told) return;
-      told = tenths;
-      context.progress(`${source.key}: ${done.toLocaleString('en')} of ${total.toLocaleString('en')} documents`);
-    });
+  if (plan.how !== 'incremental') {
+    // An alias, or a full source: every member is taken in anew.
+    await context.localesKnown;
+    let told = -1; // the tenths of a full source told so far
+    const ids =
+      plan.how === 'alias'
+        ? await fetcher.alias(source)
+        : await fetcher.full(source, (done, total) => {
+            // A source of more than a page tells its first page, then each tenth, not every page.
+            const tenths = Math.floor((done * 10) / total);
+            if ((done === total && told === -1) || tenths === told) return;
+            told = tenths;
+            context.progress(`${source.key}: ${done.toLocaleString('en')} of ${total.toLocaleString('en')} documents`);
+          });
     return { ids, changed: new Set(ids) };
   }
   const pages = fetcher.stamps(source);

@@ -6,6 +6,7 @@ import type { z } from 'zod';
  * integration, a loader, its request options, the Vite plugin).
  */
 
+/** What a zod schema says of itself (its `def`), as far as the code reading it here and in entries/typescript.ts needs. */
 type Def = {
   type: string;
   shape?: Record<string, z.ZodType>;
@@ -15,9 +16,10 @@ type Def = {
   getter?: () => z.ZodType;
   in?: z.ZodType;
   element?: z.ZodType;
+  values?: unknown[];
 };
 
-const defOf = (schema: z.ZodType) => (schema as unknown as { def: Def }).def;
+export const defOf = (schema: z.ZodType) => (schema as unknown as { def: Def }).def;
 
 /** The object schemas a value at `path` may match (several under a union). */
 function objectsAt(schema: z.ZodType, path: readonly PropertyKey[]): Def[] {

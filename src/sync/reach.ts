@@ -2,6 +2,7 @@ import type { DanglingReference, Node } from '../cache/index.ts';
 import type { Reference } from '../model/records.ts';
 import type { IncludeMap } from '../api/query.ts';
 import { ownName } from '../model/sections.ts';
+import type { SyncSource } from './config.ts';
 
 /**
  * What a source's includes reach (spec §6), worked out from the stored references, so an
@@ -14,6 +15,12 @@ export interface IncludeOptions {
   includes: number | IncludeMap | undefined;
   embedAssets: boolean;
 }
+
+/** The include options of a source (its assets are embedded unless `embedAssets: false`). */
+export const includeOptions = ({ options }: SyncSource): IncludeOptions => ({
+  includes: options.includes,
+  embedAssets: options.embedAssets !== false,
+});
 
 export interface Reach {
   /** Every existing record reached, members included, with its node. */

@@ -1,7 +1,7 @@
 import packageJson from '../../package.json' with { type: 'json' };
 import { createClient, type ReadApiClient } from '../api/client.ts';
 import type { EtagStore } from '../api/transport.ts';
-import type { CacheHead, CacheTransaction, Etags } from '../cache/index.ts';
+import type { CacheHead, CacheReader, CacheTransaction, DanglingReference, Etags } from '../cache/index.ts';
 import { checkAhead, completeClosures } from './closures.ts';
 import { commitRun } from './commit.ts';
 import { configSources, type SyncConfig } from './config.ts';
@@ -12,7 +12,6 @@ import { type Listed, listSource } from './list.ts';
 import { guessedLocalesWarning, guessLocales, type Locales, repositoryLocales } from '../model/locales.ts';
 import { planSources } from './plan.ts';
 import type { Changeset } from './changeset.ts';
-import type { CacheReader, DanglingReference } from '../cache/index.ts';
 
 /**
  * One sync inside its cache transaction, phase after phase: plan → list (and fetch) →
@@ -80,7 +79,7 @@ class CachedEtags implements EtagStore {
   get(key: string) {
     return this.entries[key] ?? (key.includes(stampsMask) ? this.#listings?.get(key) : undefined);
   }
-  set(key: string, entry: { etag: string; body: string }) {
+  set(key: string, entry: Etags[string]) {
     if (/\/alias\/|\/assets\/|^GET [^?]*\/v1\/[^/?]+(\?|$)/.test(key)) this.entries[key] = entry;
     else if (key.includes(stampsMask)) this.#listings?.set(key, entry);
   }
@@ -110,10 +109,10 @@ export async function run(
     tx.clear();
     head = undefined;
   }
-  if (config.mode === 'fresh') tx.records.clear(); // its changeset still compares with the last committed content
-  const stats = { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 };
   // A fresh sync asks every answer again, whatever it answered before.
   const fresh = config.mode === 'fresh';
+  if (fresh) tx.records.clear(); // its changeset still compares with the last committed content
+  const stats = { requests: 0, notModified: 0, bytes: 0, ms: 0, written: 0 };
   const etags = new CachedEtags(head && !fresh ? tx.etags() : {}, fresh ? undefined : hints.listingEtags);
   const client: ReadApiClient = createClient({
     baseUrl: config.baseUrl,
@@ -135,7 +134,7 @@ export async function run(
   const syncedAt = new Date().toISOString();
   const sources = configSources(config);
   const stored = tx.sources();
-  const plans = planSources(sources, stored, config.mode === 'fresh');
+  const plans = planSources(sources, stored, fresh);
   let locales: Locales | undefined;
   // The repository's locales are what records are normalised with: what fetches records waits for them.
   const localesKnown = client.repository().then((info) => {
@@ -175,10 +174,10 @@ export async function run(
   // A webhook may name records whose stamps did not move (a snapshot edited by hand), or an asset
   // no document fetched in this run embeds: fetch them anyway (assets one by one, as the API has it).
   const hinted = [...refetch].filter((id) => tx.records.info(id) && !intake.taken.has(id));
-  const isAsset = (id: string) => tx.records.info(id)?.contentType === '_asset';
-  if (hinted.some((id) => !isAsset(id))) await fetcher.byIds(hinted.filter((id) => !isAsset(id)));
+  const documents = hinted.filter((id) => !tx.records.isAsset(id));
+  if (documents.length > 0) await fetcher.byIds(documents);
   // (An asset a refetched document embeds came with it.)
-  await fetcher.assets(hinted.filter((id) => isAsset(id) && !intake.taken.has(id)));
+  await fetcher.assets(hinted.filter((id) => tx.records.isAsset(id) && !intake.taken.has(id)));
 
   const closures = await completeClosures(sources, members, {
     records: tx.records,
@@ -187,7 +186,7 @@ export async function run(
     assetMask: assetStampsMask(model, (locales ?? head?.locales)?.locales.map((locale) => locale.key) ?? []),
     ahead: await ahead,
     stored: (source) => {
-      if (stored.get(source.key)?.fingerprint !== source.fingerprint || config.mode === 'fresh') return undefined;
+      if (stored.get(source.key)?.fingerprint !== source.fingerprint || fresh) return undefined;
       return {
         members: tx.members(source.key).ids,
         included: tx.included(source.key),

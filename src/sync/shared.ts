@@ -1,6 +1,6 @@
 import { MemoryEtagStore } from '../api/transport.ts';
 import { CacheError } from '../cache/index.ts';
-import type { Changeset } from './changeset.ts';
+import { type Changeset, noChanges } from './changeset.ts';
 import {
   parseSyncConfig,
   type SourceKind,
@@ -22,8 +22,8 @@ import { sync, type SyncHints, type SyncLogger, type SyncResult } from './engine
  * what is served follow it: no sync changes the cache unseen.
  */
 
-export type SharedConfig = Omit<SyncConfigInput, 'collections' | 'aliases' | 'queries'> &
-  Partial<Pick<SyncConfigInput, 'collections' | 'aliases' | 'queries'>>;
+/** The shared sync's options: a sync config, whose sources may all come from the loaders (each is optional). */
+export type SharedConfig = SyncConfigInput;
 
 interface Round {
   promise: Promise<SyncResult>;
@@ -248,6 +248,6 @@ export function changedIds(payload: unknown): string[] {
 /** Names the loaders whose sources a changeset touched. */
 export function changedSources(changeset: Changeset): string[] {
   return Object.entries(changeset.sources)
-    .filter(([, c]) => c.added.length + c.updated.length + c.removed.length > 0)
+    .filter(([, c]) => !noChanges(c))
     .map(([source]) => source);
 }

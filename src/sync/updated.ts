@@ -84,9 +84,9 @@ export function updatedMembers(
     });
   };
   const { includes } = options;
-  const updated = new Set<string>();
-  for (const id of candidates) {
-    if (typeof includes === 'object' ? alongMap(id, includes) : atLevel(id, includes ?? 0)) updated.add(id);
-  }
-  return updated;
+  return new Set(
+    [...candidates].filter((id) =>
+      typeof includes === 'object' ? alongMap(id, includes) : atLevel(id, includes ?? 0),
+    ),
+  );
 }
