@@ -85,15 +85,6 @@ export const maskedListAnswerSchema = listAnswerSchema.extend({
   includes: z.record(z.string(), z.array(maskedRecordSchema)).optional(),
 });
 
-export const fileSchema = z.looseObject({
-  url: z.string(),
-  fileName: z.string().optional(),
-  mimeType: z.string().optional(),
-  size: z.number().optional(),
-  width: z.number().optional(),
-  height: z.number().optional(),
-});
-
 /**
  * An asset: `title`, `description` and `file` in its fields, kept in the order the server sent (a declared shape would
  * reorder them).
