@@ -6,6 +6,7 @@ import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-
 import {
   compare,
   type Comparable,
+  invalidValue,
   isEmptyValue,
   type Kind,
   kindOf,
@@ -245,7 +246,7 @@ function readList(given: unknown, kind: Kind, what: string): Comparable[] {
   if (list.length > maxListValues)
     throw badRequest(`Too many values for ${what}: ${list.length}, at most ${maxListValues}; split the request`);
   if (list.length === 0 || list.some((v) => v === null || typeof v === 'object')) {
-    throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a list, such as ["a","b"] or a,b`);
+    throw invalidValue(given, what, 'a list, such as ["a","b"] or a,b');
   }
   return list.map((v) => readGiven(typeof v === 'string' && kind !== 'text' ? v.trim() : v, kind, what));
 }
@@ -312,7 +313,7 @@ function makeTest(
     case 'like':
     case 'notLike': {
       if (typeof given !== 'string' && typeof given !== 'number')
-        throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a pattern such as abc%`);
+        throw invalidValue(given, what, 'a pattern such as abc%');
       const matches = compileLike(String(given));
       // The texts of the view last asked for, held here: the test runs once per document.
       let textsView: LocaleView | undefined;

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { isObject } from '../wire/schemas.ts';
 import { badRequest, quote } from './errors.ts';
 import { compileFilters, type Predicate } from './filters.ts';
 import { type IncludePlan, parseIncludes } from './includes.ts';
@@ -48,9 +49,8 @@ type OptionName = (typeof listOnly)[number] | (typeof everywhere)[number];
 export function mergeOptionSources(brackets: QueryTree, body: unknown): Map<OptionName, unknown> {
   const sources: Record<string, unknown>[] = [];
   if (body !== undefined) {
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw badRequest('The request body must be a JSON object of options');
-    sources.push(body as Record<string, unknown>);
+    if (!isObject(body)) throw badRequest('The request body must be a JSON object of options');
+    sources.push(body);
   }
   const query = brackets.query;
   if (query !== undefined) {
@@ -62,9 +62,8 @@ export function mergeOptionSources(brackets: QueryTree, body: unknown): Map<Opti
     } catch (error) {
       throw badRequest(`Invalid query: not valid JSON (${(error as Error).message})`);
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-      throw badRequest('Invalid query: expected a JSON object of options');
-    sources.push(parsed as Record<string, unknown>);
+    if (!isObject(parsed)) throw badRequest('Invalid query: expected a JSON object of options');
+    sources.push(parsed);
   }
   sources.push(brackets);
   const merged = new Map<OptionName, unknown>();

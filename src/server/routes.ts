@@ -23,12 +23,10 @@ export interface ApiResponse {
 }
 
 type Route =
-  | { kind: 'repository' }
-  | { kind: 'documents' }
-  | { kind: 'document'; id: string }
+  | { kind: 'repository' | 'documents' }
+  | { kind: 'document' | 'asset'; id: string }
   | { kind: 'alias'; name: string }
-  | { kind: 'collection'; name: string }
-  | { kind: 'asset'; id: string };
+  | { kind: 'collection'; name: string };
 
 const listKinds = new Set(['documents', 'collection']);
 

@@ -1,4 +1,4 @@
-import { badRequest, quote } from './errors.ts';
+import { type ApiError, badRequest, quote } from './errors.ts';
 import { type FieldType, isoDatePattern } from '../wire/snapshot-format.ts';
 
 /**
@@ -92,10 +92,14 @@ export interface ValueSource {
 // followed by a letter quadratic to refuse).
 const numberLike = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
+/** The 400 for a value a request gives that is not what `what` (a filter, say) expects. */
+export const invalidValue = (given: unknown, what: string, expected: string): ApiError =>
+  badRequest(`Invalid value ${quote(given)} for ${what}: expected ${expected}`);
+
 /** Reads a value a request gives as the field's kind; throws a 400 naming `what` when it cannot. */
 export function readGiven(given: unknown, kind: Kind, what: string): Comparable {
   const fail = (): never => {
-    throw badRequest(`Invalid value ${quote(given)} for ${what}: expected ${describeKind(kind)}`);
+    throw invalidValue(given, what, describeKind(kind));
   };
   switch (kind) {
     case 'text':
