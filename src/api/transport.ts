@@ -46,28 +46,28 @@ export interface Timeouts {
 
 export const defaultTimeouts: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 };
 
+/** An answer kept for a conditional GET: its ETag and its text. */
+type EtagEntry = { etag: string; body: string };
+
 /** Remembers answers by request, for conditional GETs. */
 export interface EtagStore {
-  get(key: string): { etag: string; body: string } | undefined;
-  set(key: string, entry: { etag: string; body: string }): void;
+  get(key: string): EtagEntry | undefined;
+  set(key: string, entry: EtagEntry): void;
 }
 
 /** An in-memory store of the most recent answers. */
 export class MemoryEtagStore implements EtagStore {
-  readonly #entries = new Map<string, { etag: string; body: string }>();
+  readonly #entries = new Map<string, EtagEntry>();
   readonly #max: number;
   constructor(max = 256) {
     this.#max = max;
   }
   get(key: string) {
     const entry = this.#entries.get(key);
-    if (entry) {
-      this.#entries.delete(key);
-      this.#entries.set(key, entry);
-    }
+    if (entry) this.set(key, entry); // now the most recent
     return entry;
   }
-  set(key: string, entry: { etag: string; body: string }) {
+  set(key: string, entry: EtagEntry) {
     this.#entries.delete(key);
     this.#entries.set(key, entry);
     if (this.#entries.size > this.#max) this.#entries.delete(this.#entries.keys().next().value!);
@@ -161,7 +161,7 @@ export class Transport {
   readonly #basePath: string;
   readonly #apiKey: string;
   readonly #keyInUrl: boolean;
-  readonly #shared: { limit: LimitFunction; pool: Pool };
+  readonly #shared: ReturnType<typeof sharedFor>;
   readonly #timeouts: Timeouts;
   readonly #retry: RetryPolicy;
   readonly #etags: EtagStore | undefined;
