@@ -86,11 +86,11 @@ export class PreparedRecord {
     this.#repository = repository;
     this.index = index;
     this.raw = raw;
-    this.id = raw.meta.id;
-    this.idBig = BigInt(raw.meta.id);
-    this.contentType = raw.meta.contentType;
-    this.type = type;
     const { id, contentType, revision, tags, createdAt, updatedAt } = raw.meta;
+    this.id = id;
+    this.idBig = BigInt(id);
+    this.contentType = contentType;
+    this.type = type;
     this.meta = { id, contentType, repository: repository.info.id, revision, tags, createdAt, updatedAt };
     this.createdAt = Date.parse(createdAt);
     this.updatedAt = Date.parse(updatedAt);

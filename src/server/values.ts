@@ -11,17 +11,15 @@ export type Comparable = string | number | bigint | readonly [number, number];
 /** A normalised value: a comparable, an array of them (multiple select, tags), or `undefined` when missing. */
 export type Normalized = Comparable | readonly Comparable[] | undefined;
 
-export const metaNames = ['id', 'contentType', 'revision', 'tags', 'createdAt', 'updatedAt'] as const;
-export type MetaName = (typeof metaNames)[number];
-
-const metaKinds: Record<MetaName, Kind> = {
+const metaKinds = {
   id: 'bigint',
   contentType: 'text',
   revision: 'bigint', // an integer (spec §4): a filter value such as 1.5 is a 400
   tags: 'text',
   createdAt: 'date',
   updatedAt: 'date',
-};
+} satisfies Record<string, Kind>;
+export type MetaName = keyof typeof metaKinds;
 
 export function kindOf(type: FieldType): Kind | undefined {
   switch (type) {
