@@ -58,11 +58,12 @@ export const includesSchema = z.record(z.string(), z.array(recordSchema));
 
 export const documentAnswerSchema = recordSchema.extend({ includes: includesSchema.optional() });
 
+const wholeNumber = z.number().int().nonnegative();
 export const listMetaSchema = z.looseObject({
-  count: z.number().int().nonnegative(),
-  limit: z.number().int().nonnegative(),
-  offset: z.number().int().nonnegative(),
-  total: z.number().int().nonnegative(),
+  count: wholeNumber,
+  limit: wholeNumber,
+  offset: wholeNumber,
+  total: wholeNumber,
 });
 
 export const listAnswerSchema = z.looseObject({
@@ -77,12 +78,11 @@ export const maskedRecordSchema = z.looseObject({
   fields: z.record(z.string(), z.unknown()).optional(),
   meta: metaSchema.partial().optional(),
 });
-export const maskedDocumentAnswerSchema = maskedRecordSchema.extend({
-  includes: z.record(z.string(), z.array(maskedRecordSchema)).optional(),
-});
+const maskedIncludes = z.record(z.string(), z.array(maskedRecordSchema)).optional();
+export const maskedDocumentAnswerSchema = maskedRecordSchema.extend({ includes: maskedIncludes });
 export const maskedListAnswerSchema = listAnswerSchema.extend({
   data: z.array(maskedRecordSchema),
-  includes: z.record(z.string(), z.array(maskedRecordSchema)).optional(),
+  includes: maskedIncludes,
 });
 
 /**
