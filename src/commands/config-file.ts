@@ -16,12 +16,7 @@ export const configNames = [
  * What a config file holds: the sync config, and for `types` the integration's `contentTypes` and
  * the Markdown fields of each content type (`markdown`), when it names them.
  */
-export interface ConfigFile {
-  file: string;
-  config: unknown;
-  contentTypes?: Record<string, string>;
-  markdown?: Record<string, string[]>;
-}
+export type ConfigFile = { file: string; config: unknown } & z.infer<typeof forTypesSchema>;
 
 /**
  * Loads a sync config file: JSON, or a module whose default export (or `sync` export) is the
