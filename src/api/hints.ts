@@ -41,7 +41,7 @@ export interface HintSettings {
  * code, not class: in Astro the integration (loaded with astro.config) runs the sync, and the
  * loaders (loaded with content.config) catch its errors, each with its own copy of the modules.
  */
-export type HintedCode =
+type HintedCode =
   | ReadApiErrorCode
   | 'cache_unwritable'
   | 'cache_full'
@@ -51,7 +51,7 @@ export type HintedCode =
   | 'config';
 
 /** What a hint reads of an error: its code, its URL (for a 404) and its attempts. */
-export interface HintedError {
+interface HintedError {
   code?: string | undefined;
   url?: string | undefined;
   attempts?: number | undefined;

@@ -44,7 +44,7 @@ export interface Timeouts {
   bodyMs: number;
 }
 
-export const defaultTimeouts: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 };
+const defaultTimeouts: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 };
 
 /** An answer kept for a conditional GET: its ETag and its text. */
 type EtagEntry = { etag: string; body: string };
@@ -102,7 +102,7 @@ export interface TransportOptions {
   onResponse?: (event: ResponseEvent) => void;
 }
 
-export interface HttpRequest<T> {
+interface HttpRequest<T> {
   method: 'GET' | 'POST';
   /** Path after the base URL, starting with `/`. */
   path: string;

@@ -111,7 +111,7 @@ async function cachedContent(config: SyncConfig & { cacheDir: string }, logger: 
 }
 
 /** The source of one content type's schema file. */
-export function schemaFile(
+function schemaFile(
   cache: CacheReader,
   contentType: string,
   options: {

@@ -26,7 +26,7 @@ const commands = {
   },
 } as const;
 
-export type CommandName = keyof typeof commands;
+type CommandName = keyof typeof commands;
 
 const exitCodes =
   'Exit codes: 0 done, 1 failed, 2 bad usage or config. See docs/sync.md, docs/server.md and docs/pull.md.';

@@ -43,7 +43,7 @@ export interface FileOutcome {
 }
 
 /** The relative path a file URL is kept under, or undefined when its path cannot be one. */
-export function localPath(url: string, serverOrigin: string, repository: string): string | undefined {
+function localPath(url: string, serverOrigin: string, repository: string): string | undefined {
   let parsed: URL;
   try {
     parsed = new URL(url);

@@ -28,7 +28,7 @@ import { PullError, aliasTargets, memberLists, referencedAssets, unchangedWhileP
  * when nothing changed.
  */
 
-export interface PullOptions {
+interface PullOptions {
   /** The connection and the collections and aliases to copy (the sync config). */
   config: Pick<
     SyncConfig,

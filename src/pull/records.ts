@@ -16,7 +16,7 @@ function timestamp(value: string | undefined, fallback: string): string {
   return Number.isNaN(parsed) ? fallback : new Date(parsed).toISOString();
 }
 
-export function snapshotMeta(meta: ApiRecord['meta']): SnapshotRecord['meta'] {
+function snapshotMeta(meta: ApiRecord['meta']): SnapshotRecord['meta'] {
   const createdAt = timestamp(meta.createdAt, new Date(0).toISOString());
   return {
     id: meta.id,

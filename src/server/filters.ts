@@ -27,8 +27,8 @@ const operatorSet = new Set<string>(filterOperators);
  * Bounds on what one request may ask, so that no request holds the server up for the others
  * (spec §9): the values of one `in` or `notIn` list, and the conditions of all filters.
  */
-export const maxListValues = 10_000;
-export const maxConditions = 1_000;
+const maxListValues = 10_000;
+const maxConditions = 1_000;
 
 /**
  * A compiled filter. One that can only match documents of given ids (`*.meta.id` `in` or
@@ -40,11 +40,11 @@ export type Predicate = ((record: PreparedRecord, locale: LocaleView) => boolean
 };
 
 /** A parsed filter path `<contentType|*>.<fields|meta>.<name>`. */
-export interface FilterPath extends ValueSource {
+interface FilterPath extends ValueSource {
   contentType: string; // '*' for any
 }
 
-export function parseFilterPath(path: string, option = 'filters'): FilterPath {
+function parseFilterPath(path: string, option = 'filters'): FilterPath {
   const parts = path.split('.');
   if (parts.length !== 3 || parts.some((p) => p === '') || (parts[1] !== 'fields' && parts[1] !== 'meta')) {
     // A field inside a section is named by its own API id: `*.fields.title`, not `*.fields.seo.title`.

@@ -29,14 +29,14 @@ export interface RequestOptions {
   selectionKey?: string;
 }
 
-export const defaultLimit = 25;
-export const maxLimit = 1000;
+const defaultLimit = 25;
+const maxLimit = 1000;
 /**
  * Every search term and every tag is looked for in every document: bounds far beyond any real
  * use keep one request from holding the server up for the others (spec §9).
  */
-export const maxSearchTerms = 100;
-export const maxTags = 1_000;
+const maxSearchTerms = 100;
+const maxTags = 1_000;
 
 const listOnly = ['limit', 'offset', 'filters', 'includeTags', 'excludeTags', 'sorting', 'search'] as const;
 const everywhere = ['locale', 'includes', 'embedAssets', 'fields'] as const;
@@ -110,7 +110,7 @@ function searchTerms(search: string): string[] {
   return [...terms];
 }
 
-export function readLocale(repository: PreparedRepository, value: unknown): LocaleView {
+function readLocale(repository: PreparedRepository, value: unknown): LocaleView {
   if (value === 'all' || (typeof value === 'string' && repository.chains.has(value))) return value;
   const keys = [...repository.chains.keys()].join(', ');
   throw badRequest(`Unknown locale ${quote(value)}: this repository has ${keys} (or use all)`);

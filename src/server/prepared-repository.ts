@@ -20,7 +20,7 @@ import type { Normalized, ValueSource } from './values.ts';
 
 export type LocaleView = string; // a locale key, or 'all'
 
-export interface TypeInfo {
+interface TypeInfo {
   definition: ContentTypeDefinition;
   /** Every field by its own API id, those inside sections included (filters, sorting and includes name them so). */
   fields: Map<string, FieldDefinition>;

@@ -24,7 +24,7 @@ export const filterOperators = [
 export type FilterOperator = (typeof filterOperators)[number];
 
 /** A reference as the Read API answers it; an embedded record (`embedAssets`) carries its `fields` too. */
-export const apiReferenceSchema = z.looseObject({
+const apiReferenceSchema = z.looseObject({
   meta: z.looseObject({ id: z.string(), contentType: z.string() }),
 });
 
@@ -37,7 +37,7 @@ export function isApiReference(value: unknown): value is ApiReference {
   return isObject(meta) && typeof meta.id === 'string' && typeof meta.contentType === 'string';
 }
 
-export const metaSchema = z.looseObject({
+const metaSchema = z.looseObject({
   id: z.string(),
   contentType: z.string(),
   repository: z.string().optional(),
@@ -54,12 +54,12 @@ export const recordSchema = z.looseObject({
 });
 
 /** Included records, grouped by the name of the field that references them. */
-export const includesSchema = z.record(z.string(), z.array(recordSchema));
+const includesSchema = z.record(z.string(), z.array(recordSchema));
 
 export const documentAnswerSchema = recordSchema.extend({ includes: includesSchema.optional() });
 
 const wholeNumber = z.number().int().nonnegative();
-export const listMetaSchema = z.looseObject({
+const listMetaSchema = z.looseObject({
   count: wholeNumber,
   limit: wholeNumber,
   offset: wholeNumber,
@@ -74,7 +74,7 @@ export const listAnswerSchema = z.looseObject({
 });
 
 /** With a `fields` mask, records carry only what the mask keeps. */
-export const maskedRecordSchema = z.looseObject({
+const maskedRecordSchema = z.looseObject({
   fields: z.record(z.string(), z.unknown()).optional(),
   meta: metaSchema.partial().optional(),
 });
@@ -91,7 +91,7 @@ export const maskedListAnswerSchema = listAnswerSchema.extend({
  */
 export const assetAnswerSchema = recordSchema;
 
-export const localeSchema = z.looseObject({ key: z.string(), fallback: z.string().optional() });
+const localeSchema = z.looseObject({ key: z.string(), fallback: z.string().optional() });
 
 /** The repository endpoint; the real service documents only `meta.apiId`. */
 export const repositoryAnswerSchema = z.looseObject({
@@ -111,7 +111,7 @@ export const errorAnswerSchema = z.looseObject({
   error: z.looseObject({ code: z.string().optional(), message: z.string().optional() }).optional(),
 });
 
-export type ApiReference = z.infer<typeof apiReferenceSchema>;
+type ApiReference = z.infer<typeof apiReferenceSchema>;
 export type ApiRecord = z.infer<typeof recordSchema>;
 export type DocumentAnswer = z.infer<typeof documentAnswerSchema>;
 export type ListAnswer = z.infer<typeof listAnswerSchema>;

@@ -168,7 +168,7 @@ const valueSchemas: Record<FieldType, z.ZodType> = {
  * Where a content type's fields stand in a document: a field at the top of `fields`, or a
  * section (its API id) holding its fields, each in the order it first appears in the definition.
  */
-export type Slot = { field: FieldDefinition; section?: undefined } | { section: string; fields: FieldDefinition[] };
+type Slot = { field: FieldDefinition; section?: undefined } | { section: string; fields: FieldDefinition[] };
 
 export function slotsOf(type: ContentTypeDefinition): Slot[] {
   const slots: Slot[] = [];
