@@ -127,7 +127,7 @@ const sharedByOrigin = new Map<string, Shared>();
  * client), and connections, among clients of the same connect timeout. Were they pooled with
  * another, the pool's timeout, the first client's, would end their connects too.
  */
-function sharedFor(origin: string, concurrency: number, connectMs: number): { limit: LimitFunction; pool: Pool } {
+function sharedFor(origin: string, concurrency: number, connectMs: number) {
   let shared = sharedByOrigin.get(origin);
   if (!shared) sharedByOrigin.set(origin, (shared = { limit: pLimit(concurrency), pools: new Map() }));
   let pool = shared.pools.get(connectMs);

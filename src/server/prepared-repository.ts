@@ -162,15 +162,14 @@ export class PreparedRecord {
     let text = this.#search.get(locale);
     if (text !== undefined) return text;
     const parts: string[] = [];
-    const add = (field: FieldDefinition, value: unknown): void => {
-      if (value === null || value === undefined) return;
-      if (field.type === 'text' || field.type === 'markdown') parts.push(String(value));
-      else if (field.type === 'richtext') parts.push(String((value as { plain: string }).plain));
-      else if (field.type === 'select') parts.push(...(Array.isArray(value) ? value.map(String) : [String(value)]));
-    };
     const view = this.fields(locale);
     for (const field of this.type.definition.fields) {
-      for (const value of valuesIn(field, valueIn(view, field), locale)) add(field, value);
+      for (const value of valuesIn(field, valueIn(view, field), locale)) {
+        if (value === null || value === undefined) continue;
+        if (field.type === 'text' || field.type === 'markdown') parts.push(String(value));
+        else if (field.type === 'richtext') parts.push(String((value as { plain: string }).plain));
+        else if (field.type === 'select') parts.push(...(Array.isArray(value) ? value.map(String) : [String(value)]));
+      }
     }
     text = parts.join('\u0000').toLowerCase();
     this.#search.set(locale, text);

@@ -59,16 +59,14 @@ const includesSchema = z.record(z.string(), z.array(recordSchema));
 export const documentAnswerSchema = recordSchema.extend({ includes: includesSchema.optional() });
 
 const wholeNumber = z.number().int().nonnegative();
-const listMetaSchema = z.looseObject({
-  count: wholeNumber,
-  limit: wholeNumber,
-  offset: wholeNumber,
-  total: wholeNumber,
-});
-
 export const listAnswerSchema = z.looseObject({
   status: z.number().optional(),
-  meta: listMetaSchema,
+  meta: z.looseObject({
+    count: wholeNumber,
+    limit: wholeNumber,
+    offset: wholeNumber,
+    total: wholeNumber,
+  }),
   data: z.array(recordSchema),
   includes: includesSchema.optional(),
 });
@@ -91,8 +89,6 @@ export const maskedListAnswerSchema = listAnswerSchema.extend({
  */
 export const assetAnswerSchema = recordSchema;
 
-const localeSchema = z.looseObject({ key: z.string(), fallback: z.string().optional() });
-
 /** The repository endpoint; the real service documents only `meta.apiId`. */
 export const repositoryAnswerSchema = z.looseObject({
   status: z.number().optional(),
@@ -101,7 +97,7 @@ export const repositoryAnswerSchema = z.looseObject({
     id: z.string().optional(),
     name: z.string().optional(),
     defaultLocale: z.string().optional(),
-    locales: z.array(localeSchema).optional(),
+    locales: z.array(z.looseObject({ key: z.string(), fallback: z.string().optional() })).optional(),
   }),
 });
 
