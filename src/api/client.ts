@@ -76,7 +76,7 @@ export const defaultBaseUrl = 'https://api.cmft.io/v1';
 /** The largest page the Read API answers. */
 export const maxPageSize = 1000;
 /** URLs longer than this go to the list endpoints as a POST with a JSON body. */
-export const defaultMaxUrlLength = 8192;
+const defaultMaxUrlLength = 8192;
 
 export interface ClientOptions extends Omit<TransportOptions, 'baseUrl'> {
   /** The repository's API id (the `<repoName>` of every path). */

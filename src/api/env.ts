@@ -9,7 +9,7 @@ import { parseEnv } from 'node:util';
  */
 
 /** The variables the Astro integration, the Vite plugin and the CLI read, and the options they fill. */
-export const envOptions = {
+const envOptions = {
   CMFT_BASE_URL: 'baseUrl',
   CMFT_REPOSITORY: 'repository',
   CMFT_API_KEY: 'apiKey',

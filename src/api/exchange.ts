@@ -7,7 +7,7 @@ import { type Dispatcher, errors } from 'undici';
  * timeout of 300 ms would fire after up to 1.3 s; these fire when they are due.
  */
 
-export interface ExchangeLimits {
+interface ExchangeLimits {
   /** From dispatch until a connection is ready to carry the request. */
   connectMs: number;
   /** From the request's start on a connection until the answer's headers arrive. */

@@ -41,7 +41,7 @@ export interface HintSettings {
  * code, not class: in Astro the integration (loaded with astro.config) runs the sync, and the
  * loaders (loaded with content.config) catch its errors, each with its own copy of the modules.
  */
-export type HintedCode =
+type HintedCode =
   | ReadApiErrorCode
   | 'cache_unwritable'
   | 'cache_full'
@@ -51,7 +51,7 @@ export type HintedCode =
   | 'config';
 
 /** What a hint reads of an error: its code, its URL (for a 404) and its attempts. */
-export interface HintedError {
+interface HintedError {
   code?: string | undefined;
   url?: string | undefined;
   attempts?: number | undefined;
@@ -60,7 +60,6 @@ export interface HintedError {
 type Hint = (error: HintedError, settings: HintSettings, site: OptionsSite) => string | undefined;
 
 const unreachable: Hint = ({ code }, { baseUrl, onError, snapshot }, site) => {
-  if (site.kind === 'client') return undefined;
   if (site.kind === 'live') {
     // Said to a user offline on a copy: live collections run where the site is served, and ask the CMS.
     const copy = snapshot
@@ -94,7 +93,6 @@ const folder = ({ cacheDir }: HintSettings, site: OptionsSite) =>
 
 const hints: Record<HintedCode, Hint> = {
   authentication: (_, { baseUrl, repository }, site) => {
-    if (site.kind === 'client') return 'Check the API key: it must be a Read API key of this repository.';
     const said = site.kind === 'sync' ? `The Read API at ${baseUrl} refused the API key. ` : '';
     const variable = site.kind === 'sync' ? 'by default' : 'in the examples';
     return (
@@ -105,9 +103,8 @@ const hints: Record<HintedCode, Hint> = {
   network: unreachable,
   timeout: unreachable,
   not_found: notFound,
-  server: ({ attempts = 1 }, { baseUrl, onError }, site) => {
+  server: (_, { baseUrl, onError }, site) => {
     const through = `The Read API at ${baseUrl} kept failing through every retry`;
-    if (site.kind === 'client') return `The server kept failing after ${attempts} attempt${attempts === 1 ? '' : 's'}.`;
     if (site.kind === 'live') return `${through} (the retry option of ${site.options}). Try again later.`;
     return (
       `${through}. Try again later; with onError: 'use-cache', a build uses the content of the last sync while ` +
@@ -115,7 +112,6 @@ const hints: Record<HintedCode, Hint> = {
     );
   },
   rate_limited: (_, { baseUrl }, site) => {
-    if (site.kind === 'client') return undefined;
     if (site.kind === 'live')
       return (
         `Lower the concurrency option of ${site.options} (default 8), or cache the pages (Astro.cache) so that ` +
@@ -127,7 +123,6 @@ const hints: Record<HintedCode, Hint> = {
     );
   },
   bad_request: (_, __, { kind, options, loaders, requestOptions }) => {
-    if (kind === 'client') return undefined;
     if (kind === 'live')
       return (
         `Check the filter given to getLiveCollection() or getLiveEntry(), and the ${requestOptions} options ` +
@@ -139,10 +134,8 @@ const hints: Record<HintedCode, Hint> = {
     return `The Read API refused the options of a request. Check the options of the sources: ${sources}.`;
   },
   unexpected_answer: (_, { baseUrl }, site) =>
-    site.kind === 'client'
-      ? undefined
-      : `Check the baseUrl option of ${site.call} (${baseUrl}): it must be the base URL of a Read API, ` +
-        'such as https://api.cmft.io/v1.',
+    `Check the baseUrl option of ${site.call} (${baseUrl}): it must be the base URL of a Read API, ` +
+    'such as https://api.cmft.io/v1.',
   cache_unwritable: (_, settings, site) =>
     `${folder(settings, site)}: it must be a folder this process may create and write.`,
   cache_full: (_, settings, site) =>
@@ -162,7 +155,6 @@ const hints: Record<HintedCode, Hint> = {
 
 /** A 404: of the repository, or of a collection or alias the options name. */
 function notFound({ url }: HintedError, { baseUrl, repository, snapshot }: HintSettings, site: OptionsSite) {
-  if (site.kind === 'client') return 'Check the repository API id and the id or API id in the path.';
   if (url === undefined) return undefined;
   const named = notFoundTarget(url);
   const list = named?.kind === 'collection' ? 'collections' : 'aliases';
@@ -177,14 +169,11 @@ function notFound({ url }: HintedError, { baseUrl, repository, snapshot }: HintS
       `of the config it was pulled with. Add "${named.apiId}" to the ${list} of that config (comfortable.config.mjs) ` +
       `and run npx comfortable-loader pull again, or check the ${named.kind} API id in ${whereNamed}.`
     );
-  if (named && site.loaders) {
+  if (named) {
     const option = named.kind === 'collection' ? 'collection: …' : 'aliases: […]';
-    return (
-      `${none}. Check the ${named.kind} API id in ${site.loaders.file} (${site.loaders.name}({ ${option} })) ` +
-      'and in the options of comfortable().'
-    );
+    const andOptions = site.loaders ? ` (${site.loaders.name}({ ${option} })) and in the options of comfortable()` : '';
+    return `${none}. Check the ${named.kind} API id in ${whereNamed}${andOptions}.`;
   }
-  if (named) return `${none}. Check the ${named.kind} API id in ${whereNamed}.`;
   if (site.kind === 'sync' && !/\/v\d+\/?$/.test(new URL(baseUrl).pathname))
     return (
       `Check the baseUrl option of comfortable() (${baseUrl}, CMFT_BASE_URL by default): the Read API's base URL ` +
@@ -196,8 +185,16 @@ function notFound({ url }: HintedError, { baseUrl, repository, snapshot }: HintS
   );
 }
 
+/** The client's hints, which its caller reads after the message: none for what it cannot fix in a call. */
+const clientHints: Partial<Record<HintedCode, Hint>> = {
+  authentication: () => 'Check the API key: it must be a Read API key of this repository.',
+  not_found: () => 'Check the repository API id and the id or API id in the path.',
+  server: ({ attempts = 1 }) => `The server kept failing after ${attempts} attempt${attempts === 1 ? '' : 's'}.`,
+};
+
 /** The hint for an error, or undefined when it is none a user fixes in the options. */
 export function hintFor(error: HintedError, settings: HintSettings, site: OptionsSite): string | undefined {
-  const hint = error.code !== undefined && Object.hasOwn(hints, error.code) && hints[error.code as HintedCode];
+  const table = site.kind === 'client' ? clientHints : hints;
+  const hint = error.code !== undefined && Object.hasOwn(table, error.code) && table[error.code as HintedCode];
   return hint ? hint(error, settings, site) : undefined;
 }

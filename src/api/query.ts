@@ -9,7 +9,7 @@ export { type FilterOperator, filterOperators };
 export type FilterValue = string | number | boolean | null | readonly (string | number | boolean)[];
 
 /** One condition: `{ "<contentType|*>.<fields|meta>.<name>": { "<operator>": value } }`. */
-export type FilterCondition = Record<string, Partial<Record<FilterOperator, FilterValue>>>;
+type FilterCondition = Record<string, Partial<Record<FilterOperator, FilterValue>>>;
 /** The JSON form of filters: a bare condition, or one wrapped in `and` / `or`. */
 export type FilterEntry = FilterCondition | { and: FilterCondition } | { or: FilterCondition };
 
@@ -49,7 +49,7 @@ export interface ListOptions extends RecordOptions {
 /**
  * `'title'` → `*.fields.title`, `'meta.id'` → `*.meta.id`, `'post.fields.title'` stays.
  */
-export function filterPath(path: string): string {
+function filterPath(path: string): string {
   const parts = path.split('.');
   if (parts.length >= 3) return path;
   if (parts.length === 2 && (parts[0] === 'fields' || parts[0] === 'meta')) return `*.${path}`;
@@ -228,7 +228,7 @@ const scalar = (value: unknown): string => (value === null ? '' : String(value))
  * The bracketed query string of the options, or `undefined` when a value cannot be expressed
  * in brackets without changing its meaning (a comma inside an `in` value, say).
  */
-export function toBracketQuery(options: ListOptions): string | undefined {
+function toBracketQuery(options: ListOptions): string | undefined {
   const json = optionsToJson(options);
   const pairs: string[] = [];
   const add = (name: string, value: unknown) => pairs.push(`${encode(name)}=${encode(scalar(value))}`);
@@ -279,7 +279,7 @@ function addMap(prefix: string, map: IncludeMap, add: (name: string, value: unkn
 }
 
 /** `query=<URI-encoded JSON>`, as the official SDKs send it; empty when there are no options. */
-export function toJsonQuery(options: ListOptions): string {
+function toJsonQuery(options: ListOptions): string {
   const json = optionsToJson(options);
   return Object.keys(json).length === 0 ? '' : `query=${encodeURIComponent(JSON.stringify(json))}`;
 }

@@ -19,40 +19,38 @@ export const defaultRetryPolicy: RetryPolicy = { attempts: 5, baseDelayMs: 250, 
 
 export const retryableStatuses = new Set([429, 502, 503, 504]);
 
-/** Network failure codes (Node and undici) that are worth another attempt. */
+/** The codes of a connect, header or body timeout (undici's, or Node's). */
+const timeoutCodes = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+]);
+
+/** Network failure codes (Node and undici) that are worth another attempt: timeouts too. */
 const retryableCodes = new Set([
+  ...timeoutCodes,
   'ECONNRESET',
   'ECONNREFUSED',
   'ECONNABORTED',
   'EPIPE',
-  'ETIMEDOUT',
   'EHOSTUNREACH',
   'ENETUNREACH',
   'EAI_AGAIN',
   'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
   'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
   'UND_ERR_CLOSED',
 ]);
 
+const codeOf = (error: unknown): string => (error as { code?: string } | undefined)?.code ?? '';
+
 export function isRetryableError(error: unknown): boolean {
-  const code = (error as { code?: string } | undefined)?.code;
-  if (code && retryableCodes.has(code)) return true;
+  if (retryableCodes.has(codeOf(error))) return true;
   const cause = (error as { cause?: unknown } | undefined)?.cause;
   return cause !== undefined && cause !== error && isRetryableError(cause);
 }
 
-export function isTimeoutError(error: unknown): boolean {
-  const code = (error as { code?: string } | undefined)?.code;
-  return (
-    code === 'UND_ERR_CONNECT_TIMEOUT' ||
-    code === 'UND_ERR_HEADERS_TIMEOUT' ||
-    code === 'UND_ERR_BODY_TIMEOUT' ||
-    code === 'ETIMEDOUT'
-  );
-}
+export const isTimeoutError = (error: unknown): boolean => timeoutCodes.has(codeOf(error));
 
 /** `Retry-After` as milliseconds: delta-seconds or an HTTP date; `undefined` when absent or unreadable. */
 export function parseRetryAfter(header: string | string[] | undefined, now = Date.now()): number | undefined {

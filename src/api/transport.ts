@@ -44,30 +44,30 @@ export interface Timeouts {
   bodyMs: number;
 }
 
-export const defaultTimeouts: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 };
+const defaultTimeouts: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 };
+
+/** An answer kept for a conditional GET: its ETag and its text. */
+type EtagEntry = { etag: string; body: string };
 
 /** Remembers answers by request, for conditional GETs. */
 export interface EtagStore {
-  get(key: string): { etag: string; body: string } | undefined;
-  set(key: string, entry: { etag: string; body: string }): void;
+  get(key: string): EtagEntry | undefined;
+  set(key: string, entry: EtagEntry): void;
 }
 
 /** An in-memory store of the most recent answers. */
 export class MemoryEtagStore implements EtagStore {
-  readonly #entries = new Map<string, { etag: string; body: string }>();
+  readonly #entries = new Map<string, EtagEntry>();
   readonly #max: number;
   constructor(max = 256) {
     this.#max = max;
   }
   get(key: string) {
     const entry = this.#entries.get(key);
-    if (entry) {
-      this.#entries.delete(key);
-      this.#entries.set(key, entry);
-    }
+    if (entry) this.set(key, entry); // now the most recent
     return entry;
   }
-  set(key: string, entry: { etag: string; body: string }) {
+  set(key: string, entry: EtagEntry) {
     this.#entries.delete(key);
     this.#entries.set(key, entry);
     if (this.#entries.size > this.#max) this.#entries.delete(this.#entries.keys().next().value!);
@@ -102,7 +102,7 @@ export interface TransportOptions {
   onResponse?: (event: ResponseEvent) => void;
 }
 
-export interface HttpRequest<T> {
+interface HttpRequest<T> {
   method: 'GET' | 'POST';
   /** Path after the base URL, starting with `/`. */
   path: string;
@@ -127,7 +127,7 @@ const sharedByOrigin = new Map<string, Shared>();
  * client), and connections, among clients of the same connect timeout. Were they pooled with
  * another, the pool's timeout, the first client's, would end their connects too.
  */
-function sharedFor(origin: string, concurrency: number, connectMs: number): { limit: LimitFunction; pool: Pool } {
+function sharedFor(origin: string, concurrency: number, connectMs: number) {
   let shared = sharedByOrigin.get(origin);
   if (!shared) sharedByOrigin.set(origin, (shared = { limit: pLimit(concurrency), pools: new Map() }));
   let pool = shared.pools.get(connectMs);
@@ -161,7 +161,7 @@ export class Transport {
   readonly #basePath: string;
   readonly #apiKey: string;
   readonly #keyInUrl: boolean;
-  readonly #shared: { limit: LimitFunction; pool: Pool };
+  readonly #shared: ReturnType<typeof sharedFor>;
   readonly #timeouts: Timeouts;
   readonly #retry: RetryPolicy;
   readonly #etags: EtagStore | undefined;

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ConfigError, configProblem, contentTypesSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../api/env.ts';
 
-export const configNames = [
+const configNames = [
   'comfortable.config.ts',
   'comfortable.config.mjs',
   'comfortable.config.js',
@@ -16,12 +16,7 @@ export const configNames = [
  * What a config file holds: the sync config, and for `types` the integration's `contentTypes` and
  * the Markdown fields of each content type (`markdown`), when it names them.
  */
-export interface ConfigFile {
-  file: string;
-  config: unknown;
-  contentTypes?: Record<string, string>;
-  markdown?: Record<string, string[]>;
-}
+type ConfigFile = { file: string; config: unknown } & z.infer<typeof forTypesSchema>;
 
 /**
  * Loads a sync config file: JSON, or a module whose default export (or `sync` export) is the

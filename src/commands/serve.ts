@@ -1,21 +1,23 @@
 import { startServer } from '../server/server.ts';
 import { argsOf, usageError } from './usage.ts';
 
-const serveOptions = {
-  port: { type: 'string', default: '4010' },
-  host: { type: 'string', default: '127.0.0.1' },
-  quiet: { type: 'boolean', default: false },
-  webhook: { type: 'string' },
-  'webhook-secret': { type: 'string' },
-} as const;
-
 /**
  * `serve <snapshot file or folder>... [--port N] [--host H] [--quiet] [--webhook url]`, with the
  * webhook's secret in `CMFT_WEBHOOK_SECRET` (or, visible to every user of the machine in the
  * process list, `--webhook-secret s`).
  */
 export async function serve(args: string[]): Promise<number> {
-  const parsed = argsOf(args, serveOptions, true);
+  const parsed = argsOf(
+    args,
+    {
+      port: { type: 'string', default: '4010' },
+      host: { type: 'string', default: '127.0.0.1' },
+      quiet: { type: 'boolean', default: false },
+      webhook: { type: 'string' },
+      'webhook-secret': { type: 'string' },
+    },
+    true,
+  );
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   const port = Number(values.port);

@@ -42,11 +42,7 @@ export async function syncCommand(args: string[]): Promise<number> {
     }
     return 0;
   } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(`Error: ${error.message}`);
-      return 2;
-    }
     console.error(`Error: ${(error as Error).message}`);
-    return 1;
+    return error instanceof ConfigError ? 2 : 1;
   }
 }

@@ -111,7 +111,7 @@ async function cachedContent(config: SyncConfig & { cacheDir: string }, logger: 
 }
 
 /** The source of one content type's schema file. */
-export function schemaFile(
+function schemaFile(
   cache: CacheReader,
   contentType: string,
   options: {
@@ -196,8 +196,8 @@ const shapeOf = (schema: z.ZodType) =>
 
 /** A schema without its `.nullable()` and `.optional()`. */
 function unwrapped(schema: z.ZodType): z.ZodType {
-  const def = (schema as unknown as { _zod: { def: { type: string; innerType?: z.ZodType } } })._zod.def;
-  return (def.type === 'nullable' || def.type === 'optional') && def.innerType ? unwrapped(def.innerType) : schema;
+  const def = defOf(schema);
+  return def.type === 'nullable' || def.type === 'optional' ? unwrapped(def.innerType as z.ZodType) : schema;
 }
 
 /** `blog-post` → `blogPost`, safe as a JavaScript identifier. */
@@ -237,7 +237,7 @@ function zodSource(schema: z.ZodType, printer: Printer, indent: string, multilin
     printer.usesReference = true;
     return `reference(${quote(collection)})`;
   }
-  const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
+  const def = defOf(schema);
   const inner = (s: unknown) => zodSource(s as z.ZodType, printer, indent, false);
   switch (def.type) {
     case 'string':

@@ -26,8 +26,6 @@ const commands = {
   },
 } as const;
 
-export type CommandName = keyof typeof commands;
-
 const exitCodes =
   'Exit codes: 0 done, 1 failed, 2 bad usage or config. See docs/sync.md, docs/server.md and docs/pull.md.';
 const indent = (text: string, by: string) => text.replaceAll('\n', `\n${by}`);
@@ -45,7 +43,7 @@ export const usage = [
 
 /** The usage of one command, for `<command> --help`. */
 export function commandUsage(name: string): string {
-  const command = commands[name as CommandName];
+  const command = commands[name as keyof typeof commands];
   if (!command) return usage;
   return `Usage:\n  comfortable-loader ${command.synopsis}\n\n${command.what}\n\n${exitCodes}`;
 }

@@ -1,5 +1,5 @@
 import { isApiReference, isObject } from '../wire/schemas.ts';
-import { type FieldType, isoDatePattern } from '../wire/snapshot-format.ts';
+import { colorPattern, type FieldType, isoDatePattern } from '../wire/snapshot-format.ts';
 
 /**
  * What a value of the Read API shows by its shape alone: a reference, a map of locales, the
@@ -30,7 +30,7 @@ export function kindOfValue(value: unknown): FieldKind | undefined {
   if (typeof value === 'number') return 'number';
   if (typeof value === 'boolean') return 'boolean';
   if (typeof value === 'string')
-    return isoDatePattern.test(value) ? 'date' : /^#[0-9a-fA-F]{6}$/.test(value) ? 'color' : 'text';
+    return isoDatePattern.test(value) ? 'date' : colorPattern.test(value) ? 'color' : 'text';
   if (Array.isArray(value)) {
     if (value.length === 0) return undefined;
     if (value.every(isApiReference)) return value.every((v) => v.meta.contentType === '_asset') ? 'asset' : 'relation';

@@ -43,7 +43,7 @@ export interface FileOutcome {
 }
 
 /** The relative path a file URL is kept under, or undefined when its path cannot be one. */
-export function localPath(url: string, serverOrigin: string, repository: string): string | undefined {
+function localPath(url: string, serverOrigin: string, repository: string): string | undefined {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -108,6 +108,9 @@ export async function syncFiles(options: {
     paths: new Set(),
   };
   const staged: { temp: string; path: string }[] = [];
+  const discard = async () => {
+    await Promise.all(staged.map(({ temp }) => rm(temp, { force: true })));
+  };
   const limit = pLimit(options.concurrency);
   const temp = () => `.pull-${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
   let done = 0;
@@ -158,7 +161,7 @@ export async function syncFiles(options: {
   try {
     await Promise.all(work);
   } catch (error) {
-    await Promise.all(staged.map(({ temp }) => rm(temp, { force: true })));
+    await discard();
     throw error;
   }
   return {
@@ -172,9 +175,7 @@ export async function syncFiles(options: {
         }
       }
     },
-    discard: async () => {
-      await Promise.all(staged.map(({ temp }) => rm(temp, { force: true })));
-    },
+    discard,
   };
 }
 

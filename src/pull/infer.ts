@@ -141,7 +141,7 @@ export function sightFields(
 const isSectionShaped = (field: Sighting): boolean =>
   field.objects > 0 && field.others === 0 && !field.localized && field.inner.size > 0;
 
-export interface InferredTypes {
+interface InferredTypes {
   contentTypes: ContentTypeDefinition[];
   warnings: string[];
 }

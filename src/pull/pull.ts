@@ -10,7 +10,7 @@ import {
 } from '../model/locales.ts';
 import { scrub } from '../api/errors.ts';
 import { localFilePath, mapImageSources, parseSnapshot } from '../wire/snapshot.ts';
-import type { Snapshot, SnapshotRecord } from '../wire/snapshot-format.ts';
+import type { SnapshotRecord } from '../wire/snapshot-format.ts';
 import type { SyncConfig } from '../sync/config.ts';
 import type { ApiRecord } from '../wire/schemas.ts';
 import { type FileOutcome, filePaths, syncFiles } from './files.ts';
@@ -28,7 +28,7 @@ import { PullError, aliasTargets, memberLists, referencedAssets, unchangedWhileP
  * when nothing changed.
  */
 
-export interface PullOptions {
+interface PullOptions {
   /** The connection and the collections and aliases to copy (the sync config). */
   config: Pick<
     SyncConfig,
@@ -246,8 +246,6 @@ async function pruneFiles(
     if (!now.has(path)) await rm(join(dir, ...path.split('/')), { force: true });
   }
 }
-
-export type { Snapshot };
 
 /**
  * When the repository lists no locales: the keys seen in localized values (the most common the

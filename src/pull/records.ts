@@ -1,5 +1,5 @@
 import { type ApiRecord, isApiReference, isObject } from '../wire/schemas.ts';
-import { type SnapshotRecord, timestampPattern } from '../wire/snapshot-format.ts';
+import { fileSchema, type SnapshotRecord, timestampPattern } from '../wire/snapshot-format.ts';
 import { isSection, sectionByField } from '../model/sections.ts';
 import { isLocaleMap } from '../model/shapes.ts';
 
@@ -16,7 +16,7 @@ function timestamp(value: string | undefined, fallback: string): string {
   return Number.isNaN(parsed) ? fallback : new Date(parsed).toISOString();
 }
 
-export function snapshotMeta(meta: ApiRecord['meta']): SnapshotRecord['meta'] {
+function snapshotMeta(meta: ApiRecord['meta']): SnapshotRecord['meta'] {
   const createdAt = timestamp(meta.createdAt, new Date(0).toISOString());
   return {
     id: meta.id,
@@ -69,8 +69,6 @@ export function snapshotDocument(
   return { fields: record.fields, meta: snapshotMeta(record.meta) };
 }
 
-const fileKeys = ['url', 'fileName', 'mimeType', 'size', 'width', 'height'] as const;
-
 /**
  * An asset as a snapshot holds it: `title` and `description` by locale (a plain value is the
  * default locale's), `file` with the keys the format knows. Other fields cannot be kept; their
@@ -91,7 +89,8 @@ export function snapshotAsset(
       if (isObject(value) && Object.keys(value).length > 0 && !isLocaleMap(value, locales)) dropped(name);
     } else if (name === 'file' && isObject(value)) {
       const file: Record<string, unknown> = {};
-      for (const key of fileKeys) if (value[key] !== undefined && value[key] !== null) file[key] = value[key];
+      for (const key of Object.keys(fileSchema.shape))
+        if (value[key] !== undefined && value[key] !== null) file[key] = value[key];
       fields.file = file;
     } else {
       dropped(name);

@@ -8,7 +8,7 @@ import type { SnapshotRecord } from '../wire/snapshot-format.ts';
  * its assets and their files), and written whole or not at all (a temporary file renamed over it).
  */
 
-export interface PreviousSnapshot {
+interface PreviousSnapshot {
   /** The local keys it holds. */
   apiKeys: string[];
   /** Its assets by id. */

@@ -1,5 +1,5 @@
 import { type ApiError, refusalOf } from './errors.ts';
-import { compileFilters, type Predicate } from './filters.ts';
+import { compileFilters } from './filters.ts';
 import { collectIncludes } from './includes.ts';
 import { recent } from './indexes.ts';
 import { applyMask } from './mask.ts';
@@ -20,13 +20,7 @@ function hasAnyTag(record: PreparedRecord, tags: ReadonlySet<string>): boolean {
 }
 
 /** What a list selects by, a collection's or a request's: a content type, tags, filters and search words. */
-interface Selection {
-  contentType?: string | undefined;
-  includeTags?: ReadonlySet<string> | undefined;
-  excludeTags?: ReadonlySet<string> | undefined;
-  filters?: Predicate | undefined;
-  search?: string[] | undefined;
-}
+type Selection = Pick<RequestOptions, 'includeTags' | 'excludeTags' | 'filters' | 'search'> & { contentType?: string };
 
 /** A test of a document against a selection in a locale view. */
 function selects(selection: Selection, view: LocaleView): (record: PreparedRecord) => boolean {

@@ -1,36 +1,28 @@
-/** Error codes of the Read API (spec §9). */
-export type ErrorCode =
-  | 'bad_request'
-  | 'unauthorized'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'request_timeout'
-  | 'payload_too_large';
-
-const codeByStatus: Record<number, ErrorCode> = {
+/** The statuses the server answers with an error, and their codes (spec §9). */
+const codeByStatus = {
   400: 'bad_request',
   401: 'unauthorized',
   404: 'not_found',
   405: 'method_not_allowed',
   408: 'request_timeout',
   413: 'payload_too_large',
-};
+} as const;
 
 /** An error the server answers with a 4xx JSON body of the spec's shape. */
 export class ApiError extends Error {
-  readonly status: number;
-  readonly code: ErrorCode;
+  readonly status: keyof typeof codeByStatus;
+  readonly code: (typeof codeByStatus)[keyof typeof codeByStatus];
   readonly headers: Record<string, string>;
 
-  constructor(status: keyof typeof codeByStatus & number, message: string, headers: Record<string, string> = {}) {
+  constructor(status: keyof typeof codeByStatus, message: string, headers: Record<string, string> = {}) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
-    this.code = codeByStatus[status] ?? 'bad_request';
+    this.code = codeByStatus[status];
     this.headers = headers;
   }
 
-  body(): { status: number; message: string; error: { code: ErrorCode; message: string } } {
+  body() {
     return { status: this.status, message: this.message, error: { code: this.code, message: this.message } };
   }
 }

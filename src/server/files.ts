@@ -38,7 +38,7 @@ const realOrUndefined = (path: string) => realpath(path).catch(() => undefined);
 export type FileProblem = 'missing' | 'outside the folder' | 'a snapshot file';
 
 /** A snapshot's folder and the snapshot files, real paths resolved: what a file is checked against. */
-export interface FileBounds {
+interface FileBounds {
   folder: string;
   realFolder: string | undefined;
   snapshotFiles: Set<string | undefined>;

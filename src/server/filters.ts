@@ -6,6 +6,7 @@ import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-
 import {
   compare,
   type Comparable,
+  invalidValue,
   isEmptyValue,
   type Kind,
   kindOf,
@@ -26,8 +27,8 @@ const operatorSet = new Set<string>(filterOperators);
  * Bounds on what one request may ask, so that no request holds the server up for the others
  * (spec §9): the values of one `in` or `notIn` list, and the conditions of all filters.
  */
-export const maxListValues = 10_000;
-export const maxConditions = 1_000;
+const maxListValues = 10_000;
+const maxConditions = 1_000;
 
 /**
  * A compiled filter. One that can only match documents of given ids (`*.meta.id` `in` or
@@ -39,11 +40,11 @@ export type Predicate = ((record: PreparedRecord, locale: LocaleView) => boolean
 };
 
 /** A parsed filter path `<contentType|*>.<fields|meta>.<name>`. */
-export interface FilterPath extends ValueSource {
+interface FilterPath extends ValueSource {
   contentType: string; // '*' for any
 }
 
-export function parseFilterPath(path: string, option = 'filters'): FilterPath {
+function parseFilterPath(path: string, option = 'filters'): FilterPath {
   const parts = path.split('.');
   if (parts.length !== 3 || parts.some((p) => p === '') || (parts[1] !== 'fields' && parts[1] !== 'meta')) {
     // A field inside a section is named by its own API id: `*.fields.title`, not `*.fields.seo.title`.
@@ -245,7 +246,7 @@ function readList(given: unknown, kind: Kind, what: string): Comparable[] {
   if (list.length > maxListValues)
     throw badRequest(`Too many values for ${what}: ${list.length}, at most ${maxListValues}; split the request`);
   if (list.length === 0 || list.some((v) => v === null || typeof v === 'object')) {
-    throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a list, such as ["a","b"] or a,b`);
+    throw invalidValue(given, what, 'a list, such as ["a","b"] or a,b');
   }
   return list.map((v) => readGiven(typeof v === 'string' && kind !== 'text' ? v.trim() : v, kind, what));
 }
@@ -312,7 +313,7 @@ function makeTest(
     case 'like':
     case 'notLike': {
       if (typeof given !== 'string' && typeof given !== 'number')
-        throw badRequest(`Invalid value ${quote(given)} for ${what}: expected a pattern such as abc%`);
+        throw invalidValue(given, what, 'a pattern such as abc%');
       const matches = compileLike(String(given));
       // The texts of the view last asked for, held here: the test runs once per document.
       let textsView: LocaleView | undefined;

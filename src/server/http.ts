@@ -19,7 +19,7 @@ export interface RequestTimeouts {
 export const defaultRequestTimeouts: RequestTimeouts = { headersMs: 30_000, bodyMs: 30_000 };
 
 /** A POST body larger than this is answered 413 (spec §9). */
-export const maxBodyBytes = 1024 * 1024;
+const maxBodyBytes = 1024 * 1024;
 
 /** A body over this size is parsed, and its request answered, in turns (see `inTurn`). */
 export const largeBody = 64 * 1024;

@@ -8,11 +8,11 @@ import type { LocaleView, PreparedRecord, PreparedRepository } from './prepared-
  * (breadth first; per record, fields in content-type order). Dangling references are skipped.
  */
 
-export const maxIncludeDepth = 5;
+const maxIncludeDepth = 5;
 /** Fields named in one field map, at all its levels together: far beyond any content model (spec §9). */
-export const maxIncludeFields = 1_000;
+const maxIncludeFields = 1_000;
 
-export interface IncludeNode {
+interface IncludeNode {
   contentType: string; // '*' for any
   field: string;
   children: IncludeNode[];

@@ -23,19 +23,10 @@ export function column(repository: PreparedRepository, source: ValueSource, loca
   return kept(repository.indexes.columns, source, view, () =>
     repository.documents.map((record) => {
       if (source.scope === 'meta') {
-        const value = record.meta[source.name as MetaName];
         // Dates and ids a prepared record has parsed already (a new snapshot's first "changed since" scans them all).
-        if (
-          typeof value === 'string' &&
-          (source.name === 'updatedAt' || source.name === 'createdAt' || source.name === 'id')
-        ) {
-          return source.name === 'id'
-            ? record.idBig
-            : source.name === 'updatedAt'
-              ? record.updatedAt
-              : record.createdAt;
-        }
-        return normalizeStored(value, metaKind(source.name)!);
+        if (source.name === 'id') return record.idBig;
+        if (source.name === 'updatedAt' || source.name === 'createdAt') return record[source.name];
+        return normalizeStored(record.meta[source.name as MetaName], metaKind(source.name)!);
       }
       const field = record.type.fields.get(source.name);
       const kind = field && kindOf(field.type);

@@ -59,11 +59,6 @@ export function parseMask(text: string): Mask {
   return mask;
 }
 
-/** A mask's canonical text: `meta(id,updatedAt)` for `meta(id),meta/updatedAt`, say. */
-export function maskText(mask: Mask): string {
-  return [...mask].map(([name, sub]) => (sub === true ? name : `${name}(${maskText(sub)})`)).join(',');
-}
-
 /** Applies a mask: arrays element by element, objects key by key; a sub-mask on a plain value drops it. */
 export function applyMask(value: unknown, mask: Mask): unknown {
   if (Array.isArray(value)) return value.map((item) => applyMask(item, mask));

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { isObject } from '../wire/schemas.ts';
 import { badRequest, quote } from './errors.ts';
 import { compileFilters, type Predicate } from './filters.ts';
 import { type IncludePlan, parseIncludes } from './includes.ts';
@@ -28,14 +29,14 @@ export interface RequestOptions {
   selectionKey?: string;
 }
 
-export const defaultLimit = 25;
-export const maxLimit = 1000;
+const defaultLimit = 25;
+const maxLimit = 1000;
 /**
  * Every search term and every tag is looked for in every document: bounds far beyond any real
  * use keep one request from holding the server up for the others (spec §9).
  */
-export const maxSearchTerms = 100;
-export const maxTags = 1_000;
+const maxSearchTerms = 100;
+const maxTags = 1_000;
 
 const listOnly = ['limit', 'offset', 'filters', 'includeTags', 'excludeTags', 'sorting', 'search'] as const;
 const everywhere = ['locale', 'includes', 'embedAssets', 'fields'] as const;
@@ -48,9 +49,8 @@ type OptionName = (typeof listOnly)[number] | (typeof everywhere)[number];
 export function mergeOptionSources(brackets: QueryTree, body: unknown): Map<OptionName, unknown> {
   const sources: Record<string, unknown>[] = [];
   if (body !== undefined) {
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw badRequest('The request body must be a JSON object of options');
-    sources.push(body as Record<string, unknown>);
+    if (!isObject(body)) throw badRequest('The request body must be a JSON object of options');
+    sources.push(body);
   }
   const query = brackets.query;
   if (query !== undefined) {
@@ -62,9 +62,8 @@ export function mergeOptionSources(brackets: QueryTree, body: unknown): Map<Opti
     } catch (error) {
       throw badRequest(`Invalid query: not valid JSON (${(error as Error).message})`);
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-      throw badRequest('Invalid query: expected a JSON object of options');
-    sources.push(parsed as Record<string, unknown>);
+    if (!isObject(parsed)) throw badRequest('Invalid query: expected a JSON object of options');
+    sources.push(parsed);
   }
   sources.push(brackets);
   const merged = new Map<OptionName, unknown>();
@@ -111,7 +110,7 @@ function searchTerms(search: string): string[] {
   return [...terms];
 }
 
-export function readLocale(repository: PreparedRepository, value: unknown): LocaleView {
+function readLocale(repository: PreparedRepository, value: unknown): LocaleView {
   if (value === 'all' || (typeof value === 'string' && repository.chains.has(value))) return value;
   const keys = [...repository.chains.keys()].join(', ');
   throw badRequest(`Unknown locale ${quote(value)}: this repository has ${keys} (or use all)`);

@@ -20,7 +20,7 @@ import type { Normalized, ValueSource } from './values.ts';
 
 export type LocaleView = string; // a locale key, or 'all'
 
-export interface TypeInfo {
+interface TypeInfo {
   definition: ContentTypeDefinition;
   /** Every field by its own API id, those inside sections included (filters, sorting and includes name them so). */
   fields: Map<string, FieldDefinition>;
@@ -86,11 +86,11 @@ export class PreparedRecord {
     this.#repository = repository;
     this.index = index;
     this.raw = raw;
-    this.id = raw.meta.id;
-    this.idBig = BigInt(raw.meta.id);
-    this.contentType = raw.meta.contentType;
-    this.type = type;
     const { id, contentType, revision, tags, createdAt, updatedAt } = raw.meta;
+    this.id = id;
+    this.idBig = BigInt(id);
+    this.contentType = contentType;
+    this.type = type;
     this.meta = { id, contentType, repository: repository.info.id, revision, tags, createdAt, updatedAt };
     this.createdAt = Date.parse(createdAt);
     this.updatedAt = Date.parse(updatedAt);
@@ -162,15 +162,14 @@ export class PreparedRecord {
     let text = this.#search.get(locale);
     if (text !== undefined) return text;
     const parts: string[] = [];
-    const add = (field: FieldDefinition, value: unknown): void => {
-      if (value === null || value === undefined) return;
-      if (field.type === 'text' || field.type === 'markdown') parts.push(String(value));
-      else if (field.type === 'richtext') parts.push(String((value as { plain: string }).plain));
-      else if (field.type === 'select') parts.push(...(Array.isArray(value) ? value.map(String) : [String(value)]));
-    };
     const view = this.fields(locale);
     for (const field of this.type.definition.fields) {
-      for (const value of valuesIn(field, valueIn(view, field), locale)) add(field, value);
+      for (const value of valuesIn(field, valueIn(view, field), locale)) {
+        if (value === null || value === undefined) continue;
+        if (field.type === 'text' || field.type === 'markdown') parts.push(String(value));
+        else if (field.type === 'richtext') parts.push(String((value as { plain: string }).plain));
+        else if (field.type === 'select') parts.push(...(Array.isArray(value) ? value.map(String) : [String(value)]));
+      }
     }
     text = parts.join('\u0000').toLowerCase();
     this.#search.set(locale, text);

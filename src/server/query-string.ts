@@ -6,7 +6,7 @@ import { badRequest, quote } from './errors.ts';
  * `constructor` are ordinary keys.
  */
 export type QueryTree = { [key: string]: QueryValue };
-export type QueryValue = string | QueryValue[] | QueryTree;
+type QueryValue = string | QueryValue[] | QueryTree;
 
 const maxDepth = 12;
 const maxParameters = 1000;
@@ -20,7 +20,7 @@ function decode(text: string, what: string): string {
 }
 
 /** `filters[0][a.b][equal]` → `['filters', '0', 'a.b', 'equal']`; throws a 400 when the brackets do not balance. */
-export function splitName(name: string): string[] {
+function splitName(name: string): string[] {
   const open = name.indexOf('[');
   if (open === -1) {
     if (name.includes(']')) throw badRequest(`Malformed query parameter name ${quote(name)}: "]" without "["`);

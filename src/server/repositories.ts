@@ -17,7 +17,7 @@ export interface ReloadEvent {
 }
 
 /** The ids of records added or changed, and of records removed, between two snapshots. */
-export function diffSnapshots(before: Snapshot | undefined, after: Snapshot): { changed: string[]; removed: string[] } {
+export function diffSnapshots(before: Snapshot | undefined, after: Snapshot): Omit<ReloadEvent, 'repository'> {
   const index = (s: Snapshot | undefined) =>
     new Map([...(s?.documents ?? []), ...(s?.assets ?? [])].map((r) => [r.meta.id, JSON.stringify(r)]));
   const old = index(before);

@@ -6,7 +6,7 @@ import { parseQueryString } from './query-string.ts';
 import type { PreparedRepository } from './prepared-repository.ts';
 
 /** A request as the router sees it: method, path, raw query string, the headers it reads, and a parsed body. */
-export interface ApiRequest {
+interface ApiRequest {
   method: string;
   path: string;
   query: string;
@@ -15,7 +15,7 @@ export interface ApiRequest {
   body?: unknown;
 }
 
-export interface ApiResponse {
+interface ApiResponse {
   status: number;
   headers: Record<string, string>;
   /** JSON text, or its UTF-8 bytes in parts to send one after another. */
@@ -23,12 +23,10 @@ export interface ApiResponse {
 }
 
 type Route =
-  | { kind: 'repository' }
-  | { kind: 'documents' }
-  | { kind: 'document'; id: string }
+  | { kind: 'repository' | 'documents' }
+  | { kind: 'document' | 'asset'; id: string }
   | { kind: 'alias'; name: string }
-  | { kind: 'collection'; name: string }
-  | { kind: 'asset'; id: string };
+  | { kind: 'collection'; name: string };
 
 const listKinds = new Set(['documents', 'collection']);
 
@@ -41,7 +39,7 @@ function decodeSegment(segment: string): string {
 }
 
 /** Matches `/v1/<repo>[/<endpoint>[/<name>]]`, a trailing slash allowed. */
-export function matchRoute(path: string): { repo: string; route: Route } | undefined {
+function matchRoute(path: string): { repo: string; route: Route } | undefined {
   if (!path.startsWith('/v1/')) return undefined;
   const segments = path.slice(4).split('/');
   if (segments.length > 1 && segments[segments.length - 1] === '') segments.pop();
@@ -57,7 +55,7 @@ export function matchRoute(path: string): { repo: string; route: Route } | undef
   return undefined;
 }
 
-export function allowedMethods(route: Route): string {
+function allowedMethods(route: Route): string {
   return listKinds.has(route.kind) ? 'GET, HEAD, POST, OPTIONS' : 'GET, HEAD, OPTIONS';
 }
 
@@ -72,7 +70,7 @@ function json(status: number, body: string | Buffer[], extra: Record<string, str
   return { status, headers: { 'content-type': 'application/json; charset=utf-8', ...extra }, body };
 }
 
-export function errorResponse(error: ApiError): ApiResponse {
+function errorResponse(error: ApiError): ApiResponse {
   return json(error.status, JSON.stringify(error.body()), error.headers);
 }
 

@@ -14,9 +14,9 @@ export interface SortKey extends ValueSource {
 
 const kindOrder: Kind[] = ['boolean', 'number', 'bigint', 'date', 'location', 'text', 'json'];
 /** More keys than this order nothing a site needs; the bound keeps a request from holding the server up (spec §9). */
-export const maxSortKeys = 32;
+const maxSortKeys = 32;
 
-export function parseDirection(value: unknown, key: string): 1 | -1 {
+function parseDirection(value: unknown, key: string): 1 | -1 {
   const text = typeof value === 'string' || typeof value === 'number' ? String(value) : undefined; // not ["asc"]
   if (text === 'ASC' || text === 'asc' || text === '1') return 1;
   if (text === 'DESC' || text === 'desc' || text === '-1') return -1;

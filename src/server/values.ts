@@ -1,4 +1,4 @@
-import { badRequest, quote } from './errors.ts';
+import { type ApiError, badRequest, quote } from './errors.ts';
 import { type FieldType, isoDatePattern } from '../wire/snapshot-format.ts';
 
 /**
@@ -11,17 +11,15 @@ export type Comparable = string | number | bigint | readonly [number, number];
 /** A normalised value: a comparable, an array of them (multiple select, tags), or `undefined` when missing. */
 export type Normalized = Comparable | readonly Comparable[] | undefined;
 
-export const metaNames = ['id', 'contentType', 'revision', 'tags', 'createdAt', 'updatedAt'] as const;
-export type MetaName = (typeof metaNames)[number];
-
-const metaKinds: Record<MetaName, Kind> = {
+const metaKinds = {
   id: 'bigint',
   contentType: 'text',
   revision: 'bigint', // an integer (spec §4): a filter value such as 1.5 is a 400
   tags: 'text',
   createdAt: 'date',
   updatedAt: 'date',
-};
+} satisfies Record<string, Kind>;
+export type MetaName = keyof typeof metaKinds;
 
 export function kindOf(type: FieldType): Kind | undefined {
   switch (type) {
@@ -92,10 +90,14 @@ export interface ValueSource {
 // followed by a letter quadratic to refuse).
 const numberLike = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
+/** The 400 for a value a request gives that is not what `what` (a filter, say) expects. */
+export const invalidValue = (given: unknown, what: string, expected: string): ApiError =>
+  badRequest(`Invalid value ${quote(given)} for ${what}: expected ${expected}`);
+
 /** Reads a value a request gives as the field's kind; throws a 400 naming `what` when it cannot. */
 export function readGiven(given: unknown, kind: Kind, what: string): Comparable {
   const fail = (): never => {
-    throw badRequest(`Invalid value ${quote(given)} for ${what}: expected ${describeKind(kind)}`);
+    throw invalidValue(given, what, describeKind(kind));
   };
   switch (kind) {
     case 'text':

@@ -14,9 +14,13 @@ import { column } from './indexes.ts';
  */
 export function warmFrom(next: PreparedRepository, previous: PreparedRepository): void {
   const done = previous.indexes;
-  for (const { source, view } of done.columns.values()) refusalOf(() => column(next, source, view));
-  for (const { source, view } of done.sortRanks.values()) refusalOf(() => ranks(next, source, view));
-  for (const { source, view } of done.likeTexts.values()) refusalOf(() => likeTexts(next, source, view));
+  for (const [index, make] of [
+    [done.columns, column],
+    [done.sortRanks, ranks],
+    [done.likeTexts, likeTexts],
+  ] as const) {
+    for (const { source, view } of index.values()) refusalOf(() => make(next, source, view));
+  }
   for (const { apiId, view } of done.collections.values()) {
     const definition = next.snapshot.collections.find((c) => c.apiId === apiId);
     if (definition) refusalOf(() => collectionMembers(next, definition, view));

@@ -24,7 +24,7 @@ export const filterOperators = [
 export type FilterOperator = (typeof filterOperators)[number];
 
 /** A reference as the Read API answers it; an embedded record (`embedAssets`) carries its `fields` too. */
-export const apiReferenceSchema = z.looseObject({
+const apiReferenceSchema = z.looseObject({
   meta: z.looseObject({ id: z.string(), contentType: z.string() }),
 });
 
@@ -37,7 +37,7 @@ export function isApiReference(value: unknown): value is ApiReference {
   return isObject(meta) && typeof meta.id === 'string' && typeof meta.contentType === 'string';
 }
 
-export const metaSchema = z.looseObject({
+const metaSchema = z.looseObject({
   id: z.string(),
   contentType: z.string(),
   repository: z.string().optional(),
@@ -54,44 +54,33 @@ export const recordSchema = z.looseObject({
 });
 
 /** Included records, grouped by the name of the field that references them. */
-export const includesSchema = z.record(z.string(), z.array(recordSchema));
+const includesSchema = z.record(z.string(), z.array(recordSchema));
 
 export const documentAnswerSchema = recordSchema.extend({ includes: includesSchema.optional() });
 
-export const listMetaSchema = z.looseObject({
-  count: z.number().int().nonnegative(),
-  limit: z.number().int().nonnegative(),
-  offset: z.number().int().nonnegative(),
-  total: z.number().int().nonnegative(),
-});
-
+const wholeNumber = z.number().int().nonnegative();
 export const listAnswerSchema = z.looseObject({
   status: z.number().optional(),
-  meta: listMetaSchema,
+  meta: z.looseObject({
+    count: wholeNumber,
+    limit: wholeNumber,
+    offset: wholeNumber,
+    total: wholeNumber,
+  }),
   data: z.array(recordSchema),
   includes: includesSchema.optional(),
 });
 
 /** With a `fields` mask, records carry only what the mask keeps. */
-export const maskedRecordSchema = z.looseObject({
+const maskedRecordSchema = z.looseObject({
   fields: z.record(z.string(), z.unknown()).optional(),
   meta: metaSchema.partial().optional(),
 });
-export const maskedDocumentAnswerSchema = maskedRecordSchema.extend({
-  includes: z.record(z.string(), z.array(maskedRecordSchema)).optional(),
-});
+const maskedIncludes = z.record(z.string(), z.array(maskedRecordSchema)).optional();
+export const maskedDocumentAnswerSchema = maskedRecordSchema.extend({ includes: maskedIncludes });
 export const maskedListAnswerSchema = listAnswerSchema.extend({
   data: z.array(maskedRecordSchema),
-  includes: z.record(z.string(), z.array(maskedRecordSchema)).optional(),
-});
-
-export const fileSchema = z.looseObject({
-  url: z.string(),
-  fileName: z.string().optional(),
-  mimeType: z.string().optional(),
-  size: z.number().optional(),
-  width: z.number().optional(),
-  height: z.number().optional(),
+  includes: maskedIncludes,
 });
 
 /**
@@ -99,8 +88,6 @@ export const fileSchema = z.looseObject({
  * reorder them).
  */
 export const assetAnswerSchema = recordSchema;
-
-export const localeSchema = z.looseObject({ key: z.string(), fallback: z.string().optional() });
 
 /** The repository endpoint; the real service documents only `meta.apiId`. */
 export const repositoryAnswerSchema = z.looseObject({
@@ -110,7 +97,7 @@ export const repositoryAnswerSchema = z.looseObject({
     id: z.string().optional(),
     name: z.string().optional(),
     defaultLocale: z.string().optional(),
-    locales: z.array(localeSchema).optional(),
+    locales: z.array(z.looseObject({ key: z.string(), fallback: z.string().optional() })).optional(),
   }),
 });
 
@@ -120,7 +107,7 @@ export const errorAnswerSchema = z.looseObject({
   error: z.looseObject({ code: z.string().optional(), message: z.string().optional() }).optional(),
 });
 
-export type ApiReference = z.infer<typeof apiReferenceSchema>;
+type ApiReference = z.infer<typeof apiReferenceSchema>;
 export type ApiRecord = z.infer<typeof recordSchema>;
 export type DocumentAnswer = z.infer<typeof documentAnswerSchema>;
 export type ListAnswer = z.infer<typeof listAnswerSchema>;

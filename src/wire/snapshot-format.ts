@@ -43,6 +43,8 @@ export const apiIdPattern = /^[A-Za-z0-9_-]{1,100}$/;
  * reads a value of this form as a date, and the server takes it as a date filter's value.
  */
 export const isoDatePattern = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+/** A colour field's value: `#rrggbb`. The model reads a string of this form as a colour. */
+export const colorPattern = /^#[0-9a-fA-F]{6}$/;
 /** A record's `createdAt` and `updatedAt` (spec §1): UTC, with seconds and at most milliseconds. */
 export const timestampPattern = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 /** A date field's value in a snapshot: a date, or a date and time in UTC (`Z`, no other offset). */
@@ -54,14 +56,12 @@ const documentId = z.string().regex(/^\d{1,20}$/, 'must be a string of 1-20 digi
 const localeKey = z
   .string()
   .regex(new RegExp(localeKeyPattern.source, 'i'), 'must be a language key such as en_US or de');
-const timestamp = z
-  .string()
-  .regex(timestampPattern, 'must be an ISO 8601 UTC timestamp such as 2024-01-31T12:00:00.000Z')
-  .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
-const date = z
-  .string()
-  .refine(isUtcDate, 'must be an ISO 8601 UTC date or timestamp')
-  .refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
+/** A date or timestamp of the right form that is also a real date (not February 30th). */
+const realDate = (form: z.ZodString) => form.refine((value) => !Number.isNaN(Date.parse(value)), 'is not a real date');
+const timestamp = realDate(
+  z.string().regex(timestampPattern, 'must be an ISO 8601 UTC timestamp such as 2024-01-31T12:00:00.000Z'),
+);
+const date = realDate(z.string().refine(isUtcDate, 'must be an ISO 8601 UTC date or timestamp'));
 
 const fieldSchema = z.strictObject({
   apiId,
@@ -98,7 +98,8 @@ const recordSchema = z.strictObject({
   meta: metaSchema,
 });
 
-const fileSchema = z.strictObject({
+/** An asset's `file`: the keys the format knows of it. */
+export const fileSchema = z.strictObject({
   url: z.string().min(1),
   fileName: z.string().min(1),
   mimeType: z.string().min(1),
@@ -151,7 +152,7 @@ const reference = (contentType?: string) =>
 const valueSchemas: Record<FieldType, z.ZodType> = {
   text: z.string(),
   markdown: z.string(),
-  color: z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour such as #1a2b3c'),
+  color: z.string().regex(colorPattern, 'must be a colour such as #1a2b3c'),
   richtext: z.strictObject({ html: z.string(), plain: z.string() }),
   number: z.number(),
   date,
@@ -167,7 +168,7 @@ const valueSchemas: Record<FieldType, z.ZodType> = {
  * Where a content type's fields stand in a document: a field at the top of `fields`, or a
  * section (its API id) holding its fields, each in the order it first appears in the definition.
  */
-export type Slot = { field: FieldDefinition; section?: undefined } | { section: string; fields: FieldDefinition[] };
+type Slot = { field: FieldDefinition; section?: undefined } | { section: string; fields: FieldDefinition[] };
 
 export function slotsOf(type: ContentTypeDefinition): Slot[] {
   const slots: Slot[] = [];

@@ -32,7 +32,7 @@ export class SnapshotError extends Error {
 }
 
 /** `['documents', 3, 'fields', 'title']` → `$.documents[3].fields.title` */
-export function jsonPath(path: readonly PropertyKey[]): string {
+function jsonPath(path: readonly PropertyKey[]): string {
   let out = '$';
   for (const key of path) {
     if (typeof key === 'number') out += `[${key}]`;
