@@ -47,10 +47,6 @@ export class CollectionMap {
     this.site = site;
   }
 
-  get locales(): LocaleMap | undefined {
-    return this.site.locales;
-  }
-
   /**
    * The collection a content type maps to (the integration's `contentTypes`), with the loader
    * that fills it, or `loader: undefined` when no comfortableLoader() fills it.
@@ -63,11 +59,6 @@ export class CollectionMap {
   /** The collections whose loaders' sources `holds` accepts (for hints). */
   collectionsHolding(holds: (sources: string[]) => boolean): string[] {
     return [...this.loaders].filter(([, loader]) => holds(loader.keys)).map(([collection]) => collection);
-  }
-
-  /** The sources of the loader that fills a collection; undefined when none does. */
-  sourcesOfCollection(collection: string): string[] | undefined {
-    return this.loaders.get(collection)?.keys;
   }
 
   /** Content types the integration's `contentTypes` maps to a collection. */

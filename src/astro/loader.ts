@@ -179,7 +179,7 @@ async function storeEntries(
   const head = cache.head;
   const asked = options.locales ?? head.locales.locales.map((l) => l.key);
   // With Astro's i18n: each locale's Astro locale; a locale mapped to false, or to nothing, is left out.
-  const astroLocales = mapping.locales?.resolve(head.locales, options.locales, collection, (m) => logger.warn(m));
+  const astroLocales = mapping.site.locales?.resolve(head.locales, options.locales, collection, (m) => logger.warn(m));
   const locales = astroLocales ? asked.filter((locale) => typeof astroLocales.get(locale) === 'string') : asked;
   // Options (of any loader: a reference takes its target's id), a new package version, a changed
   // model (a field seen localized), the locales loaded with their fallback chains and Astro locales

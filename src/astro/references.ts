@@ -17,7 +17,7 @@ import type { CollectionMap } from './collection-map.ts';
  */
 
 /** What the conversion needs of the entries being made: their relation targets. */
-export interface TargetLookup {
+interface TargetLookup {
   /** The content type of each relation target the cache holds. */
   targets: Map<string, string>;
   /** A target's record, for a custom entry id made from its fields. */
@@ -167,7 +167,7 @@ export class ReferenceConverter {
   /** Whether the loaders that fill a collection hold a document. */
   #holds(collection: string, id: string): boolean {
     if (!this.#held.has(collection)) {
-      const sources = this.#mapping.sourcesOfCollection(collection);
+      const sources = this.#mapping.loaders.get(collection)?.keys;
       this.#held.set(
         collection,
         sources && new Set(sources.flatMap((source) => this.#cache.members(source).map((member) => member.id))),
@@ -183,7 +183,7 @@ export class ReferenceConverter {
     entryId: ((input: EntryIdInput) => string) | undefined,
     lookup: TargetLookup,
   ): string {
-    const astroLocale = this.#mapping.locales?.mapOf(this.#cache.head.locales).get(entry.locale) || undefined;
+    const astroLocale = this.#mapping.site.locales?.mapOf(this.#cache.head.locales).get(entry.locale) || undefined;
     const input = { id: ref.id, locale: entry.locale, astroLocale, contentType: ref.contentType, fields: {} };
     if (!entryId) return defaultEntryId(input);
     const record = lookup.target(ref.id);

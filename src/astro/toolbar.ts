@@ -21,7 +21,7 @@ export const toolbarApp = {
 };
 
 /** What the app sends of the page in view. */
-export interface PageQuery {
+interface PageQuery {
   path: string;
   /** The `lang` of the page's `<html>`. */
   lang: string;
@@ -29,7 +29,7 @@ export interface PageQuery {
   text: string;
 }
 
-export interface ShownDocument {
+interface ShownDocument {
   collection: string;
   id: string;
   locale: string;
@@ -60,7 +60,7 @@ const listed = 40;
 const slugLike = /^[a-z0-9]+(?:-[a-z0-9]+)+$/;
 
 /** The documents of the loaded collections that the page shows, in the page's locale. */
-export function pageReport(
+function pageReport(
   cache: CacheReader,
   collections: CollectionMap,
   query: PageQuery,
@@ -68,7 +68,7 @@ export function pageReport(
 ): PageReport {
   const { locales } = cache.head;
   const keys = locales.locales.map((l) => l.key);
-  const map = collections.locales?.mapOf(locales);
+  const map = collections.site.locales?.mapOf(locales);
   const lang = query.lang.toLowerCase();
   const segments = query.path.split('/').filter(Boolean).map(decodeURIComponent);
   const locale =
