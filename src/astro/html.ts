@@ -8,7 +8,7 @@ import { type DefaultTreeAdapterTypes, parseFragment } from 'parse5';
  */
 
 export type HtmlNode = DefaultTreeAdapterTypes.ChildNode;
-export type HtmlElement = DefaultTreeAdapterTypes.Element;
+type HtmlElement = DefaultTreeAdapterTypes.Element;
 
 /** The top-level nodes of an HTML fragment, each element with where its tags are in `html`. */
 export function parseHtml(html: string): HtmlNode[] {

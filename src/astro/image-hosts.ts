@@ -16,7 +16,7 @@ import { openCache } from '../cache/index.ts';
  *   content store away at the next refresh.
  */
 
-export interface RemotePattern {
+interface RemotePattern {
   protocol: string;
   hostname: string;
   port?: string;

@@ -117,7 +117,7 @@ function leftToAstro(config: AstroConfig): string | undefined {
  * every page whose module graph reaches one: with `astro:i18n` imported (the way to make locale
  * URLs), Astro's app and so every page is in each page's graph, and a rebuild rendered them all.
  */
-export function contentModulesPlugin(): Plugin {
+function contentModulesPlugin(): Plugin {
   return {
     name: 'comfortable-loader:content-modules',
     transform: {
@@ -132,5 +132,5 @@ export function contentModulesPlugin(): Plugin {
  * pages' modules load for `getStaticPaths`: a build that renders no page still has it when it
  * optimises the images of the pages it reuses.
  */
-export const imageServiceScript =
+const imageServiceScript =
   "import { getConfiguredImageService } from 'astro:assets';\nawait getConfiguredImageService();";

@@ -261,25 +261,13 @@ export async function prepare({ outDir, cacheDir, reusable, present, intact, spo
   };
 }
 
-/** What a build did to `dist/`: pages it rendered, pages it left as they were, files of the last build gone. */
-export interface Finished {
-  /** Pages the build wrote. */
-  rendered: number;
-  /** Pages left as `prepare` left them, kept or restored. */
-  kept: number;
-  restored: number;
-  /** Pages no longer built, removed. */
-  pages: number;
-  /** Files of the last build gone: those pages, and the files `prepare` removed that the build did not write again. */
-  files: number;
-}
-
 /**
  * After the build: removes the pages `prepare` left that the build did not produce (`produced`,
  * relative to `dist/`), records the pages produced for the next build, and counts what the
- * build did: a page `prepare` left that was written since the build started was rendered.
+ * build did (pages rendered, left as they were, no longer built; files of the last build gone): a
+ * page `prepare` left that was written since the build started was rendered.
  */
-export async function finish(prepared: Prepared, cacheDir: string, produced: Iterable<string>): Promise<Finished> {
+export async function finish(prepared: Prepared, cacheDir: string, produced: Iterable<string>) {
   const built = new Set(produced);
   const stale = [...prepared.pages].filter((file) => !built.has(file));
   await removeFiles(prepared.outDir, stale);
@@ -310,10 +298,14 @@ export async function finish(prepared: Prepared, cacheDir: string, produced: Ite
   await mkdir(cacheDir, { recursive: true });
   await writeFile(recordFile(cacheDir), JSON.stringify(record));
   return {
+    /** Pages the build wrote. */
     rendered: built.size - untouched.length,
+    /** Pages left as `prepare` left them, kept or restored. */
     kept: untouched.length - restored,
     restored,
+    /** Pages no longer built, removed. */
     pages: stale.length,
+    /** Files of the last build gone: those pages, and the files `prepare` removed that the build did not write again. */
     files: stale.length + rewritten.filter((again) => !again).length,
   };
 }

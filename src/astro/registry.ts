@@ -58,7 +58,7 @@ export class Round {
   }
 }
 
-export class LoaderRegistry {
+class LoaderRegistry {
   /** Every declaration made in this process, by signature. */
   readonly #declarations = new Map<string, LoaderDeclaration>();
   /** The declaration made last under each loader name: what a loader of that name in Astro's config syncs. */

@@ -33,7 +33,7 @@ export type MarkdownPipeline = (source: string) => Promise<{ html: string; metad
  * What an entry gets: its content for `render(entry)`, its other Markdown fields, and the asset
  * images left unoptimised.
  */
-export interface RenderedFields {
+interface RenderedFields {
   rendered: Rendered | undefined;
   markdown: Record<string, RenderedMarkdown> | undefined;
   /**

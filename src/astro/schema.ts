@@ -26,7 +26,7 @@ export const unresolvedSchema = z.object({ collection: z.null(), id: z.string(),
 export const relationSchema = z.union([astroReferenceSchema, unresolvedSchema]);
 
 /** How a resolved reference to a collection is written: Astro's own shape by default. */
-export type ReferenceTo = (collection: string) => z.ZodType;
+type ReferenceTo = (collection: string) => z.ZodType;
 const referenceObject: ReferenceTo = (collection) => z.object({ collection: z.literal(collection), id: z.string() });
 
 /** A relation to one of some collections: typed with their names, so `getEntry(reference)` knows the entry type. */
@@ -67,7 +67,7 @@ export function referenceTargets(
 }
 
 /** A Markdown field a loader's `markdown` option renders: `data.markdown.<field>`. */
-export const renderedMarkdownSchema = z.object({
+const renderedMarkdownSchema = z.object({
   html: z.string(),
   headings: z.array(z.object({ depth: z.number(), slug: z.string(), text: z.string() })),
 });
