@@ -116,7 +116,7 @@ export class FieldRenderer {
   /** Renders the fields of a batch of entries, asking once for each asset image whether it can be fetched. */
   async render(entries: readonly RenderableEntry[]): Promise<RenderedFields[]> {
     const sources = await Promise.all(entries.map((entry) => this.#sources(entry)));
-    const files = this.#assetFiles();
+    const files = (this.#filesRead ??= this.#files());
     const urls = sources.flatMap((fields) =>
       fields.flatMap(({ html, markdown }) => imageSources(html, markdown).filter((src) => files.has(src))),
     );
@@ -147,19 +147,17 @@ export class FieldRenderer {
     const out: { path: string; html: string; markdown: boolean; headings: Heading[]; main: boolean }[] = [];
     for (const { path, markdown, main } of fields) {
       const value = valueAt(entry.fields, path);
-      if (!markdown) {
-        const html = richtextOf(value);
-        if (html !== undefined) out.push({ path, html, markdown, headings: [], main });
-        continue;
-      }
-      if (typeof value !== 'string' || value === '') {
-        if (value != null && value !== '') this.#notMarkdown(entry, path);
-        out.push({ path, html: '', markdown, headings: [], main }); // no value: empty content
-        continue;
-      }
-      const { html, metadata } = await this.#pipeline(noFrontmatter + value);
-      this.markdownRendered++;
-      out.push({ path, html, markdown, headings: metadata?.headings ?? [], main });
+      // A richtext field without a value is not rendered; a Markdown field without one is, empty.
+      let html = markdown ? '' : richtextOf(value);
+      let headings: Heading[] = [];
+      if (html === undefined) continue;
+      if (markdown && typeof value === 'string' && value !== '') {
+        const made = await this.#pipeline(noFrontmatter + value);
+        this.markdownRendered++;
+        html = made.html;
+        headings = made.metadata?.headings ?? [];
+      } else if (markdown && value != null && value !== '') this.#notMarkdown(entry, path);
+      out.push({ path, html, markdown, headings, main });
     }
     return out;
   }
@@ -190,9 +188,5 @@ export class FieldRenderer {
       );
     }
     return false;
-  }
-
-  #assetFiles(): AssetFiles {
-    return (this.#filesRead ??= this.#files());
   }
 }
