@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { CacheReader } from '../cache/index.ts';
 import { entryOf } from '../entries/entries.ts';
-import { langOf } from './i18n.ts';
+import { language, normal } from './i18n.ts';
 import type { CollectionMap } from './collection-map.ts';
 
 /**
@@ -72,9 +72,9 @@ function pageReport(
   const lang = query.lang.toLowerCase();
   const segments = query.path.split('/').filter(Boolean).map(decodeURIComponent);
   const locale =
-    keys.find((key) => langOf(key).toLowerCase() === lang) ??
+    keys.find((key) => normal(key) === lang) ??
     keys.find((key) => String(map?.get(key) || '').toLowerCase() === (segments[0] ?? '').toLowerCase()) ??
-    keys.find((key) => langOf(key).toLowerCase().split('-')[0] === lang.split('-')[0]);
+    keys.find((key) => language(key) === lang.split('-')[0]);
   const found: ShownDocument[] = [];
   if (locale) {
     for (const [collection, loader] of collections.loaders) {
@@ -144,10 +144,10 @@ export function serveToolbar(
   ] as const) {
     toolbar.on<PageQuery>(event, (query, client) => {
       if (typeof query?.path !== 'string' || typeof query.lang !== 'string' || typeof query.text !== 'string') return;
+      const to = client ?? toolbar;
       void answer(query, sync).then(
-        (report) => (client ?? toolbar).send('comfortable:report', report),
-        (failure: Error) =>
-          (client ?? toolbar).send('comfortable:report', { path: query.path, error: failure.message }),
+        (report) => to.send('comfortable:report', report),
+        (failure: Error) => to.send('comfortable:report', { path: query.path, error: failure.message }),
       );
     });
   }
