@@ -16,7 +16,7 @@ import { describe, loaderError } from './errors.ts';
 import type { ComfortableLiveRecord } from './live-entries.ts';
 import { ReferenceConverter, warnPartialMappings } from './references.ts';
 import { FieldRenderer, type RenderedMarkdown } from './renderer.ts';
-import { type ComfortableLoaderOptions, defaultEntryId, type EntryIdInput, loaderSources } from './loader-options.ts';
+import { type ComfortableLoaderOptions, defaultEntryId, loaderSources } from './loader-options.ts';
 import type { CollectionMap, LoaderDeclaration } from './collection-map.ts';
 import { loaderNamePrefix } from './content-config.ts';
 import { loaderRegistry } from './registry.ts';
@@ -75,8 +75,8 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
       return error as Error;
     };
   }
-  const name = `${loaderNamePrefix}${sources.map((s) => `${s.kind}:${s.name}`).join('+') || 'invalid'}`;
-  const entryId = options.entryId ?? defaultEntryId;
+  const keys = sources.map((s) => `${s.kind}:${s.name}`);
+  const name = `${loaderNamePrefix}${keys.join('+') || 'invalid'}`;
   // The same options in another evaluation of the content config are the same declaration.
   const declaration = registry.declare({
     name,
@@ -89,13 +89,12 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
       problem: problem ? String(problem().message) : undefined,
     }),
     sources,
-    keys: sources.map((s) => `${s.kind}:${s.name}`),
+    keys,
     contentType: options.contentType,
     locales: options.locales,
     entryId: options.entryId,
     problem,
   });
-  const keys = declaration.keys;
 
   return {
     name,
@@ -135,15 +134,7 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
           const warn = registry.warnOnce(context.logger);
           checkLoaderNames(options, read.cache.head, context.collection, warn);
           checkContentTypeKeys(collections.site.contentTypes, read.cache.head, warn);
-          return storeEntries(
-            context,
-            read.cache,
-            collections,
-            schemaDigest(read, context.config),
-            keys,
-            options,
-            entryId,
-          );
+          return storeEntries(context, read.cache, collections, schemaDigest(read, context.config), keys, options);
         });
       } catch (error) {
         const failure = loaderError(error, shared); // with a hint naming the option to check
@@ -174,7 +165,6 @@ async function storeEntries(
   schemas: string,
   keys: string[],
   options: ComfortableLoaderOptions,
-  entryId: (input: EntryIdInput) => string,
 ): Promise<void> {
   const head = cache.head;
   const asked = options.locales ?? head.locales.locales.map((l) => l.key);
@@ -210,6 +200,7 @@ async function storeEntries(
   const links = fileLinks(); // a copy's files as files of the site
   const aliasesOf = aliasesByDocument(cache);
   const custom = options.entryId !== undefined;
+  const entryId = options.entryId ?? defaultEntryId;
   /** Each entry id made, with the document and locale it stands for. */
   const live = new Map<string, string>();
   let changed = 0;
