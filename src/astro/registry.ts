@@ -50,7 +50,7 @@ export class Round {
 
   bind(collection: string, declaration: LoaderDeclaration): void {
     this.bound.set(collection, declaration);
-    if (!this.expected.has(collection)) this.expected.add(collection);
+    this.expected.add(collection);
     if ([...this.expected].every((name) => this.bound.has(name))) {
       this.done = true;
       this.#resolve(this.#complete(this.bound));
