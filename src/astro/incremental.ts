@@ -2,7 +2,7 @@ import { relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AstroConfig, AstroIntegrationLogger } from 'astro';
 import type { Plugin } from 'vite';
-import { finish, type Prepared, prepare, type Scan, scan } from './output.ts';
+import { finish, type Prepared, prepare, scan } from './output.ts';
 
 /**
  * The integration's part in Astro's incremental builds (`experimental.incrementalBuild`):
@@ -25,7 +25,7 @@ export class IncrementalBuild {
   /** Whether `dist/` is kept between builds here (decided at config setup). */
   #keep = false;
   /** What dist/ holds, read while Astro syncs the content. */
-  #scan: Promise<Scan> | undefined;
+  #scan: ReturnType<typeof scan> | undefined;
   #prepared: Prepared | undefined;
 
   /**

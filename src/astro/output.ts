@@ -36,20 +36,7 @@ interface Recorded {
 }
 
 /** What `dist/` and Astro's cache hold before a build: read only, so it can be read while the content syncs. */
-export interface Scan {
-  outDir: string;
-  cacheDir: string;
-  /** The pages Astro may reuse, or why its manifest cannot be read. */
-  reusable: Set<string> | { problem: string };
-  /** Every file in `dist/` (relative to it), `.git` aside. */
-  present: string[];
-  /** The reusable pages in `dist/` that are as the last build left them. */
-  intact: Set<string>;
-  /**
-   * Reusable pages modified since the last build whose copy in Astro's cache is the same file: that copy is no good.
-   */
-  spoilt: Set<string>;
-}
+type Scan = Awaited<ReturnType<typeof scan>>;
 
 /** What `prepare` did: the pages it left in `dist/`, kept or copied, and the files of the last build it removed. */
 export interface Prepared {
@@ -139,8 +126,13 @@ async function filesUnder(dir: string): Promise<string[]> {
   return files;
 }
 
-/** What `dist/` and Astro's cache hold now; reads only. */
-export async function scan(outDir: string, cacheDir: string): Promise<Scan> {
+/**
+ * What `dist/` and Astro's cache hold now; reads only: the pages Astro may reuse (or why its
+ * manifest cannot be read), every file in `dist/` (relative to it, `.git` aside), the reusable
+ * pages in `dist/` that are as the last build left them (`intact`), and those modified since
+ * whose copy in Astro's cache is the same file, which makes that copy no good (`spoilt`).
+ */
+export async function scan(outDir: string, cacheDir: string) {
   const [reusable, record, present] = await Promise.all([
     manifestPages(cacheDir),
     readRecord(cacheDir, outDir),
