@@ -21,8 +21,6 @@ export interface LoaderDeclaration {
   sources: SourceSpec[];
   /** Source keys such as `collection:posts`. */
   keys: string[];
-  /** Its source's content type, for a `contentType` loader. */
-  contentType?: string | undefined;
   /** The loader's `locales` option; undefined for every locale of the repository. */
   locales?: string[] | undefined;
   /** The loader's own `entryId` option; undefined for the default `<locale>/<id>`. */

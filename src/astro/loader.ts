@@ -90,7 +90,6 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
     }),
     sources,
     keys,
-    contentType: options.contentType,
     locales: options.locales,
     entryId: options.entryId,
     problem,
