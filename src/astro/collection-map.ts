@@ -4,7 +4,7 @@ import { fingerprintOf } from '../model/digests.ts';
 import type { Changeset } from '../sync/changeset.ts';
 import type { LocaleMap } from './i18n.ts';
 import type { SourceSpec } from '../sync/config.ts';
-import type { EntryIdInput } from './loader-options.ts';
+import type { ComfortableLoaderOptions } from './loader-options.ts';
 
 /**
  * Which collection each loader fills, and what the integration maps, for one sync round: what
@@ -12,8 +12,11 @@ import type { EntryIdInput } from './loader-options.ts';
  * what a refresh reaches, and what every entry's fingerprint covers.
  */
 
-/** A `comfortableLoader()`: what its options say, whichever evaluation of the content config made it. */
-export interface LoaderDeclaration {
+/**
+ * A `comfortableLoader()`: what its options say, whichever evaluation of the content config made it; its
+ * `locales` and `entryId` options (undefined: every locale of the repository, the default `<locale>/<id>`).
+ */
+export type LoaderDeclaration = Pick<ComfortableLoaderOptions, 'locales' | 'entryId'> & {
   /** Its name for Astro (`comfortable:collection:posts`), which names its sources. */
   name: string;
   /** A hash of everything the loader's options decide of its entries. */
@@ -21,13 +24,9 @@ export interface LoaderDeclaration {
   sources: SourceSpec[];
   /** Source keys such as `collection:posts`. */
   keys: string[];
-  /** The loader's `locales` option; undefined for every locale of the repository. */
-  locales?: string[] | undefined;
-  /** The loader's own `entryId` option; undefined for the default `<locale>/<id>`. */
-  entryId?: ((entry: EntryIdInput) => string) | undefined;
   /** The error of the loader's options, named after its collection; undefined when they are right. */
   problem?: ((collection?: string) => Error) | undefined;
-}
+};
 
 /** What the integration says of the site: `contentTypes`, and Astro's locales when it has `i18n`. */
 export interface SiteSettings {

@@ -2,8 +2,8 @@ import type { LoaderContext } from 'astro/loaders';
 import type { CacheReader, Member } from '../cache/index.ts';
 import { type Entry, entryOf, mapRelations } from '../entries/entries.ts';
 import type { StoredRecord } from '../model/records.ts';
-import { defaultEntryId, type EntryIdInput } from './loader-options.ts';
-import type { CollectionMap } from './collection-map.ts';
+import { defaultEntryId } from './loader-options.ts';
+import type { CollectionMap, LoaderDeclaration } from './collection-map.ts';
 
 /**
  * Relation fields as Astro references. A relation becomes `{ collection, id }` when the
@@ -180,7 +180,7 @@ export class ReferenceConverter {
   #targetId(
     entry: Entry,
     ref: { id: string; contentType: string },
-    entryId: ((input: EntryIdInput) => string) | undefined,
+    entryId: LoaderDeclaration['entryId'],
     lookup: TargetLookup,
   ): string {
     const astroLocale = this.#mapping.site.locales?.mapOf(this.#cache.head.locales).get(entry.locale) || undefined;
