@@ -32,23 +32,18 @@ export class IncrementalBuild {
    * At config setup: what to add to the config (Astro told to leave `dist/` alone) and the
    * script to inject into every page (`page-ssr`), or nothing when the build is not incremental.
    */
-  setup(
-    config: AstroConfig,
-    command: string,
-    enabled: boolean,
-    logger: AstroIntegrationLogger,
-  ): { config?: { vite: { build: { emptyOutDir: false } } }; script: string; plugins: Plugin[] } | undefined {
+  setup(config: AstroConfig, command: string, enabled: boolean, logger: AstroIntegrationLogger) {
     if (command !== 'build' || !config.experimental?.incrementalBuild) return undefined;
     this.#config = config;
     this.#logger = logger;
-    const plugins = [contentModulesPlugin()];
     const why = enabled ? leftToAstro(config) : 'the incrementalOutput option is false';
-    if (why) {
-      logger.info(`dist/ is emptied and filled again by Astro in each build: ${why}`);
-      return { script: imageServiceScript, plugins };
-    }
-    this.#keep = true;
-    return { config: { vite: { build: { emptyOutDir: false } } }, script: imageServiceScript, plugins };
+    if (why) logger.info(`dist/ is emptied and filled again by Astro in each build: ${why}`);
+    this.#keep = !why;
+    return {
+      config: why ? undefined : { vite: { build: { emptyOutDir: false } } },
+      script: imageServiceScript,
+      plugins: [contentModulesPlugin()],
+    };
   }
 
   /** The resolved config (`astro:config:done`), whose folders are final: what dist/ holds is read meanwhile. */
