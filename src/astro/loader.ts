@@ -86,7 +86,7 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
       render: options.render,
       markdown: options.markdown,
       entryId: options.entryId ? String(options.entryId) : 'default',
-      problem: problem ? String(problem().message) : undefined,
+      problem: problem?.().message,
     }),
     sources,
     keys,

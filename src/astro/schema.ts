@@ -15,7 +15,7 @@ export const astroReferenceSchema = z.object({ collection: z.string(), id: z.str
  * map, a collection that holds only some of the type): `collection` is null, so a page narrows
  * on it (`author?.collection === 'authors' ? await getEntry('authors', author.id) : undefined`).
  */
-export const unresolvedSchema = z.object({ collection: z.null(), id: z.string(), contentType: z.string() });
+export const unresolvedSchema = astroReferenceSchema.extend({ collection: z.null(), contentType: z.string() });
 /**
  * A relation whose targets no collection is known to hold (their content types unmapped, or no
  * reference stored yet): `collection` is any string, which `getEntry(reference)` does not take, so
@@ -27,7 +27,7 @@ export const relationSchema = z.union([astroReferenceSchema, unresolvedSchema]);
 
 /** How a resolved reference to a collection is written: Astro's own shape by default. */
 type ReferenceTo = (collection: string) => z.ZodType;
-const referenceObject: ReferenceTo = (collection) => z.object({ collection: z.literal(collection), id: z.string() });
+const referenceObject: ReferenceTo = (collection) => astroReferenceSchema.extend({ collection: z.literal(collection) });
 
 /** A relation to one of some collections: typed with their names, so `getEntry(reference)` knows the entry type. */
 function relationTo(collections: string[] | undefined, reference: ReferenceTo): z.ZodType {
