@@ -45,7 +45,7 @@ export const attributesOf = (element: HtmlElement): Map<string, string> =>
  * no positive number (`"50%"`).
  */
 export function pixels(value: string | undefined): number | undefined {
-  const number = value === undefined ? Number.NaN : Number(value);
+  const number = Number(value);
   return number > 0 && Number.isFinite(number) ? number : undefined;
 }
 
