@@ -144,7 +144,7 @@ export class FieldRenderer {
       ...(main ? [{ ...main, main: true }] : []),
       ...this.#markdown.map((path) => ({ path, markdown: true, main: false })),
     ];
-    const out: { path: string; html: string; markdown: boolean; headings: Heading[]; main: boolean }[] = [];
+    const out = [];
     for (const { path, markdown, main } of fields) {
       const value = valueAt(entry.fields, path);
       // A richtext field without a value is not rendered; a Markdown field without one is, empty.
