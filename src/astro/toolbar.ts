@@ -29,43 +29,15 @@ interface PageQuery {
   text: string;
 }
 
-interface ShownDocument {
-  collection: string;
-  id: string;
-  locale: string;
-  astroLocale: string | undefined;
-  contentType: string;
-  title: string;
-  revision: number;
-  updatedAt: string;
-  /** The fields whose value came from another locale → that locale (null: none has one). */
-  fallbacks: Record<string, string | null>;
-  /** How the page shows it: its slug is in the path, or its title in the text. */
-  by: 'path' | 'text';
-}
-
-/** What the app shows: the page's documents, and how the content got here. */
-export interface PageReport {
-  path: string;
-  locale: string | undefined;
-  documents: ShownDocument[];
-  /** More documents matched than are listed. */
-  more: number;
-  syncedAt: string | undefined;
-  error: string | undefined;
-}
+/** What the app shows: the page's documents, how the content got here, and why it could not sync, if so. */
+export type PageReport = ReturnType<typeof pageReport> & { error?: string | undefined };
 
 const listed = 40;
 /** A value that names rather than reads (`smoky-pozole`): not a title. */
 const slugLike = /^[a-z0-9]+(?:-[a-z0-9]+)+$/;
 
 /** The documents of the loaded collections that the page shows, in the page's locale. */
-function pageReport(
-  cache: CacheReader,
-  collections: CollectionMap,
-  query: PageQuery,
-  syncedAt: Date | undefined,
-): PageReport {
+function pageReport(cache: CacheReader, collections: CollectionMap, query: PageQuery, syncedAt: Date | undefined) {
   const { locales } = cache.head;
   const keys = locales.locales.map((l) => l.key);
   const map = collections.site.locales?.mapOf(locales);
@@ -75,7 +47,7 @@ function pageReport(
     keys.find((key) => normal(key) === lang) ??
     keys.find((key) => String(map?.get(key) || '').toLowerCase() === (segments[0] ?? '').toLowerCase()) ??
     keys.find((key) => language(key) === lang.split('-')[0]);
-  const found: ShownDocument[] = [];
+  const found = [];
   if (locale) {
     for (const [collection, loader] of collections.loaders) {
       if (loader.locales && !loader.locales.includes(locale)) continue;
@@ -96,8 +68,9 @@ function pageReport(
           title: title ?? slug ?? entry.id,
           revision: entry.meta.revision,
           updatedAt: entry.meta.updatedAt,
+          // The fields whose value came from another locale → that locale (null: none has one).
           fallbacks: entry.fallbacks,
-          by,
+          by, // how the page shows it: its slug is in the path, or its title in the text
         });
       }
     }
@@ -107,9 +80,8 @@ function pageReport(
     path: query.path,
     locale,
     documents: found.slice(0, listed),
-    more: Math.max(0, found.length - listed),
+    more: Math.max(0, found.length - listed), // more documents matched than are listed
     syncedAt: syncedAt?.toISOString(),
-    error: undefined,
   };
 }
 
