@@ -72,12 +72,11 @@ const renderedMarkdownSchema = z.object({
   headings: z.array(z.object({ depth: z.number(), slug: z.string(), text: z.string() })),
 });
 
+/** A field's path → the locale its value came from (null: none has one). */
+const fallbacksSchema = z.record(z.string(), z.string().nullable());
+
 /** What an entry holds besides with `i18n` in astro.config (see i18n.ts). */
-const i18nShape = {
-  astroLocale: z.string(),
-  lang: z.string(),
-  astroFallbacks: z.record(z.string(), z.string().nullable()),
-};
+const i18nShape = { astroLocale: z.string(), lang: z.string(), astroFallbacks: fallbacksSchema };
 /** The same, as a schema checks it whatever the site's config: there only with `i18n`. */
 const i18nChecked = Object.fromEntries(Object.entries(i18nShape).map(([key, schema]) => [key, schema.optional()]));
 
@@ -96,7 +95,7 @@ export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string
     ...((i18n === undefined ? i18nChecked : i18n ? i18nShape : {}) as typeof i18nShape),
     contentType: contentType ? z.literal(contentType) : z.string(),
     fields,
-    fallbacks: z.record(z.string(), z.string().nullable()),
+    fallbacks: fallbacksSchema,
     meta: entryMetaSchema,
     digest: z.string(),
     cacheKey: z.string(),
