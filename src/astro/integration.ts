@@ -68,12 +68,11 @@ export function parseIntegrationOptions(options: unknown): ComfortableIntegratio
 function missingConnection(options: unknown): ConfigError | undefined {
   try {
     parseIntegrationOptions(options);
-    return undefined;
   } catch (error) {
     if (error instanceof ConfigError && ['comfortable.repository', 'comfortable.apiKey'].includes(error.option))
       return error;
-    return undefined; // another problem: the check of the options given tells it
   }
+  return undefined; // none, or another problem: the check of the options given tells it
 }
 
 /**
