@@ -39,20 +39,7 @@ interface Recorded {
 type Scan = Awaited<ReturnType<typeof scan>>;
 
 /** What `prepare` did: the pages it left in `dist/`, kept or copied, and the files of the last build it removed. */
-export interface Prepared {
-  outDir: string;
-  /** The pages left in place, and those copied back from Astro's cache. */
-  kept: number;
-  restored: Set<string>;
-  /** Files of the last build removed (the build writes most of them again); relative to `dist/`. */
-  removed: string[];
-  /** The pages in `dist/` when the build starts, relative to it. */
-  pages: Set<string>;
-  /** When the build started: a page of `pages` written since was rendered by it. */
-  startedAt: number;
-  /** Why the pages could not be kept, when they could not. */
-  fallback?: string;
-}
+export type Prepared = Awaited<ReturnType<typeof prepare>>;
 
 const recordFile = (cacheDir: string) => join(cacheDir, 'comfortable-output.json');
 const manifestFile = (cacheDir: string) => join(cacheDir, 'incremental-build.json');
@@ -218,16 +205,17 @@ async function emptyAsAstro(dir: string): Promise<void> {
 }
 
 /** When the build starts: `dist/` as Astro would start it, less the copying of every page it reuses. */
-export async function prepare({ outDir, cacheDir, reusable, present, intact, spoilt }: Scan): Promise<Prepared> {
+export async function prepare({ outDir, cacheDir, reusable, present, intact, spoilt }: Scan) {
   if (!(reusable instanceof Set)) {
     await emptyAsAstro(outDir);
     return {
       outDir,
       kept: 0,
-      restored: new Set(),
+      restored: new Set<string>(),
       removed: present,
-      pages: new Set(),
+      pages: new Set<string>(),
       startedAt: Date.now(),
+      // Why the pages could not be kept.
       fallback:
         `Astro's incremental cache is not laid out as this package knows it ` +
         `(${manifestFile(cacheDir)}: ${reusable.problem})`,
@@ -245,10 +233,14 @@ export async function prepare({ outDir, cacheDir, reusable, present, intact, spo
   const pages = new Set([...intact, ...restored]);
   return {
     outDir,
+    // The pages left in place, and those copied back from Astro's cache.
     kept: intact.size,
     restored: new Set(restored),
+    // Files of the last build removed (the build writes most of them again); relative to `dist/`.
     removed: outdated.filter((file) => !pages.has(file)),
+    // The pages in `dist/` when the build starts, relative to it.
     pages,
+    // When the build started: a page of `pages` written since was rendered by it.
     startedAt: Date.now(),
   };
 }
