@@ -237,7 +237,7 @@ async function storeEntries(
       }
     }
     if (pending.length === 0) continue;
-    const view = new EntryView(cache, head, custom ? records : cache.records(new Set(pending.map((p) => p.member.id))));
+    const view = new EntryView(cache, custom ? records : cache.records(new Set(pending.map((p) => p.member.id))));
     const made = pending.map((p) => ({ ...p, entry: view.entry(p.member.id, p.locale) }));
     const renders = await renderer.render(made.map((m) => m.entry));
     for (const [i, { member, locale, storeId, digest, entry }] of made.entries()) {
@@ -317,7 +317,7 @@ function aliasesByDocument(cache: CacheReader): Map<string, string[]> {
  * relations read in one statement each, so an entry is made without reading record by record.
  */
 class EntryView {
-  readonly head: CacheHead;
+  readonly #head: CacheHead;
   readonly #cache: CacheReader;
   readonly #records: Map<string, StoredRecord>;
   readonly #assets: Map<string, StoredRecord>;
@@ -325,9 +325,9 @@ class EntryView {
   readonly targets: Map<string, string>;
   readonly #targetRecords = new Map<string, StoredRecord | undefined>();
 
-  constructor(cache: CacheReader, head: CacheHead, records: Map<string, StoredRecord>) {
+  constructor(cache: CacheReader, records: Map<string, StoredRecord>) {
     this.#cache = cache;
-    this.head = head;
+    this.#head = cache.head;
     this.#records = records;
     const references = [...records.values()].flatMap((record) => referenceList(record));
     this.#assets = cache.records(new Set(references.filter((ref) => ref.asset).map((ref) => ref.id)));
@@ -338,9 +338,9 @@ class EntryView {
     return entryOf(
       this.#records.get(id)!,
       locale,
-      this.head.locales,
+      this.#head.locales,
       (assetId) => this.#assets.get(assetId),
-      this.head.model,
+      this.#head.model,
     );
   }
 

@@ -1,5 +1,6 @@
 import { fieldAt, type Model } from '../model/records.ts';
 import { valueAt } from '../model/sections.ts';
+import type { ComfortableLoaderOptions } from './loader-options.ts';
 import {
   type AssetFiles,
   firstRichtextField,
@@ -78,7 +79,7 @@ export class FieldRenderer {
 
   constructor(
     model: Model,
-    options: { render?: string | false | undefined; markdown?: readonly string[] | undefined },
+    options: Pick<ComfortableLoaderOptions, 'render' | 'markdown'>,
     pipeline: MarkdownPipeline,
     files: () => AssetFiles,
     logger: Logger,
