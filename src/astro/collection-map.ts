@@ -48,7 +48,7 @@ export class CollectionMap {
    * The collection a content type maps to (the integration's `contentTypes`), with the loader
    * that fills it, or `loader: undefined` when no comfortableLoader() fills it.
    */
-  collectionFor(contentType: string): { collection: string; loader: LoaderDeclaration | undefined } | undefined {
+  collectionFor(contentType: string) {
     const collection = this.site.contentTypes[contentType];
     return collection === undefined ? undefined : { collection, loader: this.loaders.get(collection) };
   }

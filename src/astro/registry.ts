@@ -97,8 +97,8 @@ class LoaderRegistry {
    * `logger.warn` for what holds of the whole site (a content type of no document), said once
    * until the integration is configured again, however many loaders and syncs meet it.
    */
-  warnOnce(logger: { warn(message: string): void }): (message: string) => void {
-    return (message) => {
+  warnOnce(logger: { warn(message: string): void }) {
+    return (message: string) => {
       if (this.#said.has(message)) return;
       this.#said.add(message);
       logger.warn(message);
