@@ -4,7 +4,7 @@ import { fingerprintOf } from '../model/digests.ts';
 import type { Changeset } from '../sync/changeset.ts';
 import type { LocaleMap } from './i18n.ts';
 import type { SourceSpec } from '../sync/config.ts';
-import type { EntryIdInput } from './loader-options.ts';
+import type { ComfortableLoaderOptions } from './loader-options.ts';
 
 /**
  * Which collection each loader fills, and what the integration maps, for one sync round: what
@@ -12,8 +12,11 @@ import type { EntryIdInput } from './loader-options.ts';
  * what a refresh reaches, and what every entry's fingerprint covers.
  */
 
-/** A `comfortableLoader()`: what its options say, whichever evaluation of the content config made it. */
-export interface LoaderDeclaration {
+/**
+ * A `comfortableLoader()`: what its options say, whichever evaluation of the content config made it; its
+ * `locales` and `entryId` options (undefined: every locale of the repository, the default `<locale>/<id>`).
+ */
+export type LoaderDeclaration = Pick<ComfortableLoaderOptions, 'locales' | 'entryId'> & {
   /** Its name for Astro (`comfortable:collection:posts`), which names its sources. */
   name: string;
   /** A hash of everything the loader's options decide of its entries. */
@@ -21,15 +24,9 @@ export interface LoaderDeclaration {
   sources: SourceSpec[];
   /** Source keys such as `collection:posts`. */
   keys: string[];
-  /** Its source's content type, for a `contentType` loader. */
-  contentType?: string | undefined;
-  /** The loader's `locales` option; undefined for every locale of the repository. */
-  locales?: string[] | undefined;
-  /** The loader's own `entryId` option; undefined for the default `<locale>/<id>`. */
-  entryId?: ((entry: EntryIdInput) => string) | undefined;
   /** The error of the loader's options, named after its collection; undefined when they are right. */
   problem?: ((collection?: string) => Error) | undefined;
-}
+};
 
 /** What the integration says of the site: `contentTypes`, and Astro's locales when it has `i18n`. */
 export interface SiteSettings {
@@ -47,15 +44,11 @@ export class CollectionMap {
     this.site = site;
   }
 
-  get locales(): LocaleMap | undefined {
-    return this.site.locales;
-  }
-
   /**
    * The collection a content type maps to (the integration's `contentTypes`), with the loader
    * that fills it, or `loader: undefined` when no comfortableLoader() fills it.
    */
-  collectionFor(contentType: string): { collection: string; loader: LoaderDeclaration | undefined } | undefined {
+  collectionFor(contentType: string) {
     const collection = this.site.contentTypes[contentType];
     return collection === undefined ? undefined : { collection, loader: this.loaders.get(collection) };
   }
@@ -63,11 +56,6 @@ export class CollectionMap {
   /** The collections whose loaders' sources `holds` accepts (for hints). */
   collectionsHolding(holds: (sources: string[]) => boolean): string[] {
     return [...this.loaders].filter(([, loader]) => holds(loader.keys)).map(([collection]) => collection);
-  }
-
-  /** The sources of the loader that fills a collection; undefined when none does. */
-  sourcesOfCollection(collection: string): string[] | undefined {
-    return this.loaders.get(collection)?.keys;
   }
 
   /** Content types the integration's `contentTypes` maps to a collection. */

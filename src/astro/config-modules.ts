@@ -62,9 +62,7 @@ export function contentConfigDigest(root: URL, srcDir: URL): string {
   }
   // Paths relative to the project: a cache restored into another checkout (CI) keeps its digest.
   const project = fileURLToPath(root);
-  const parts = [...seen]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([file, text]) => `${relative(project, file)}\u0000${text}`);
+  const parts = [...seen.keys()].sort().map((file) => `${relative(project, file)}\u0000${seen.get(file)}`);
   return fingerprintOf(parts.join('\u0000'));
 }
 

@@ -26,7 +26,6 @@ type ObserverState =
 /** What this package reads of Astro's content config observer. */
 export interface ContentConfigObserver {
   get(): ObserverState;
-  subscribe(listener: (state: ObserverState) => void): () => void;
 }
 
 /** Loader names of this package start so (loader.ts). */
@@ -57,8 +56,7 @@ export async function astroContentConfigObserver(root: URL): Promise<ContentConf
       globalContentConfigObserver?: Partial<ContentConfigObserver>;
     };
     const observer = utils.globalContentConfigObserver;
-    if (typeof observer?.get === 'function' && typeof observer.subscribe === 'function')
-      return observer as ContentConfigObserver;
+    if (typeof observer?.get === 'function') return observer as ContentConfigObserver;
     return new Error('astro/dist/content/utils.js has no globalContentConfigObserver');
   } catch (error) {
     return error as Error;

@@ -20,7 +20,7 @@ import type { FileLinks } from '../entries/file-links.ts';
  * server's URL: Astro downloads them while it builds, as it does the CMS's.
  */
 
-export interface CopyFilesOptions {
+interface CopyFilesOptions {
   /** The origin of the in-process server, such as `http://127.0.0.1:23443`. */
   origin: string;
   repository: string;

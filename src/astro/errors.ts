@@ -11,7 +11,7 @@ import type { SharedSync } from '../sync/shared.ts';
  * Astro prints the `hint` of an `AstroError` (from `astro/errors`) under the message, in a
  * build and in dev.
  */
-export class LoaderError extends AstroError {
+class LoaderError extends AstroError {
   /** The code of the error it stands for, such as `authentication` or `cache_unwritable`. */
   readonly code: string;
   constructor(code: string, message: string, hint: string) {
@@ -22,7 +22,7 @@ export class LoaderError extends AstroError {
 }
 
 /** Where an Astro project writes the options the hints name. */
-export const astroSite: OptionsSite = {
+const astroSite: OptionsSite = {
   kind: 'sync',
   call: 'comfortable()',
   options: 'comfortable() in astro.config',

@@ -8,7 +8,7 @@ import { type DefaultTreeAdapterTypes, parseFragment } from 'parse5';
  */
 
 export type HtmlNode = DefaultTreeAdapterTypes.ChildNode;
-export type HtmlElement = DefaultTreeAdapterTypes.Element;
+type HtmlElement = DefaultTreeAdapterTypes.Element;
 
 /** The top-level nodes of an HTML fragment, each element with where its tags are in `html`. */
 export function parseHtml(html: string): HtmlNode[] {
@@ -45,7 +45,7 @@ export const attributesOf = (element: HtmlElement): Map<string, string> =>
  * no positive number (`"50%"`).
  */
 export function pixels(value: string | undefined): number | undefined {
-  const number = value === undefined ? Number.NaN : Number(value);
+  const number = Number(value);
   return number > 0 && Number.isFinite(number) ? number : undefined;
 }
 

@@ -31,8 +31,10 @@ export const astroLocalesSchema = z.record(z.string().min(1), z.union([z.string(
 /** A locale key as BCP 47 has it, for `lang` and `hreflang`: `fr_FR` → `fr-FR`. */
 export const langOf = (locale: string): string => locale.replace(/_/g, '-');
 
-const normal = (code: string) => langOf(code).toLowerCase();
-const language = (code: string) => normal(code).split('-')[0]!;
+/** A locale code as compared: `fr_FR` and `fr-fr` are `fr-fr`. */
+export const normal = (code: string) => langOf(code).toLowerCase();
+/** A locale code's language: `fr_FR` → `fr`. */
+export const language = (code: string) => normal(code).split('-')[0]!;
 /** Same language, and one of the two is the language alone: `fr` and `fr_FR`, not `de-CH` and `de_DE`. */
 const akin = (astro: string, cms: string) =>
   language(astro) === language(cms) && (normal(astro) === language(astro) || normal(cms) === language(cms));

@@ -16,7 +16,7 @@ import { openCache } from '../cache/index.ts';
  *   content store away at the next refresh.
  */
 
-export interface RemotePattern {
+interface RemotePattern {
   protocol: string;
   hostname: string;
   port?: string;
@@ -75,19 +75,17 @@ export class ImageHosts {
     this.#isRemoteAllowed = (await import('astro/assets/utils')).isRemoteAllowed;
   }
 
-  /** Origins of `origins` that the image settings do not allow. */
-  #notAllowed(origins: string[]): string[] {
+  /** The origins of the cached assets that the image settings do not allow. */
+  #notAllowed(): string[] {
     const image = this.#image;
     const allowed = this.#isRemoteAllowed;
     if (!image || !allowed) return [];
-    return origins.filter(
-      (origin) => !allowed(`${origin}/`, { domains: image.domains, remotePatterns: image.remotePatterns }),
-    );
+    return cachedAssetOrigins(this.#cacheDir).filter((origin) => !allowed(`${origin}/`, image));
   }
 
   /** A build, after the content sync: allows the hosts of the synced assets before the pages are built. */
   beforePages(): void {
-    const added = this.#notAllowed(cachedAssetOrigins(this.#cacheDir));
+    const added = this.#notAllowed();
     if (added.length === 0) return;
     this.#image!.remotePatterns.push(...remotePatterns(added));
     this.#logger.info(`Image hosts of the synced assets allowed in image.remotePatterns: ${added.join(', ')}`);
@@ -95,7 +93,7 @@ export class ImageHosts {
 
   /** Dev, after a sync: one warning for each host of the synced assets that is not allowed. */
   afterSync(): void {
-    for (const origin of this.#notAllowed(cachedAssetOrigins(this.#cacheDir))) {
+    for (const origin of this.#notAllowed()) {
       if (this.#warned.has(origin)) continue;
       this.#warned.add(origin);
       this.#logger.warn(

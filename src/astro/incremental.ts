@@ -2,7 +2,7 @@ import { relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AstroConfig, AstroIntegrationLogger } from 'astro';
 import type { Plugin } from 'vite';
-import { finish, type Prepared, prepare, type Scan, scan } from './output.ts';
+import { finish, type Prepared, prepare, scan } from './output.ts';
 
 /**
  * The integration's part in Astro's incremental builds (`experimental.incrementalBuild`):
@@ -25,30 +25,25 @@ export class IncrementalBuild {
   /** Whether `dist/` is kept between builds here (decided at config setup). */
   #keep = false;
   /** What dist/ holds, read while Astro syncs the content. */
-  #scan: Promise<Scan> | undefined;
+  #scan: ReturnType<typeof scan> | undefined;
   #prepared: Prepared | undefined;
 
   /**
    * At config setup: what to add to the config (Astro told to leave `dist/` alone) and the
    * script to inject into every page (`page-ssr`), or nothing when the build is not incremental.
    */
-  setup(
-    config: AstroConfig,
-    command: string,
-    enabled: boolean,
-    logger: AstroIntegrationLogger,
-  ): { config?: { vite: { build: { emptyOutDir: false } } }; script: string; plugins: Plugin[] } | undefined {
+  setup(config: AstroConfig, command: string, enabled: boolean, logger: AstroIntegrationLogger) {
     if (command !== 'build' || !config.experimental?.incrementalBuild) return undefined;
     this.#config = config;
     this.#logger = logger;
-    const plugins = [contentModulesPlugin()];
     const why = enabled ? leftToAstro(config) : 'the incrementalOutput option is false';
-    if (why) {
-      logger.info(`dist/ is emptied and filled again by Astro in each build: ${why}`);
-      return { script: imageServiceScript, plugins };
-    }
-    this.#keep = true;
-    return { config: { vite: { build: { emptyOutDir: false } } }, script: imageServiceScript, plugins };
+    if (why) logger.info(`dist/ is emptied and filled again by Astro in each build: ${why}`);
+    this.#keep = !why;
+    return {
+      config: why ? undefined : { vite: { build: { emptyOutDir: false } } },
+      script: imageServiceScript,
+      plugins: [contentModulesPlugin()],
+    };
   }
 
   /** The resolved config (`astro:config:done`), whose folders are final: what dist/ holds is read meanwhile. */
@@ -117,7 +112,7 @@ function leftToAstro(config: AstroConfig): string | undefined {
  * every page whose module graph reaches one: with `astro:i18n` imported (the way to make locale
  * URLs), Astro's app and so every page is in each page's graph, and a rebuild rendered them all.
  */
-export function contentModulesPlugin(): Plugin {
+function contentModulesPlugin(): Plugin {
   return {
     name: 'comfortable-loader:content-modules',
     transform: {
@@ -132,5 +127,5 @@ export function contentModulesPlugin(): Plugin {
  * pages' modules load for `getStaticPaths`: a build that renders no page still has it when it
  * optimises the images of the pages it reuses.
  */
-export const imageServiceScript =
+const imageServiceScript =
   "import { getConfiguredImageService } from 'astro:assets';\nawait getConfiguredImageService();";

@@ -5,7 +5,6 @@ import { defaultBaseUrl } from '../api/client.ts';
 import { z } from 'zod';
 import { checkOptions, ConfigError, contentTypesSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../api/env.ts';
-import type { SyncLogger } from '../sync/engine.ts';
 import { changedSources, type SharedConfig, sharedSync } from '../sync/shared.ts';
 import type { ReloadEvent } from '../server/repositories.ts';
 import { type ContentOrigin, originCacheDir, touchOrigin } from '../cache/index.ts';
@@ -69,12 +68,11 @@ export function parseIntegrationOptions(options: unknown): ComfortableIntegratio
 function missingConnection(options: unknown): ConfigError | undefined {
   try {
     parseIntegrationOptions(options);
-    return undefined;
   } catch (error) {
     if (error instanceof ConfigError && ['comfortable.repository', 'comfortable.apiKey'].includes(error.option))
       return error;
-    return undefined; // another problem: the check of the options given tells it
   }
+  return undefined; // none, or another problem: the check of the options given tells it
 }
 
 /**
@@ -156,7 +154,6 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
         // Checked above; from the environment it is still a string such as "3000" or "off".
         const poll = pollIntervalSchema.parse(pollInterval);
         refresh = { secret: refreshSecret, path: refreshPath, poll: served ? false : poll };
-        const syncLogger: SyncLogger = { info: (m) => logger.info(m), warn: (m) => logger.warn(m) };
         // One cache per origin, so a switch between the copy and the CMS keeps each one's content.
         const origin: ContentOrigin = served
           ? { snapshot: relative(root, resolve(root, filled.snapshot!)) }
@@ -177,7 +174,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           await astroContentConfigObserver(astroConfig.root),
         );
         // The loaders' sources are those of the loaders of Astro's content config, at each sync.
-        shared.configure({ ...config, cacheDir } as SharedConfig, syncLogger, served && filled.snapshot, () => {
+        shared.configure({ ...config, cacheDir } as SharedConfig, logger, served && filled.snapshot, () => {
           if (missing) throw missing;
           return registry.sources();
         });
@@ -229,11 +226,7 @@ export function comfortable(options: ComfortableIntegrationOptions = {}): AstroI
           pollInterval: refresh?.poll ?? false,
           endpoint: refresh?.secret ? { secret: refresh.secret, path: refresh.path } : undefined,
           middlewares: server.middlewares,
-          log: {
-            info: (message) => logger.info(message),
-            warn: (message) => logger.warn(message),
-            error: (message) => logger.error(message),
-          },
+          log: logger,
           // Astro's own syncs load what they read; a sync outside them (a poll, a refresh) reloads the loaders
           // whose sources it changed, which read that sync's result.
           follow: async (result, { outside }) => {

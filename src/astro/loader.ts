@@ -16,7 +16,7 @@ import { describe, loaderError } from './errors.ts';
 import type { ComfortableLiveRecord } from './live-entries.ts';
 import { ReferenceConverter, warnPartialMappings } from './references.ts';
 import { FieldRenderer, type RenderedMarkdown } from './renderer.ts';
-import { type ComfortableLoaderOptions, defaultEntryId, type EntryIdInput, loaderSources } from './loader-options.ts';
+import { type ComfortableLoaderOptions, defaultEntryId, loaderSources } from './loader-options.ts';
 import type { CollectionMap, LoaderDeclaration } from './collection-map.ts';
 import { loaderNamePrefix } from './content-config.ts';
 import { loaderRegistry } from './registry.ts';
@@ -75,8 +75,8 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
       return error as Error;
     };
   }
-  const name = `${loaderNamePrefix}${sources.map((s) => `${s.kind}:${s.name}`).join('+') || 'invalid'}`;
-  const entryId = options.entryId ?? defaultEntryId;
+  const keys = sources.map((s) => `${s.kind}:${s.name}`);
+  const name = `${loaderNamePrefix}${keys.join('+') || 'invalid'}`;
   // The same options in another evaluation of the content config are the same declaration.
   const declaration = registry.declare({
     name,
@@ -86,16 +86,14 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
       render: options.render,
       markdown: options.markdown,
       entryId: options.entryId ? String(options.entryId) : 'default',
-      problem: problem ? String(problem().message) : undefined,
+      problem: problem?.().message,
     }),
     sources,
-    keys: sources.map((s) => `${s.kind}:${s.name}`),
-    contentType: options.contentType,
+    keys,
     locales: options.locales,
     entryId: options.entryId,
     problem,
   });
-  const keys = declaration.keys;
 
   return {
     name,
@@ -135,15 +133,7 @@ export function comfortableLoader(options: ComfortableLoaderOptions) {
           const warn = registry.warnOnce(context.logger);
           checkLoaderNames(options, read.cache.head, context.collection, warn);
           checkContentTypeKeys(collections.site.contentTypes, read.cache.head, warn);
-          return storeEntries(
-            context,
-            read.cache,
-            collections,
-            schemaDigest(read, context.config),
-            keys,
-            options,
-            entryId,
-          );
+          return storeEntries(context, read.cache, collections, schemaDigest(read, context.config), keys, options);
         });
       } catch (error) {
         const failure = loaderError(error, shared); // with a hint naming the option to check
@@ -174,12 +164,11 @@ async function storeEntries(
   schemas: string,
   keys: string[],
   options: ComfortableLoaderOptions,
-  entryId: (input: EntryIdInput) => string,
 ): Promise<void> {
   const head = cache.head;
   const asked = options.locales ?? head.locales.locales.map((l) => l.key);
   // With Astro's i18n: each locale's Astro locale; a locale mapped to false, or to nothing, is left out.
-  const astroLocales = mapping.locales?.resolve(head.locales, options.locales, collection, (m) => logger.warn(m));
+  const astroLocales = mapping.site.locales?.resolve(head.locales, options.locales, collection, (m) => logger.warn(m));
   const locales = astroLocales ? asked.filter((locale) => typeof astroLocales.get(locale) === 'string') : asked;
   // Options (of any loader: a reference takes its target's id), a new package version, a changed
   // model (a field seen localized), the locales loaded with their fallback chains and Astro locales
@@ -210,6 +199,7 @@ async function storeEntries(
   const links = fileLinks(); // a copy's files as files of the site
   const aliasesOf = aliasesByDocument(cache);
   const custom = options.entryId !== undefined;
+  const entryId = options.entryId ?? defaultEntryId;
   /** Each entry id made, with the document and locale it stands for. */
   const live = new Map<string, string>();
   let changed = 0;
@@ -247,7 +237,7 @@ async function storeEntries(
       }
     }
     if (pending.length === 0) continue;
-    const view = new EntryView(cache, head, custom ? records : cache.records(new Set(pending.map((p) => p.member.id))));
+    const view = new EntryView(cache, custom ? records : cache.records(new Set(pending.map((p) => p.member.id))));
     const made = pending.map((p) => ({ ...p, entry: view.entry(p.member.id, p.locale) }));
     const renders = await renderer.render(made.map((m) => m.entry));
     for (const [i, { member, locale, storeId, digest, entry }] of made.entries()) {
@@ -327,7 +317,7 @@ function aliasesByDocument(cache: CacheReader): Map<string, string[]> {
  * relations read in one statement each, so an entry is made without reading record by record.
  */
 class EntryView {
-  readonly head: CacheHead;
+  readonly #head: CacheHead;
   readonly #cache: CacheReader;
   readonly #records: Map<string, StoredRecord>;
   readonly #assets: Map<string, StoredRecord>;
@@ -335,9 +325,9 @@ class EntryView {
   readonly targets: Map<string, string>;
   readonly #targetRecords = new Map<string, StoredRecord | undefined>();
 
-  constructor(cache: CacheReader, head: CacheHead, records: Map<string, StoredRecord>) {
+  constructor(cache: CacheReader, records: Map<string, StoredRecord>) {
     this.#cache = cache;
-    this.head = head;
+    this.#head = cache.head;
     this.#records = records;
     const references = [...records.values()].flatMap((record) => referenceList(record));
     this.#assets = cache.records(new Set(references.filter((ref) => ref.asset).map((ref) => ref.id)));
@@ -348,9 +338,9 @@ class EntryView {
     return entryOf(
       this.#records.get(id)!,
       locale,
-      this.head.locales,
+      this.#head.locales,
       (assetId) => this.#assets.get(assetId),
-      this.head.model,
+      this.#head.model,
     );
   }
 

@@ -36,36 +36,10 @@ interface Recorded {
 }
 
 /** What `dist/` and Astro's cache hold before a build: read only, so it can be read while the content syncs. */
-export interface Scan {
-  outDir: string;
-  cacheDir: string;
-  /** The pages Astro may reuse, or why its manifest cannot be read. */
-  reusable: Set<string> | { problem: string };
-  /** Every file in `dist/` (relative to it), `.git` aside. */
-  present: string[];
-  /** The reusable pages in `dist/` that are as the last build left them. */
-  intact: Set<string>;
-  /**
-   * Reusable pages modified since the last build whose copy in Astro's cache is the same file: that copy is no good.
-   */
-  spoilt: Set<string>;
-}
+type Scan = Awaited<ReturnType<typeof scan>>;
 
 /** What `prepare` did: the pages it left in `dist/`, kept or copied, and the files of the last build it removed. */
-export interface Prepared {
-  outDir: string;
-  /** The pages left in place, and those copied back from Astro's cache. */
-  kept: number;
-  restored: Set<string>;
-  /** Files of the last build removed (the build writes most of them again); relative to `dist/`. */
-  removed: string[];
-  /** The pages in `dist/` when the build starts, relative to it. */
-  pages: Set<string>;
-  /** When the build started: a page of `pages` written since was rendered by it. */
-  startedAt: number;
-  /** Why the pages could not be kept, when they could not. */
-  fallback?: string;
-}
+export type Prepared = Awaited<ReturnType<typeof prepare>>;
 
 const recordFile = (cacheDir: string) => join(cacheDir, 'comfortable-output.json');
 const manifestFile = (cacheDir: string) => join(cacheDir, 'incremental-build.json');
@@ -139,8 +113,13 @@ async function filesUnder(dir: string): Promise<string[]> {
   return files;
 }
 
-/** What `dist/` and Astro's cache hold now; reads only. */
-export async function scan(outDir: string, cacheDir: string): Promise<Scan> {
+/**
+ * What `dist/` and Astro's cache hold now; reads only: the pages Astro may reuse (or why its
+ * manifest cannot be read), every file in `dist/` (relative to it, `.git` aside), the reusable
+ * pages in `dist/` that are as the last build left them (`intact`), and those modified since
+ * whose copy in Astro's cache is the same file, which makes that copy no good (`spoilt`).
+ */
+export async function scan(outDir: string, cacheDir: string) {
   const [reusable, record, present] = await Promise.all([
     manifestPages(cacheDir),
     readRecord(cacheDir, outDir),
@@ -226,16 +205,17 @@ async function emptyAsAstro(dir: string): Promise<void> {
 }
 
 /** When the build starts: `dist/` as Astro would start it, less the copying of every page it reuses. */
-export async function prepare({ outDir, cacheDir, reusable, present, intact, spoilt }: Scan): Promise<Prepared> {
+export async function prepare({ outDir, cacheDir, reusable, present, intact, spoilt }: Scan) {
   if (!(reusable instanceof Set)) {
     await emptyAsAstro(outDir);
     return {
       outDir,
       kept: 0,
-      restored: new Set(),
+      restored: new Set<string>(),
       removed: present,
-      pages: new Set(),
+      pages: new Set<string>(),
       startedAt: Date.now(),
+      // Why the pages could not be kept.
       fallback:
         `Astro's incremental cache is not laid out as this package knows it ` +
         `(${manifestFile(cacheDir)}: ${reusable.problem})`,
@@ -253,33 +233,25 @@ export async function prepare({ outDir, cacheDir, reusable, present, intact, spo
   const pages = new Set([...intact, ...restored]);
   return {
     outDir,
+    // The pages left in place, and those copied back from Astro's cache.
     kept: intact.size,
     restored: new Set(restored),
+    // Files of the last build removed (the build writes most of them again); relative to `dist/`.
     removed: outdated.filter((file) => !pages.has(file)),
+    // The pages in `dist/` when the build starts, relative to it.
     pages,
+    // When the build started: a page of `pages` written since was rendered by it.
     startedAt: Date.now(),
   };
-}
-
-/** What a build did to `dist/`: pages it rendered, pages it left as they were, files of the last build gone. */
-export interface Finished {
-  /** Pages the build wrote. */
-  rendered: number;
-  /** Pages left as `prepare` left them, kept or restored. */
-  kept: number;
-  restored: number;
-  /** Pages no longer built, removed. */
-  pages: number;
-  /** Files of the last build gone: those pages, and the files `prepare` removed that the build did not write again. */
-  files: number;
 }
 
 /**
  * After the build: removes the pages `prepare` left that the build did not produce (`produced`,
  * relative to `dist/`), records the pages produced for the next build, and counts what the
- * build did: a page `prepare` left that was written since the build started was rendered.
+ * build did (pages rendered, left as they were, no longer built; files of the last build gone): a
+ * page `prepare` left that was written since the build started was rendered.
  */
-export async function finish(prepared: Prepared, cacheDir: string, produced: Iterable<string>): Promise<Finished> {
+export async function finish(prepared: Prepared, cacheDir: string, produced: Iterable<string>) {
   const built = new Set(produced);
   const stale = [...prepared.pages].filter((file) => !built.has(file));
   await removeFiles(prepared.outDir, stale);
@@ -310,10 +282,14 @@ export async function finish(prepared: Prepared, cacheDir: string, produced: Ite
   await mkdir(cacheDir, { recursive: true });
   await writeFile(recordFile(cacheDir), JSON.stringify(record));
   return {
+    /** Pages the build wrote. */
     rendered: built.size - untouched.length,
+    /** Pages left as `prepare` left them, kept or restored. */
     kept: untouched.length - restored,
     restored,
+    /** Pages no longer built, removed. */
     pages: stale.length,
+    /** Files of the last build gone: those pages, and the files `prepare` removed that the build did not write again. */
     files: stale.length + rewritten.filter((again) => !again).length,
   };
 }

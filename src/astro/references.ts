@@ -2,8 +2,8 @@ import type { LoaderContext } from 'astro/loaders';
 import type { CacheReader, Member } from '../cache/index.ts';
 import { type Entry, entryOf, mapRelations } from '../entries/entries.ts';
 import type { StoredRecord } from '../model/records.ts';
-import { defaultEntryId, type EntryIdInput } from './loader-options.ts';
-import type { CollectionMap } from './collection-map.ts';
+import { defaultEntryId } from './loader-options.ts';
+import type { CollectionMap, LoaderDeclaration } from './collection-map.ts';
 
 /**
  * Relation fields as Astro references. A relation becomes `{ collection, id }` when the
@@ -17,7 +17,7 @@ import type { CollectionMap } from './collection-map.ts';
  */
 
 /** What the conversion needs of the entries being made: their relation targets. */
-export interface TargetLookup {
+interface TargetLookup {
   /** The content type of each relation target the cache holds. */
   targets: Map<string, string>;
   /** A target's record, for a custom entry id made from its fields. */
@@ -167,7 +167,7 @@ export class ReferenceConverter {
   /** Whether the loaders that fill a collection hold a document. */
   #holds(collection: string, id: string): boolean {
     if (!this.#held.has(collection)) {
-      const sources = this.#mapping.sourcesOfCollection(collection);
+      const sources = this.#mapping.loaders.get(collection)?.keys;
       this.#held.set(
         collection,
         sources && new Set(sources.flatMap((source) => this.#cache.members(source).map((member) => member.id))),
@@ -180,10 +180,10 @@ export class ReferenceConverter {
   #targetId(
     entry: Entry,
     ref: { id: string; contentType: string },
-    entryId: ((input: EntryIdInput) => string) | undefined,
+    entryId: LoaderDeclaration['entryId'],
     lookup: TargetLookup,
   ): string {
-    const astroLocale = this.#mapping.locales?.mapOf(this.#cache.head.locales).get(entry.locale) || undefined;
+    const astroLocale = this.#mapping.site.locales?.mapOf(this.#cache.head.locales).get(entry.locale) || undefined;
     const input = { id: ref.id, locale: entry.locale, astroLocale, contentType: ref.contentType, fields: {} };
     if (!entryId) return defaultEntryId(input);
     const record = lookup.target(ref.id);

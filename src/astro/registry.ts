@@ -50,7 +50,7 @@ export class Round {
 
   bind(collection: string, declaration: LoaderDeclaration): void {
     this.bound.set(collection, declaration);
-    if (!this.expected.has(collection)) this.expected.add(collection);
+    this.expected.add(collection);
     if ([...this.expected].every((name) => this.bound.has(name))) {
       this.done = true;
       this.#resolve(this.#complete(this.bound));
@@ -58,7 +58,7 @@ export class Round {
   }
 }
 
-export class LoaderRegistry {
+class LoaderRegistry {
   /** Every declaration made in this process, by signature. */
   readonly #declarations = new Map<string, LoaderDeclaration>();
   /** The declaration made last under each loader name: what a loader of that name in Astro's config syncs. */
@@ -97,8 +97,8 @@ export class LoaderRegistry {
    * `logger.warn` for what holds of the whole site (a content type of no document), said once
    * until the integration is configured again, however many loaders and syncs meet it.
    */
-  warnOnce(logger: { warn(message: string): void }): (message: string) => void {
-    return (message) => {
+  warnOnce(logger: { warn(message: string): void }) {
+    return (message: string) => {
       if (this.#said.has(message)) return;
       this.#said.add(message);
       logger.warn(message);

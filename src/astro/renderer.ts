@@ -1,5 +1,6 @@
 import { fieldAt, type Model } from '../model/records.ts';
 import { valueAt } from '../model/sections.ts';
+import type { ComfortableLoaderOptions } from './loader-options.ts';
 import {
   type AssetFiles,
   firstRichtextField,
@@ -33,7 +34,7 @@ export type MarkdownPipeline = (source: string) => Promise<{ html: string; metad
  * What an entry gets: its content for `render(entry)`, its other Markdown fields, and the asset
  * images left unoptimised.
  */
-export interface RenderedFields {
+interface RenderedFields {
   rendered: Rendered | undefined;
   markdown: Record<string, RenderedMarkdown> | undefined;
   /**
@@ -78,7 +79,7 @@ export class FieldRenderer {
 
   constructor(
     model: Model,
-    options: { render?: string | false | undefined; markdown?: readonly string[] | undefined },
+    options: Pick<ComfortableLoaderOptions, 'render' | 'markdown'>,
     pipeline: MarkdownPipeline,
     files: () => AssetFiles,
     logger: Logger,
@@ -116,7 +117,7 @@ export class FieldRenderer {
   /** Renders the fields of a batch of entries, asking once for each asset image whether it can be fetched. */
   async render(entries: readonly RenderableEntry[]): Promise<RenderedFields[]> {
     const sources = await Promise.all(entries.map((entry) => this.#sources(entry)));
-    const files = this.#assetFiles();
+    const files = (this.#filesRead ??= this.#files());
     const urls = sources.flatMap((fields) =>
       fields.flatMap(({ html, markdown }) => imageSources(html, markdown).filter((src) => files.has(src))),
     );
@@ -144,22 +145,20 @@ export class FieldRenderer {
       ...(main ? [{ ...main, main: true }] : []),
       ...this.#markdown.map((path) => ({ path, markdown: true, main: false })),
     ];
-    const out: { path: string; html: string; markdown: boolean; headings: Heading[]; main: boolean }[] = [];
+    const out = [];
     for (const { path, markdown, main } of fields) {
       const value = valueAt(entry.fields, path);
-      if (!markdown) {
-        const html = richtextOf(value);
-        if (html !== undefined) out.push({ path, html, markdown, headings: [], main });
-        continue;
-      }
-      if (typeof value !== 'string' || value === '') {
-        if (value != null && value !== '') this.#notMarkdown(entry, path);
-        out.push({ path, html: '', markdown, headings: [], main }); // no value: empty content
-        continue;
-      }
-      const { html, metadata } = await this.#pipeline(noFrontmatter + value);
-      this.markdownRendered++;
-      out.push({ path, html, markdown, headings: metadata?.headings ?? [], main });
+      // A richtext field without a value is not rendered; a Markdown field without one is, empty.
+      let html = markdown ? '' : richtextOf(value);
+      let headings: Heading[] = [];
+      if (html === undefined) continue;
+      if (markdown && typeof value === 'string' && value !== '') {
+        const made = await this.#pipeline(noFrontmatter + value);
+        this.markdownRendered++;
+        html = made.html;
+        headings = made.metadata?.headings ?? [];
+      } else if (markdown && value != null && value !== '') this.#notMarkdown(entry, path);
+      out.push({ path, html, markdown, headings, main });
     }
     return out;
   }
@@ -190,9 +189,5 @@ export class FieldRenderer {
       );
     }
     return false;
-  }
-
-  #assetFiles(): AssetFiles {
-    return (this.#filesRead ??= this.#files());
   }
 }

@@ -118,12 +118,21 @@ const voidElements = new Set(['area', 'br', 'col', 'embed', 'hr', 'img', 'input'
  */
 export async function richTextNodes(html: string | { html: string }, links?: RichTextLinks): Promise<RichTextNode[]> {
   const source = typeof html === 'string' ? html : renderRichtext(html.html, new Map(), () => false).html;
-  const nodes = convert(parseHtml(source));
-  if (links) await followLinks(nodes, links);
+  const anchors: RichTextAttributes[] = [];
+  const nodes = convert(parseHtml(source), anchors);
+  if (links) {
+    await Promise.all(
+      anchors.map(async (attributes) => {
+        const href = await links(linkTarget(attributes.href!));
+        if (href !== undefined) attributes.href = href;
+      }),
+    );
+  }
   return nodes;
 }
 
-function convert(nodes: HtmlNode[]): RichTextNode[] {
+/** The tree of the nodes; the attributes of each link (an `a` with an `href`) go into `anchors`, in order. */
+function convert(nodes: HtmlNode[], anchors: RichTextAttributes[]): RichTextNode[] {
   const out: RichTextNode[] = [];
   for (const node of nodes) {
     if (node.nodeName === '#text' && 'value' in node) out.push({ type: 'text', text: node.value });
@@ -137,9 +146,10 @@ function convert(nodes: HtmlNode[]): RichTextNode[] {
     }
     // An element the parser implies (a table's tbody) stays implied: the HTML is the editor's.
     if (!node.sourceCodeLocation?.startTag) {
-      out.push(...convert(childrenOf(node)));
+      out.push(...convert(childrenOf(node), anchors));
       continue;
     }
+    if (node.tagName === 'a' && attributes.href !== undefined) anchors.push(attributes);
     const depth = headingDepth(node.tagName);
     const image =
       node.tagName === 'img' && attributes.src !== undefined ? shown(attributes, attributes.src) : undefined;
@@ -150,7 +160,7 @@ function convert(nodes: HtmlNode[]): RichTextNode[] {
       ...(depth ? { depth } : {}),
       ...(image ? { image } : {}),
       void: voidElements.has(node.tagName),
-      children: convert(childrenOf(node)),
+      children: convert(childrenOf(node), anchors),
     });
   }
   return out;
@@ -174,22 +184,4 @@ export function linkTarget(href: string): RichTextLink {
   const [, kind, id] = /(?:^|\/)v1\/[^/?#]+\/(documents|alias)\/([^/?#]+)\/?(?:[?#].*)?$/.exec(href) ?? [];
   if (!id) return { href };
   return kind === 'documents' ? { href, document: id } : { href, alias: id };
-}
-
-async function followLinks(nodes: RichTextNode[], links: RichTextLinks): Promise<void> {
-  const anchors: Extract<RichTextNode, { type: 'element' }>[] = [];
-  const collect = (list: RichTextNode[]) => {
-    for (const node of list) {
-      if (node.type !== 'element') continue;
-      if (node.name === 'a' && node.attributes.href !== undefined) anchors.push(node);
-      collect(node.children);
-    }
-  };
-  collect(nodes);
-  await Promise.all(
-    anchors.map(async (anchor) => {
-      const href = await links(linkTarget(anchor.attributes.href!));
-      if (href !== undefined) anchor.attributes.href = href;
-    }),
-  );
 }

@@ -15,7 +15,7 @@ export const astroReferenceSchema = z.object({ collection: z.string(), id: z.str
  * map, a collection that holds only some of the type): `collection` is null, so a page narrows
  * on it (`author?.collection === 'authors' ? await getEntry('authors', author.id) : undefined`).
  */
-export const unresolvedSchema = z.object({ collection: z.null(), id: z.string(), contentType: z.string() });
+export const unresolvedSchema = astroReferenceSchema.extend({ collection: z.null(), contentType: z.string() });
 /**
  * A relation whose targets no collection is known to hold (their content types unmapped, or no
  * reference stored yet): `collection` is any string, which `getEntry(reference)` does not take, so
@@ -26,8 +26,8 @@ export const unresolvedSchema = z.object({ collection: z.null(), id: z.string(),
 export const relationSchema = z.union([astroReferenceSchema, unresolvedSchema]);
 
 /** How a resolved reference to a collection is written: Astro's own shape by default. */
-export type ReferenceTo = (collection: string) => z.ZodType;
-const referenceObject: ReferenceTo = (collection) => z.object({ collection: z.literal(collection), id: z.string() });
+type ReferenceTo = (collection: string) => z.ZodType;
+const referenceObject: ReferenceTo = (collection) => astroReferenceSchema.extend({ collection: z.literal(collection) });
 
 /** A relation to one of some collections: typed with their names, so `getEntry(reference)` knows the entry type. */
 function relationTo(collections: string[] | undefined, reference: ReferenceTo): z.ZodType {
@@ -67,17 +67,16 @@ export function referenceTargets(
 }
 
 /** A Markdown field a loader's `markdown` option renders: `data.markdown.<field>`. */
-export const renderedMarkdownSchema = z.object({
+const renderedMarkdownSchema = z.object({
   html: z.string(),
   headings: z.array(z.object({ depth: z.number(), slug: z.string(), text: z.string() })),
 });
 
+/** A field's path → the locale its value came from (null: none has one). */
+const fallbacksSchema = z.record(z.string(), z.string().nullable());
+
 /** What an entry holds besides with `i18n` in astro.config (see i18n.ts). */
-const i18nShape = {
-  astroLocale: z.string(),
-  lang: z.string(),
-  astroFallbacks: z.record(z.string(), z.string().nullable()),
-};
+const i18nShape = { astroLocale: z.string(), lang: z.string(), astroFallbacks: fallbacksSchema };
 /** The same, as a schema checks it whatever the site's config: there only with `i18n`. */
 const i18nChecked = Object.fromEntries(Object.entries(i18nShape).map(([key, schema]) => [key, schema.optional()]));
 
@@ -96,7 +95,7 @@ export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string
     ...((i18n === undefined ? i18nChecked : i18n ? i18nShape : {}) as typeof i18nShape),
     contentType: contentType ? z.literal(contentType) : z.string(),
     fields,
-    fallbacks: z.record(z.string(), z.string().nullable()),
+    fallbacks: fallbacksSchema,
     meta: entryMetaSchema,
     digest: z.string(),
     cacheKey: z.string(),

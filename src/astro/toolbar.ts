@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { CacheReader } from '../cache/index.ts';
 import { entryOf } from '../entries/entries.ts';
-import { langOf } from './i18n.ts';
+import { language, normal } from './i18n.ts';
 import type { CollectionMap } from './collection-map.ts';
 
 /**
@@ -21,7 +21,7 @@ export const toolbarApp = {
 };
 
 /** What the app sends of the page in view. */
-export interface PageQuery {
+interface PageQuery {
   path: string;
   /** The `lang` of the page's `<html>`. */
   lang: string;
@@ -29,53 +29,25 @@ export interface PageQuery {
   text: string;
 }
 
-export interface ShownDocument {
-  collection: string;
-  id: string;
-  locale: string;
-  astroLocale: string | undefined;
-  contentType: string;
-  title: string;
-  revision: number;
-  updatedAt: string;
-  /** The fields whose value came from another locale → that locale (null: none has one). */
-  fallbacks: Record<string, string | null>;
-  /** How the page shows it: its slug is in the path, or its title in the text. */
-  by: 'path' | 'text';
-}
-
-/** What the app shows: the page's documents, and how the content got here. */
-export interface PageReport {
-  path: string;
-  locale: string | undefined;
-  documents: ShownDocument[];
-  /** More documents matched than are listed. */
-  more: number;
-  syncedAt: string | undefined;
-  error: string | undefined;
-}
+/** What the app shows: the page's documents, how the content got here, and why it could not sync, if so. */
+export type PageReport = ReturnType<typeof pageReport> & { error?: string | undefined };
 
 const listed = 40;
 /** A value that names rather than reads (`smoky-pozole`): not a title. */
 const slugLike = /^[a-z0-9]+(?:-[a-z0-9]+)+$/;
 
 /** The documents of the loaded collections that the page shows, in the page's locale. */
-export function pageReport(
-  cache: CacheReader,
-  collections: CollectionMap,
-  query: PageQuery,
-  syncedAt: Date | undefined,
-): PageReport {
+function pageReport(cache: CacheReader, collections: CollectionMap, query: PageQuery, syncedAt: Date | undefined) {
   const { locales } = cache.head;
   const keys = locales.locales.map((l) => l.key);
-  const map = collections.locales?.mapOf(locales);
+  const map = collections.site.locales?.mapOf(locales);
   const lang = query.lang.toLowerCase();
   const segments = query.path.split('/').filter(Boolean).map(decodeURIComponent);
   const locale =
-    keys.find((key) => langOf(key).toLowerCase() === lang) ??
+    keys.find((key) => normal(key) === lang) ??
     keys.find((key) => String(map?.get(key) || '').toLowerCase() === (segments[0] ?? '').toLowerCase()) ??
-    keys.find((key) => langOf(key).toLowerCase().split('-')[0] === lang.split('-')[0]);
-  const found: ShownDocument[] = [];
+    keys.find((key) => language(key) === lang.split('-')[0]);
+  const found = [];
   if (locale) {
     for (const [collection, loader] of collections.loaders) {
       if (loader.locales && !loader.locales.includes(locale)) continue;
@@ -96,8 +68,9 @@ export function pageReport(
           title: title ?? slug ?? entry.id,
           revision: entry.meta.revision,
           updatedAt: entry.meta.updatedAt,
+          // The fields whose value came from another locale → that locale (null: none has one).
           fallbacks: entry.fallbacks,
-          by,
+          by, // how the page shows it: its slug is in the path, or its title in the text
         });
       }
     }
@@ -107,9 +80,8 @@ export function pageReport(
     path: query.path,
     locale,
     documents: found.slice(0, listed),
-    more: Math.max(0, found.length - listed),
+    more: Math.max(0, found.length - listed), // more documents matched than are listed
     syncedAt: syncedAt?.toISOString(),
-    error: undefined,
   };
 }
 
@@ -144,10 +116,10 @@ export function serveToolbar(
   ] as const) {
     toolbar.on<PageQuery>(event, (query, client) => {
       if (typeof query?.path !== 'string' || typeof query.lang !== 'string' || typeof query.text !== 'string') return;
+      const to = client ?? toolbar;
       void answer(query, sync).then(
-        (report) => (client ?? toolbar).send('comfortable:report', report),
-        (failure: Error) =>
-          (client ?? toolbar).send('comfortable:report', { path: query.path, error: failure.message }),
+        (report) => to.send('comfortable:report', report),
+        (failure: Error) => to.send('comfortable:report', { path: query.path, error: failure.message }),
       );
     });
   }

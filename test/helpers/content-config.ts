@@ -12,5 +12,5 @@ export function loadedConfig(collections: Record<string, { name: string }>, dige
       collections: Object.fromEntries(Object.entries(collections).map(([c, loader]) => [c, { loader }])),
     },
   };
-  return { get: () => state, subscribe: () => () => {} };
+  return { get: () => state };
 }
