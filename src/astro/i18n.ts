@@ -1,5 +1,6 @@
 import type { AstroConfig } from 'astro';
 import { z } from 'zod';
+import { nonEmpty } from '../wire/schemas.ts';
 import type { Locales } from '../model/locales.ts';
 import { fallbackChains } from '../wire/locales.ts';
 import { ConfigError, didYouMean } from '../sync/config.ts';
@@ -24,7 +25,7 @@ export type AstroI18n = NonNullable<AstroConfig['i18n']>;
 export type AstroLocaleMap = ReadonlyMap<string, string | false>;
 
 /** The `astroLocales` option: CMS locale → Astro locale, or false to leave that locale out. */
-export const astroLocalesSchema = z.record(z.string().min(1), z.union([z.string().min(1), z.literal(false)]), {
+export const astroLocalesSchema = z.record(nonEmpty, z.union([nonEmpty, z.literal(false)]), {
   error: "expected a map from the CMS's locales to Astro's, such as { en_GB: 'en', de_CH: false }",
 });
 

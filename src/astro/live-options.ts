@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { nonEmpty } from '../wire/schemas.ts';
 import {
   builderJson,
   type Filter,
@@ -33,7 +34,6 @@ export type FieldsSchema<Fields extends Record<string, unknown> = Record<string,
  */
 const requestShape = sourceOptionsSchema.shape;
 /** A name or an id (API id, content type, locale key, collection): any string but the empty one. */
-const nonEmpty = z.string().min(1);
 const requestOptions = {
   /** Filters: a `Filter` or its JSON form. */
   filters: (

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { nonEmpty } from '../wire/schemas.ts';
 import { checkOptions, ConfigError, type SourceSpec, sourceOptionsSchema } from '../sync/config.ts';
 
 /** What an entry id is made from. */
@@ -40,7 +41,7 @@ const loaderOptionsSchema = z.strictObject({
    * @example render: 'body'
    */
   render: z
-    .union([z.string().min(1), z.literal(false)], {
+    .union([nonEmpty, z.literal(false)], {
       error: 'expected the API id of a richtext or Markdown field, or false',
     })
     .optional(),
@@ -52,10 +53,10 @@ const loaderOptionsSchema = z.strictObject({
    * @example markdown: ['intro', 'seo.summary']
    */
   markdown: z
-    .array(z.string().min(1), { error: 'expected a list of the API ids of Markdown fields, such as ["intro"]' })
+    .array(nonEmpty, { error: 'expected a list of the API ids of Markdown fields, such as ["intro"]' })
     .optional(),
   /** Locales that get entries. Default: every locale of the repository. */
-  locales: z.array(z.string().min(1)).min(1, 'expected at least one locale').optional(),
+  locales: z.array(nonEmpty).min(1, 'expected at least one locale').optional(),
   /**
    * The entry id. Default `<locale>/<document id>`. A relation into this collection (through
    * the integration's `contentTypes`) becomes a reference with this id too, whatever the source.

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { nonEmpty } from '../wire/schemas.ts';
 import { fingerprintOf } from '../model/digests.ts';
 import { defaultBaseUrl } from '../api/client.ts';
 import {
@@ -17,7 +18,6 @@ import { allowedKeys, nearestKey } from './option-keys.ts';
  */
 
 /** A name, an API id, a path: any string but an empty one. */
-const nonEmpty = z.string().min(1);
 
 const includeMapSchema: z.ZodType<IncludeMap> = z.lazy(() =>
   z.record(

@@ -1,5 +1,6 @@
 import { isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
+import { nonEmpty } from '../wire/schemas.ts';
 import { originCacheDir } from '../cache/index.ts';
 import { checkOptions, ConfigError, parseSyncConfig, syncConfigSchema } from '../sync/config.ts';
 import { withEnv } from '../api/env.ts';
@@ -30,7 +31,7 @@ const viteOptionsSchema = hostOptionsSchema.extend({
    * @example comfortable({ collections: { posts: {} }, dts: 'src/comfortable.d.ts' })
    */
   dts: z
-    .union([z.string().min(1), z.literal(false)], {
+    .union([nonEmpty, z.literal(false)], {
       error: 'expected the path of a .d.ts file, such as comfortable.d.ts, or false',
     })
     .optional(),

@@ -28,6 +28,9 @@ const apiReferenceSchema = z.looseObject({
   meta: z.looseObject({ id: z.string(), contentType: z.string() }),
 });
 
+/** A string of at least one character: a name, an id, a path. */
+export const nonEmpty = z.string().min(1);
+
 export const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { localeKeyPattern } from './locales.ts';
-import { isObject } from './schemas.ts';
+import { isObject, nonEmpty } from './schemas.ts';
 
 /**
  * The repository snapshot format of `spec/read-api.md` §1, as zod schemas.
@@ -79,7 +79,7 @@ const contentTypeSchema = z.strictObject({
 
 const metaSchema = z.strictObject({
   id: documentId,
-  contentType: z.string().min(1),
+  contentType: nonEmpty,
   repository: z.string().optional(),
   revision: z.number().int().nonnegative(),
   tags: z.array(z.string()),
@@ -100,9 +100,9 @@ const recordSchema = z.strictObject({
 
 /** An asset's `file`: the keys the format knows of it. */
 export const fileSchema = z.strictObject({
-  url: z.string().min(1),
-  fileName: z.string().min(1),
-  mimeType: z.string().min(1),
+  url: nonEmpty,
+  fileName: nonEmpty,
+  mimeType: nonEmpty,
   size: z.number().int().nonnegative(),
   width: z.number().int().positive().optional(),
   height: z.number().int().positive().optional(),
@@ -129,7 +129,7 @@ export const snapshotSchema = z.strictObject({
     name: z.string(),
     defaultLocale: localeKey,
     locales: z.array(z.strictObject({ key: localeKey, fallback: localeKey.optional() })).min(1),
-    apiKeys: z.array(z.string().min(1)).min(1),
+    apiKeys: z.array(nonEmpty).min(1),
   }),
   contentTypes: z.array(contentTypeSchema),
   documents: z.array(recordSchema),
@@ -146,7 +146,7 @@ export type CollectionDefinition = z.infer<typeof collectionSchema>;
 
 const reference = (contentType?: string) =>
   z.strictObject({
-    meta: z.strictObject({ id: documentId, contentType: contentType ? z.literal(contentType) : z.string().min(1) }),
+    meta: z.strictObject({ id: documentId, contentType: contentType ? z.literal(contentType) : nonEmpty }),
   });
 
 const valueSchemas: Record<FieldType, z.ZodType> = {
