@@ -5,6 +5,7 @@ import { fieldsSchema, referenceTargets, relationSchema, unresolvedSchema } from
 import { CacheError, type CacheReader, openCache } from '../cache/index.ts';
 import { ConfigError, parseSyncConfig, type SyncConfig } from '../sync/config.ts';
 import { cacheDirOf, sync, type SyncLogger } from '../sync/engine.ts';
+import { defOf } from '../sync/option-keys.ts';
 import { assetSchema, sectionSchemas } from '../entries/entries.ts';
 import { loadConfigFile } from './config-file.ts';
 import { argsOf } from './usage.ts';
@@ -189,15 +190,12 @@ function markdownNotes(
   return notes;
 }
 
-const defOf = (schema: z.ZodType) =>
-  (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
-const shapeOf = (schema: z.ZodType) =>
-  defOf(schema).type === 'object' ? (defOf(schema).shape as Record<string, z.ZodType>) : undefined;
+const shapeOf = (schema: z.ZodType) => (defOf(schema).type === 'object' ? defOf(schema).shape : undefined);
 
 /** A schema without its `.nullable()` and `.optional()`. */
 function unwrapped(schema: z.ZodType): z.ZodType {
   const def = defOf(schema);
-  return def.type === 'nullable' || def.type === 'optional' ? unwrapped(def.innerType as z.ZodType) : schema;
+  return def.type === 'nullable' || def.type === 'optional' ? unwrapped(def.innerType!) : schema;
 }
 
 /** `blog-post` → `blogPost`, safe as a JavaScript identifier. */
@@ -247,14 +245,14 @@ function zodSource(schema: z.ZodType, printer: Printer, indent: string, multilin
     case 'unknown':
       return `z.${def.type}()`;
     case 'literal':
-      return `z.literal(${(def.values as unknown[]).map((v) => (typeof v === 'string' ? quote(v) : JSON.stringify(v))).join(', ')})`;
+      return `z.literal(${def.values!.map((v) => (typeof v === 'string' ? quote(v) : JSON.stringify(v))).join(', ')})`;
     case 'nullable':
     case 'optional':
-      return `${zodSource(def.innerType as z.ZodType, printer, indent, multiline)}.${def.type}()`;
+      return `${zodSource(def.innerType!, printer, indent, multiline)}.${def.type}()`;
     case 'array':
       return `z.array(${inner(def.element)})`;
     case 'union': {
-      const options = (def.options as unknown[]).map(inner);
+      const options = def.options!.map(inner);
       const head =
         typeof def.discriminator === 'string' ? `z.discriminatedUnion(${quote(def.discriminator)}, [` : 'z.union([';
       if (!multiline) return `${head}${options.join(', ')}])`;
@@ -264,13 +262,13 @@ function zodSource(schema: z.ZodType, printer: Printer, indent: string, multilin
       return `z.record(z.string(), ${inner(def.valueType)})`;
     case 'object': {
       // A section one field a line too, as the content type's own fields.
-      const fields = Object.entries(def.shape as Record<string, z.ZodType>).map(([k, v]) => [
+      const fields = Object.entries(def.shape!).map(([k, v]) => [
         key(k),
         zodSource(v, printer, `${indent}  `, sectionSchemas.has(unwrapped(v))),
       ]);
       if (fields.length === 0) return 'z.object({})';
       if (!multiline) return `z.object({ ${fields.map(([k, v]) => `${k}: ${v}`).join(', ')} })`;
-      const notes = Object.values(def.shape as Record<string, z.ZodType>).map((v) => printer.notes?.get(v));
+      const notes = Object.values(def.shape!).map((v) => printer.notes?.get(v));
       const line = ([k, v]: string[], i: number) =>
         `${notes[i] ? `${indent}  ${notes[i]}\n` : ''}${indent}  ${k}: ${v},\n`;
       return `z.object({\n${fields.map(line).join('')}${indent}})`;

@@ -6,7 +6,7 @@ import type { z } from 'zod';
  * integration, a loader, its request options, the Vite plugin).
  */
 
-/** What a zod schema says of itself (its `def`), as far as the code reading it here and in entries/typescript.ts needs. */
+/** What a zod schema says of itself (its `def`), as far as the code reading it here, in entries/typescript.ts and in the types command needs. */
 type Def = {
   type: string;
   shape?: Record<string, z.ZodType>;
@@ -17,6 +17,7 @@ type Def = {
   in?: z.ZodType;
   element?: z.ZodType;
   values?: unknown[];
+  discriminator?: string;
 };
 
 export const defOf = (schema: z.ZodType) => (schema as unknown as { def: Def }).def;
