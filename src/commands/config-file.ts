@@ -1,4 +1,5 @@
-import { access, readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
@@ -36,34 +37,13 @@ export async function loadConfigFile(path: string | undefined, cwd = process.cwd
 }
 
 async function loadFile(path: string | undefined, cwd: string): Promise<ConfigFile> {
-  let file: string | undefined;
-  if (path) file = resolve(cwd, path);
-  else {
-    for (const name of configNames) {
-      const candidate = resolve(cwd, name);
-      if (
-        await access(candidate).then(
-          () => true,
-          () => false,
-        )
-      ) {
-        file = candidate;
-        break;
-      }
-    }
-    if (!file)
-      throw new ConfigError(
-        '--config',
-        `No config file: pass --config <file>, or create one of ${configNames.join(', ')} in ${cwd}`,
-      );
-  }
-  if (
-    !(await access(file).then(
-      () => true,
-      () => false,
-    ))
-  )
-    throw new ConfigError('--config', `Config file not found: ${file}`);
+  const file = path ? resolve(cwd, path) : configNames.map((name) => resolve(cwd, name)).find(existsSync);
+  if (!file)
+    throw new ConfigError(
+      '--config',
+      `No config file: pass --config <file>, or create one of ${configNames.join(', ')} in ${cwd}`,
+    );
+  if (!existsSync(file)) throw new ConfigError('--config', `Config file not found: ${file}`);
   if (file.endsWith('.json')) {
     let config: unknown;
     try {
