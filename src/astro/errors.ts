@@ -1,8 +1,7 @@
 import { AstroError } from 'astro/errors';
-import { scrub } from '../api/errors.ts';
-import { hintFor, type OptionsSite } from '../api/hints.ts';
-import { hintSettings, rootOf } from '../sync/hints.ts';
+import type { OptionsSite } from '../api/hints.ts';
 import type { SharedSync } from '../sync/shared.ts';
+import { optionsHint } from '../vite/errors.ts';
 
 /**
  * A loader's failure as Astro shows it: the message of what failed, and a hint naming the
@@ -37,12 +36,9 @@ const astroSite: OptionsSite = {
  */
 export function loaderError(error: unknown, shared: SharedSync): unknown {
   if (!(error instanceof Error)) return error;
-  const settings = hintSettings(shared);
-  const root = rootOf(error);
-  const hint = settings && hintFor(root, settings, astroSite);
-  if (!settings || hint === undefined) return error;
   // Without a full stop of its own: Astro ends the message with one when it tells it.
-  return new LoaderError(root.code!, scrub(error.message, settings.apiKey).replace(/\.+$/, ''), hint);
+  const hinted = optionsHint(error, shared, astroSite);
+  return hinted ? new LoaderError(hinted.code, hinted.message, hinted.hint) : error;
 }
 
 /** An error's message and, for a LoaderError, its hint, as a log line. */

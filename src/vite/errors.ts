@@ -39,13 +39,23 @@ export function userFacing<E extends Error>(error: E): E {
   return error;
 }
 
+/**
+ * For a sync's failure a user fixes in the options (key, base URL, repository, a source's name or
+ * options, cache folder): its code, its message without the key or a final full stop, and the hint
+ * of what to check where `site` writes the options; undefined for any other.
+ */
+export function optionsHint(error: Error, shared: SharedSync, site: OptionsSite) {
+  const settings = hintSettings(shared);
+  const root = rootOf(error);
+  const hint = settings && hintFor(root, settings, site);
+  if (!settings || hint === undefined) return undefined;
+  return { code: root.code!, message: scrub(error.message, settings.apiKey).replace(/\.+$/, ''), hint };
+}
+
 /** The error the plugin throws for `error`: with the hint when it is one fixed in the options, the key never in it. */
 export function viteError(error: unknown, shared: SharedSync): unknown {
   if (!(error instanceof Error)) return error;
   if (error instanceof ConfigError) return userFacing(error);
-  const settings = hintSettings(shared);
-  const root = rootOf(error);
-  const hint = settings && hintFor(root, settings, viteSite);
-  if (!settings || hint === undefined) return error;
-  return new ComfortableViteError(root.code!, `${scrub(error.message, settings.apiKey).replace(/\.+$/, '')}. ${hint}`);
+  const hinted = optionsHint(error, shared, viteSite);
+  return hinted ? new ComfortableViteError(hinted.code, `${hinted.message}. ${hinted.hint}`) : error;
 }
