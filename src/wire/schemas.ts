@@ -86,12 +86,6 @@ export const maskedListAnswerSchema = listAnswerSchema.extend({
   includes: maskedIncludes,
 });
 
-/**
- * An asset: `title`, `description` and `file` in its fields, kept in the order the server sent (a declared shape would
- * reorder them).
- */
-export const assetAnswerSchema = recordSchema;
-
 /** The repository endpoint; the real service documents only `meta.apiId`. */
 export const repositoryAnswerSchema = z.looseObject({
   status: z.number().optional(),
@@ -116,5 +110,9 @@ export type DocumentAnswer = z.infer<typeof documentAnswerSchema>;
 export type ListAnswer = z.infer<typeof listAnswerSchema>;
 export type MaskedListAnswer = z.infer<typeof maskedListAnswerSchema>;
 export type MaskedDocumentAnswer = z.infer<typeof maskedDocumentAnswerSchema>;
-export type AssetAnswer = z.infer<typeof assetAnswerSchema>;
+/**
+ * An asset: `title`, `description` and `file` in its fields, kept in the order the server sent (a declared shape would
+ * reorder them): a record answer.
+ */
+export type AssetAnswer = ApiRecord;
 export type RepositoryAnswer = z.infer<typeof repositoryAnswerSchema>;
