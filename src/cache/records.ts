@@ -47,7 +47,7 @@ export function parseStored<T>(json: string, id: string, dir: string): T {
 }
 
 /** References as `record.refs` holds them: `[[field, id, 1 or 0], …]`. */
-export const packReferences = (references: readonly Reference[]): string =>
+const packReferences = (references: readonly Reference[]): string =>
   JSON.stringify(references.map((ref) => [ref.field, ref.id, ref.asset ? 1 : 0]));
 export const unpackReferences = (refs: string, id: string, dir: string): Reference[] =>
   parseStored<[string, string, number][]>(refs, id, dir).map(([field, id, asset]) => ({

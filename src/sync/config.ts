@@ -300,7 +300,7 @@ export function requestOptions(source: SyncSource): ListOptions {
 }
 
 /** Makes sure a mask keeps the whole `meta` scope, which the cache needs. */
-export function withMeta(mask: string): string {
+function withMeta(mask: string): string {
   return /(^|,)\s*meta\s*(,|$)/.test(mask)
     ? mask
     : `${mask.replace(/(^|,)\s*meta\s*\([^)]*\)/, '')},meta`.replace(/^,/, '');
