@@ -4,7 +4,7 @@ import { type Locales, localizeRecord } from '../model/locales.ts';
 import { type Model, referenceList, type StoredRecord, type TypeModel } from '../model/records.ts';
 import { isStoredReference } from '../model/shapes.ts';
 import { fallbackChains } from '../wire/locales.ts';
-import { isObject } from '../wire/schemas.ts';
+import { isObject, stringList } from '../wire/schemas.ts';
 
 /**
  * Entries: a record as pages use it, in one locale. Fallback is applied and marked, relations
@@ -116,7 +116,7 @@ export function fieldsSchema(
 
 export const entryMetaSchema = z.object({
   revision: z.number(),
-  tags: z.array(z.string()),
+  tags: stringList,
   createdAt: z.string(),
   updatedAt: z.string(),
 });

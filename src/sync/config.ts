@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { nonEmpty } from '../wire/schemas.ts';
+import { nonEmpty, stringList } from '../wire/schemas.ts';
 import { fingerprintOf } from '../model/digests.ts';
 import { defaultBaseUrl } from '../api/client.ts';
 import {
@@ -58,8 +58,8 @@ export const sourceOptionsSchema = z.strictObject({
   embedAssets: z.boolean().optional(),
   /** A partial-response mask; the loader always adds the meta it needs. */
   fields: nonEmpty.optional(),
-  includeTags: z.array(z.string()).optional(),
-  excludeTags: z.array(z.string()).optional(),
+  includeTags: stringList.optional(),
+  excludeTags: stringList.optional(),
   search: z.string().optional(),
 });
 export type SourceOptions = z.infer<typeof sourceOptionsSchema>;

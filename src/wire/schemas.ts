@@ -31,6 +31,12 @@ const apiReferenceSchema = z.looseObject({
 /** A string of at least one character: a name, an id, a path. */
 export const nonEmpty = z.string().min(1);
 
+/** A list of strings: tags, a select's values. */
+export const stringList = z.array(z.string());
+
+/** A count, a size, a revision: a whole number from 0. */
+export const wholeNumber = z.number().int().nonnegative();
+
 export const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -45,7 +51,7 @@ const metaSchema = z.looseObject({
   contentType: z.string(),
   repository: z.string().optional(),
   revision: z.number().optional(),
-  tags: z.array(z.string()).optional(),
+  tags: stringList.optional(),
   createdAt: z.string().optional(),
   updatedAt: z.string().optional(),
 });
@@ -61,7 +67,6 @@ const includesSchema = z.record(z.string(), z.array(recordSchema));
 
 export const documentAnswerSchema = recordSchema.extend({ includes: includesSchema.optional() });
 
-const wholeNumber = z.number().int().nonnegative();
 export const listAnswerSchema = z.looseObject({
   status: z.number().optional(),
   meta: z.looseObject({
