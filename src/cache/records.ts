@@ -13,6 +13,13 @@ export interface RecordInfo {
   partial: boolean;
 }
 
+/** A record's stamps, as an answer or a listing gives them. */
+export interface Stamp {
+  id: string;
+  updatedAt?: string | undefined;
+  revision?: number | undefined;
+}
+
 /** A record as a closure or a digest walks it. */
 export interface Node {
   id: string;
@@ -154,7 +161,7 @@ export class Records {
   }
 
   /** True when the record is stored with these stamps, and whole unless `orPartial`. */
-  sameStamps(id: string, updatedAt: string | undefined, revision: number | undefined, orPartial = false): boolean {
+  sameStamps({ id, updatedAt, revision }: Stamp, orPartial = false): boolean {
     const info = this.info(id);
     return (
       info !== undefined &&
