@@ -67,8 +67,11 @@ const includesSchema = z.record(z.string(), z.array(recordSchema));
 
 export const documentAnswerSchema = recordSchema.extend({ includes: includesSchema.optional() });
 
+/** The HTTP status an answer may repeat in its body. */
+const status = z.number().optional();
+
 export const listAnswerSchema = z.looseObject({
-  status: z.number().optional(),
+  status,
   meta: z.looseObject({
     count: wholeNumber,
     limit: wholeNumber,
@@ -80,10 +83,7 @@ export const listAnswerSchema = z.looseObject({
 });
 
 /** With a `fields` mask, records carry only what the mask keeps. */
-const maskedRecordSchema = z.looseObject({
-  fields: z.record(z.string(), z.unknown()).optional(),
-  meta: metaSchema.partial().optional(),
-});
+const maskedRecordSchema = recordSchema.partial().extend({ meta: metaSchema.partial().optional() });
 const maskedIncludes = z.record(z.string(), z.array(maskedRecordSchema)).optional();
 export const maskedDocumentAnswerSchema = maskedRecordSchema.extend({ includes: maskedIncludes });
 export const maskedListAnswerSchema = listAnswerSchema.extend({
@@ -93,7 +93,7 @@ export const maskedListAnswerSchema = listAnswerSchema.extend({
 
 /** The repository endpoint; the real service documents only `meta.apiId`. */
 export const repositoryAnswerSchema = z.looseObject({
-  status: z.number().optional(),
+  status,
   meta: z.looseObject({
     apiId: z.string(),
     id: z.string().optional(),
@@ -104,7 +104,7 @@ export const repositoryAnswerSchema = z.looseObject({
 });
 
 export const errorAnswerSchema = z.looseObject({
-  status: z.number().optional(),
+  status,
   message: z.string().optional(),
   error: z.looseObject({ code: z.string().optional(), message: z.string().optional() }).optional(),
 });
