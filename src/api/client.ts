@@ -2,7 +2,6 @@ import { z } from 'zod';
 import {
   type ApiRecord,
   type AssetAnswer,
-  assetAnswerSchema,
   type DocumentAnswer,
   documentAnswerSchema,
   isObject,
@@ -185,7 +184,7 @@ export class ReadApiClient {
     return this.#get<unknown>(
       this.#path('assets', id),
       options ?? {},
-      options?.fields ? maskedDocumentAnswerSchema : assetAnswerSchema,
+      options?.fields ? maskedDocumentAnswerSchema : recordSchema,
     ) as never;
   }
 

@@ -91,7 +91,7 @@ export function cacheErrorOf(error: unknown, dir: string): unknown {
   }
 }
 
-export const isBusy = (error: unknown): boolean => sqliteCode(error) === busy;
+const isBusy = (error: unknown): boolean => sqliteCode(error) === busy;
 
 /** The identity of the database file, or undefined when there is none. */
 export function inodeOf(dir: string): number | undefined {

@@ -13,6 +13,13 @@ export interface RecordInfo {
   partial: boolean;
 }
 
+/** A record's stamps, as an answer or a listing gives them. */
+export interface Stamp {
+  id: string;
+  updatedAt?: string | undefined;
+  revision?: number | undefined;
+}
+
 /** A record as a closure or a digest walks it. */
 export interface Node {
   id: string;
@@ -47,7 +54,7 @@ export function parseStored<T>(json: string, id: string, dir: string): T {
 }
 
 /** References as `record.refs` holds them: `[[field, id, 1 or 0], …]`. */
-export const packReferences = (references: readonly Reference[]): string =>
+const packReferences = (references: readonly Reference[]): string =>
   JSON.stringify(references.map((ref) => [ref.field, ref.id, ref.asset ? 1 : 0]));
 export const unpackReferences = (refs: string, id: string, dir: string): Reference[] =>
   parseStored<[string, string, number][]>(refs, id, dir).map(([field, id, asset]) => ({
@@ -154,7 +161,7 @@ export class Records {
   }
 
   /** True when the record is stored with these stamps, and whole unless `orPartial`. */
-  sameStamps(id: string, updatedAt: string | undefined, revision: number | undefined, orPartial = false): boolean {
+  sameStamps({ id, updatedAt, revision }: Stamp, orPartial = false): boolean {
     const info = this.info(id);
     return (
       info !== undefined &&

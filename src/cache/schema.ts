@@ -22,7 +22,7 @@ import type { Database } from './sqlite.ts';
  * - `etag`: answers kept for conditional GETs of the repository and of aliases.
  */
 
-export const cacheFormat = 7;
+const cacheFormat = 7;
 
 export const schema = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;

@@ -4,7 +4,7 @@ import { type Locales, localizeRecord } from '../model/locales.ts';
 import { type Model, referenceList, type StoredRecord, type TypeModel } from '../model/records.ts';
 import { isStoredReference } from '../model/shapes.ts';
 import { fallbackChains } from '../wire/locales.ts';
-import { isObject } from '../wire/schemas.ts';
+import { isObject, stringList } from '../wire/schemas.ts';
 
 /**
  * Entries: a record as pages use it, in one locale. Fallback is applied and marked, relations
@@ -12,18 +12,18 @@ import { isObject } from '../wire/schemas.ts';
  * exported so users get the types with `z.infer`.
  */
 
-export const entryReferenceSchema = z.object({ id: z.string(), contentType: z.string() });
+const entryReferenceSchema = z.object({ id: z.string(), contentType: z.string() });
 export type EntryReference = z.infer<typeof entryReferenceSchema>;
 
-export const richtextSchema = z.object({ html: z.string(), plain: z.string() });
-export const locationSchema = z.object({ lat: z.number(), lng: z.number() });
+const richtextSchema = z.object({ html: z.string(), plain: z.string() });
+const locationSchema = z.object({ lat: z.number(), lng: z.number() });
 
 /**
  * An asset whose file has a width and a height: what `astro:assets` `<Image>` needs for a remote
  * `src`. Assets are told apart by `kind`: `image`, `file` (no size known: a PDF, an SVG without
  * one) or `unresolved` (the asset was not synced: dangling, or beyond the includes).
  */
-export const imageSchema = z.object({
+const imageSchema = z.object({
   kind: z.literal('image'),
   id: z.string(),
   src: z.string(),
@@ -36,11 +36,11 @@ export const imageSchema = z.object({
 export type Image = z.infer<typeof imageSchema>;
 
 /** An asset whose file has no known size. */
-export const assetFileSchema = imageSchema.omit({ width: true, height: true }).extend({ kind: z.literal('file') });
+const assetFileSchema = imageSchema.omit({ width: true, height: true }).extend({ kind: z.literal('file') });
 export type AssetFile = z.infer<typeof assetFileSchema>;
 
 /** An asset that was not synced: its id, as the document refers to it. */
-export const unresolvedAssetSchema = z.object({
+const unresolvedAssetSchema = z.object({
   kind: z.literal('unresolved'),
   id: z.string(),
   contentType: z.string(),
@@ -116,7 +116,7 @@ export function fieldsSchema(
 
 export const entryMetaSchema = z.object({
   revision: z.number(),
-  tags: z.array(z.string()),
+  tags: stringList,
   createdAt: z.string(),
   updatedAt: z.string(),
 });

@@ -1,6 +1,6 @@
-import type { DanglingReference, Node, Records } from '../cache/index.ts';
+import type { DanglingReference, Node, Records, Stamp } from '../cache/index.ts';
 import { requestOptions, type SyncSource } from './config.ts';
-import { type Fetcher, isMasked, settleAll, type Stamp } from './fetch.ts';
+import { type Fetcher, isMasked, settleAll } from './fetch.ts';
 import type { Intake } from './intake.ts';
 import type { Listed } from './list.ts';
 import { includeOptions, reach } from './reach.ts';
@@ -178,9 +178,7 @@ async function recheck(ids: string[], kind: 'documents' | 'assets', context: Clo
   const seen = new Set(stamps.map((stamp) => stamp.id));
   for (const id of ids) if (!seen.has(id)) intake.drop(id); // gone from the server
   // A partial record with the same stamps is as the masks made it: `misshapen` says whether a source needs it whole.
-  const changed = stamps
-    .filter((stamp) => !records.sameStamps(stamp.id, stamp.updatedAt, stamp.revision, true))
-    .map((stamp) => stamp.id);
+  const changed = stamps.filter((stamp) => !records.sameStamps(stamp, true)).map((stamp) => stamp.id);
   if (changed.length === 0) return;
   const found = kind === 'assets' ? await fetcher.assets(changed) : await fetcher.byIds(changed);
   for (const id of changed) if (!found.has(id)) intake.drop(id); // gone since its stamps were read

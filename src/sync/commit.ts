@@ -144,7 +144,7 @@ function sourceChanges(
 }
 
 /** References once each, in order of document and field. */
-export function uniqueReferences<T extends { from: string; field: string; id: string }>(references: readonly T[]): T[] {
+function uniqueReferences<T extends { from: string; field: string; id: string }>(references: readonly T[]): T[] {
   const unique = new Map(references.map((d) => [`${d.from}\u0000${d.field}\u0000${d.id}`, d]));
   return [...unique.values()].sort((a, b) =>
     a.from + a.field < b.from + b.field ? -1 : a.from + a.field > b.from + b.field ? 1 : 0,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { nonEmpty } from '../wire/schemas.ts';
+import { nonEmpty, stringList } from '../wire/schemas.ts';
 import { fingerprintOf } from '../model/digests.ts';
 import { defaultBaseUrl } from '../api/client.ts';
 import {
@@ -58,8 +58,8 @@ export const sourceOptionsSchema = z.strictObject({
   embedAssets: z.boolean().optional(),
   /** A partial-response mask; the loader always adds the meta it needs. */
   fields: nonEmpty.optional(),
-  includeTags: z.array(z.string()).optional(),
-  excludeTags: z.array(z.string()).optional(),
+  includeTags: stringList.optional(),
+  excludeTags: stringList.optional(),
   search: z.string().optional(),
 });
 export type SourceOptions = z.infer<typeof sourceOptionsSchema>;
@@ -300,7 +300,7 @@ export function requestOptions(source: SyncSource): ListOptions {
 }
 
 /** Makes sure a mask keeps the whole `meta` scope, which the cache needs. */
-export function withMeta(mask: string): string {
+function withMeta(mask: string): string {
   return /(^|,)\s*meta\s*(,|$)/.test(mask)
     ? mask
     : `${mask.replace(/(^|,)\s*meta\s*\([^)]*\)/, '')},meta`.replace(/^,/, '');

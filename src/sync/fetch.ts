@@ -1,6 +1,7 @@
 import type { ReadApiClient } from '../api/client.ts';
 import { andFilters, type FilterEntry, type ListOptions } from '../api/query.ts';
 import type { ApiRecord, ListAnswer } from '../wire/schemas.ts';
+import type { Stamp } from '../cache/index.ts';
 import { requestOptions, type SyncSource } from './config.ts';
 import type { AnsweredPage, Intake } from './intake.ts';
 import type { Model, TypeModel } from '../model/records.ts';
@@ -12,12 +13,6 @@ import type { Model, TypeModel } from '../model/records.ts';
 
 /** The mask of an id listing: the stamps a sync compares, and nothing else. */
 export const listing = 'meta(id,updatedAt,revision)';
-
-export interface Stamp {
-  id: string;
-  updatedAt?: string | undefined;
-  revision?: number | undefined;
-}
 
 /**
  * The mask of a listing that carries the stamps of the assets its documents embed (asked with

@@ -112,7 +112,7 @@ export class Intake {
   }
 
   #sameStamps(answer: ApiRecord): boolean {
-    return this.#records.sameStamps(answer.meta.id, answer.meta.updatedAt, answer.meta.revision);
+    return this.#records.sameStamps(answer.meta);
   }
 
   /**

@@ -25,10 +25,6 @@ import { sync, type SyncHints, type SyncLogger, type SyncResult } from './engine
 /** The shared sync's options: a sync config, whose sources may all come from the loaders (each is optional). */
 export type SharedConfig = SyncConfigInput;
 
-interface Round {
-  promise: Promise<SyncResult>;
-}
-
 /** How a round came about, as its listeners are told. */
 export interface RoundKind {
   /** Started by a poll (which may have found nothing). */
@@ -44,11 +40,11 @@ export class SharedSync {
   #snapshot: string | undefined;
   /** The sources of the loaders, read at the start of each round; throws when a loader's options are wrong. */
   #loaderSources: () => readonly SourceSpec[] = () => [];
-  #round: Round | undefined;
+  #round: Promise<SyncResult> | undefined;
   /** The last round that completed. */
   #latest: SyncResult | undefined;
   /** The round each token asked for. */
-  #rounds = new WeakMap<object, Round>();
+  #rounds = new WeakMap<object, Promise<SyncResult>>();
   readonly #listeners = new Set<(result: SyncResult, kind: RoundKind) => void>();
   /** The answers to listings of stamps of this configuration's syncs, so the next one asks them conditionally. */
   #listingEtags = new MemoryEtagStore();
@@ -118,12 +114,12 @@ export class SharedSync {
       this.#rounds.set(token, round);
       this.#round = round;
     }
-    return round.promise;
+    return round;
   }
 
   /** The current round's result (the last started); starts one when there is none. */
   current(): Promise<SyncResult> {
-    return this.#round?.promise ?? this.acquire({});
+    return this.#round ?? this.acquire({});
   }
 
   /** The result of the last round that completed, without starting one (what is served now). */
@@ -148,7 +144,7 @@ export class SharedSync {
     // After every round begun meanwhile (Astro's sync, a refresh), so that two syncs never overlap.
     let previous = this.#round;
     while (previous) {
-      await previous.promise.catch(() => {});
+      await previous.catch(() => {});
       if (this.#round === previous) break;
       previous = this.#round;
     }
@@ -167,7 +163,7 @@ export class SharedSync {
     });
     this.#round = round;
     try {
-      const result = await round.promise;
+      const result = await round;
       // What a sync that changed something warns of (a dangling reference, say) is said; an ask
       // that found nothing is not.
       if (changedSources(result.changeset).length > 0) for (const warning of warnings) this.#logger?.warn(warning);
@@ -205,10 +201,10 @@ export class SharedSync {
       polled: false,
       outside: true,
     });
-    return this.#round.promise;
+    return this.#round;
   }
 
-  #start(run: () => Promise<SyncResult>, kind: RoundKind): Round {
+  #start(run: () => Promise<SyncResult>, kind: RoundKind): Promise<SyncResult> {
     const config = this.#config;
     const promise = Promise.resolve()
       .then(run)
@@ -221,7 +217,7 @@ export class SharedSync {
         return result;
       });
     promise.catch(() => {}); // every consumer awaits it and sees the error
-    return { promise };
+    return promise;
   }
 }
 

@@ -31,6 +31,12 @@ const apiReferenceSchema = z.looseObject({
 /** A string of at least one character: a name, an id, a path. */
 export const nonEmpty = z.string().min(1);
 
+/** A list of strings: tags, a select's values. */
+export const stringList = z.array(z.string());
+
+/** A count, a size, a revision: a whole number from 0. */
+export const wholeNumber = z.number().int().nonnegative();
+
 export const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -45,7 +51,7 @@ const metaSchema = z.looseObject({
   contentType: z.string(),
   repository: z.string().optional(),
   revision: z.number().optional(),
-  tags: z.array(z.string()).optional(),
+  tags: stringList.optional(),
   createdAt: z.string().optional(),
   updatedAt: z.string().optional(),
 });
@@ -61,9 +67,11 @@ const includesSchema = z.record(z.string(), z.array(recordSchema));
 
 export const documentAnswerSchema = recordSchema.extend({ includes: includesSchema.optional() });
 
-const wholeNumber = z.number().int().nonnegative();
+/** The HTTP status an answer may repeat in its body. */
+const status = z.number().optional();
+
 export const listAnswerSchema = z.looseObject({
-  status: z.number().optional(),
+  status,
   meta: z.looseObject({
     count: wholeNumber,
     limit: wholeNumber,
@@ -75,10 +83,7 @@ export const listAnswerSchema = z.looseObject({
 });
 
 /** With a `fields` mask, records carry only what the mask keeps. */
-const maskedRecordSchema = z.looseObject({
-  fields: z.record(z.string(), z.unknown()).optional(),
-  meta: metaSchema.partial().optional(),
-});
+const maskedRecordSchema = recordSchema.partial().extend({ meta: metaSchema.partial().optional() });
 const maskedIncludes = z.record(z.string(), z.array(maskedRecordSchema)).optional();
 export const maskedDocumentAnswerSchema = maskedRecordSchema.extend({ includes: maskedIncludes });
 export const maskedListAnswerSchema = listAnswerSchema.extend({
@@ -86,15 +91,9 @@ export const maskedListAnswerSchema = listAnswerSchema.extend({
   includes: maskedIncludes,
 });
 
-/**
- * An asset: `title`, `description` and `file` in its fields, kept in the order the server sent (a declared shape would
- * reorder them).
- */
-export const assetAnswerSchema = recordSchema;
-
 /** The repository endpoint; the real service documents only `meta.apiId`. */
 export const repositoryAnswerSchema = z.looseObject({
-  status: z.number().optional(),
+  status,
   meta: z.looseObject({
     apiId: z.string(),
     id: z.string().optional(),
@@ -105,7 +104,7 @@ export const repositoryAnswerSchema = z.looseObject({
 });
 
 export const errorAnswerSchema = z.looseObject({
-  status: z.number().optional(),
+  status,
   message: z.string().optional(),
   error: z.looseObject({ code: z.string().optional(), message: z.string().optional() }).optional(),
 });
@@ -116,5 +115,9 @@ export type DocumentAnswer = z.infer<typeof documentAnswerSchema>;
 export type ListAnswer = z.infer<typeof listAnswerSchema>;
 export type MaskedListAnswer = z.infer<typeof maskedListAnswerSchema>;
 export type MaskedDocumentAnswer = z.infer<typeof maskedDocumentAnswerSchema>;
-export type AssetAnswer = z.infer<typeof assetAnswerSchema>;
+/**
+ * An asset: `title`, `description` and `file` in its fields, kept in the order the server sent (a declared shape would
+ * reorder them): a record answer.
+ */
+export type AssetAnswer = ApiRecord;
 export type RepositoryAnswer = z.infer<typeof repositoryAnswerSchema>;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { localeKeyPattern } from './locales.ts';
-import { isObject, nonEmpty } from './schemas.ts';
+import { isObject, nonEmpty, stringList, wholeNumber } from './schemas.ts';
 
 /**
  * The repository snapshot format of `spec/read-api.md` §1, as zod schemas.
@@ -81,8 +81,8 @@ const metaSchema = z.strictObject({
   id: documentId,
   contentType: nonEmpty,
   repository: z.string().optional(),
-  revision: z.number().int().nonnegative(),
-  tags: z.array(z.string()),
+  revision: wholeNumber,
+  tags: stringList,
   createdAt: timestamp,
   updatedAt: timestamp,
 });
@@ -103,20 +103,18 @@ export const fileSchema = z.strictObject({
   url: nonEmpty,
   fileName: nonEmpty,
   mimeType: nonEmpty,
-  size: z.number().int().nonnegative(),
+  size: wholeNumber,
   width: z.number().int().positive().optional(),
   height: z.number().int().positive().optional(),
 });
-
-const tagList = z.array(z.string());
 
 const collectionSchema = z.strictObject({
   apiId,
   name: z.string().optional(),
   contentType: apiId.optional(),
   filters: z.array(z.record(z.string(), z.unknown())).optional(),
-  includeTags: tagList.optional(),
-  excludeTags: tagList.optional(),
+  includeTags: stringList.optional(),
+  excludeTags: stringList.optional(),
   sorting: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
   /** The collection's documents by id, in their order; ids of no document in the snapshot are no members. */
   members: z.array(documentId).optional(),
@@ -158,7 +156,7 @@ const valueSchemas: Record<FieldType, z.ZodType> = {
   date,
   boolean: z.boolean(),
   location: z.strictObject({ lat: z.number().min(-90).max(90), lng: z.number().min(-180).max(180) }),
-  select: z.union([z.string(), z.array(z.string())]),
+  select: z.union([z.string(), stringList]),
   relation: z.union([reference(), z.array(reference())]),
   asset: z.array(reference('_asset')),
   json: z.unknown(),
