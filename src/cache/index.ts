@@ -5,7 +5,7 @@ export type { DanglingReference, Link, Member, StoredSource } from './reader.ts'
 export type { CacheHead } from './head.ts';
 export { cacheRootOf, originCacheDir, touchOrigin } from './origins.ts';
 export type { ContentOrigin } from './origins.ts';
-export type { Node, Records, Stamp } from './records.ts';
+export type { Node, Records } from './records.ts';
 export { CacheTransaction } from './transaction.ts';
 export type { Etags, StoredMembers } from './transaction.ts';
 export { cacheErrorOf } from './database.ts';

@@ -1,4 +1,4 @@
-import type { Reference, StoredRecord } from '../model/records.ts';
+import type { Reference, Stamp, StoredRecord } from '../model/records.ts';
 
 import { CacheError } from './database.ts';
 import type { Database, Statement } from './sqlite.ts';
@@ -11,13 +11,6 @@ export interface RecordInfo {
   digest: string;
   /** Only the fields a masked source asked for. */
   partial: boolean;
-}
-
-/** A record's stamps, as an answer or a listing gives them. */
-export interface Stamp {
-  id: string;
-  updatedAt?: string | undefined;
-  revision?: number | undefined;
 }
 
 /** A record as a closure or a digest walks it. */

@@ -256,3 +256,10 @@ export function mergePartial(previous: StoredRecord | undefined, next: StoredRec
   const fields = merge(previous.fields, next.fields, '');
   return { ...next, fields, localized };
 }
+
+/** A record's stamps, as an answer or a listing gives them. */
+export interface Stamp {
+  id: string;
+  updatedAt?: string | undefined;
+  revision?: number | undefined;
+}

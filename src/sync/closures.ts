@@ -1,4 +1,5 @@
-import type { DanglingReference, Node, Records, Stamp } from '../cache/index.ts';
+import type { DanglingReference, Node, Records } from '../cache/index.ts';
+import type { Stamp } from '../model/records.ts';
 import { requestOptions, type SyncSource } from './config.ts';
 import { type Fetcher, isMasked, settleAll } from './fetch.ts';
 import type { Intake } from './intake.ts';

@@ -1,7 +1,7 @@
 import type { ReadApiClient } from '../api/client.ts';
 import { andFilters, type FilterEntry, type ListOptions } from '../api/query.ts';
 import type { ApiRecord, ListAnswer } from '../wire/schemas.ts';
-import type { Stamp } from '../cache/index.ts';
+import type { Stamp } from '../model/records.ts';
 import { requestOptions, type SyncSource } from './config.ts';
 import type { AnsweredPage, Intake } from './intake.ts';
 import type { Model, TypeModel } from '../model/records.ts';
