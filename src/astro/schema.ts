@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { stringList } from '../wire/schemas.ts';
 import type { CacheReader } from '../cache/index.ts';
 import { entryMetaSchema, fieldsSchema as entryFieldsSchema } from '../entries/entries.ts';
 import type { Model } from '../model/records.ts';
@@ -99,7 +100,7 @@ export function entrySchema<F extends z.ZodType>(fields: F, contentType?: string
     meta: entryMetaSchema,
     digest: z.string(),
     cacheKey: z.string(),
-    aliases: z.array(z.string()),
+    aliases: stringList,
     // There only with the loader's `markdown` option, which names the fields.
     markdown: z.record(z.string(), renderedMarkdownSchema).optional(),
   });

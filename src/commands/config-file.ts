@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
+import { nonEmpty } from '../wire/schemas.ts';
 import { ConfigError, configProblem, contentTypesSchema } from '../sync/config.ts';
 import { readEnv, withEnv } from '../api/env.ts';
 
@@ -64,7 +65,7 @@ async function loadFile(path: string | undefined, cwd: string): Promise<ConfigFi
 const forTypesSchema = z.object({
   contentTypes: contentTypesSchema.optional(),
   markdown: z
-    .record(z.string().min(1), z.array(z.string().min(1)), {
+    .record(nonEmpty, z.array(nonEmpty), {
       error: 'expected content type → its Markdown fields, such as { article: ["body", "intro"] }',
     })
     .optional(),
